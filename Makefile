@@ -1,0 +1,31 @@
+# eoingest: PGXS build.  `make && make install`, then `bash test/run-all.sh`.
+EXTENSION = eoingest
+MODULE_big = eoingest
+OBJS = \
+	src/eoingest.o \
+	src/shmem.o \
+	src/launcher.o \
+	src/worker.o \
+	src/job.o \
+	src/kafka.o \
+	src/decode.o \
+	src/sink.o \
+	src/batch.o \
+	src/offsets.o \
+	src/csv.o \
+	src/api.o
+
+DATA = $(wildcard sql/eoingest--*.sql)
+
+REGRESS = setup api formats transform
+REGRESS_OPTS = --use-existing
+
+PG_CPPFLAGS = -I$(srcdir)/src -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare
+SHLIB_LINK = -lrdkafka
+
+PG_CONFIG ?= pg_config
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)
+
+# pg_regress runs in the database the launcher watches (eoingest.database).
+CONTRIB_TESTDB = postgres

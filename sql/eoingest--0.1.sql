@@ -1,0 +1,141 @@
+-- eoingest 0.1: the job catalog, the offsets checkpoint and the SQL API.
+\echo Use "CREATE EXTENSION eoingest" to load this file. \quit
+
+-- One row per job.  `state` is what the owner asked for ('running' or
+-- 'stopped'), or 'failed' when a worker stopped the job on an error that
+-- needs a person; the live picture is in eoingest.job_status.
+CREATE TABLE @extschema@.jobs (
+    id                integer GENERATED ALWAYS AS IDENTITY UNIQUE,
+    name              text PRIMARY KEY
+                      CHECK (pg_catalog.length(name) BETWEEN 1 AND 63),
+    owner             oid NOT NULL,
+    brokers           text NOT NULL,
+    topic             text NOT NULL,
+    target            text,
+    format            text NOT NULL,
+    mode              text NOT NULL,
+    transform         text,
+    start_offset      text NOT NULL,
+    batch_size        integer NOT NULL,
+    batch_timeout_ms  integer NOT NULL,
+    parallelism       integer NOT NULL,
+    options           jsonb NOT NULL,
+    on_error          text NOT NULL,
+    search_path       text NOT NULL,
+    state             text NOT NULL DEFAULT 'stopped'
+                      CHECK (state IN ('running', 'stopped', 'failed')),
+    last_error        text,
+    created_at        timestamptz NOT NULL DEFAULT pg_catalog.now()
+);
+
+-- The checkpoint: the next offset to read of every partition a job owns.
+-- Written in the same transaction as the rows it accounts for.
+CREATE TABLE @extschema@.offsets (
+    job          text NOT NULL REFERENCES @extschema@.jobs (name)
+                 ON UPDATE CASCADE ON DELETE CASCADE,
+    topic        text NOT NULL,
+    "partition"  integer NOT NULL CHECK ("partition" >= 0),
+    next_offset  bigint NOT NULL CHECK (next_offset >= 0),
+    updated_at   timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    PRIMARY KEY (job, topic, "partition")
+);
+
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.jobs', '');
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.offsets', '');
+
+REVOKE ALL ON @extschema@.jobs, @extschema@.offsets FROM PUBLIC;
+
+CREATE FUNCTION @extschema@.create_job(
+    name              text,
+    brokers           text,
+    topic             text,
+    target            text DEFAULT NULL,
+    format            text DEFAULT 'csv',
+    mode              text DEFAULT 'exactly_once',
+    transform         text DEFAULT NULL,
+    start_offset      text DEFAULT 'earliest',
+    batch_size        integer DEFAULT 10000,
+    batch_timeout_ms  integer DEFAULT 1000,
+    parallelism       integer DEFAULT 1,
+    options           jsonb DEFAULT '{}',
+    on_error          text DEFAULT 'fail')
+RETURNS void
+LANGUAGE C VOLATILE
+AS 'MODULE_PATHNAME', 'eoingest_create_job';
+
+CREATE FUNCTION @extschema@.start_job(name text)
+RETURNS void
+LANGUAGE C STRICT VOLATILE
+AS 'MODULE_PATHNAME', 'eoingest_start_job';
+
+CREATE FUNCTION @extschema@.stop_job(name text)
+RETURNS void
+LANGUAGE C STRICT VOLATILE
+AS 'MODULE_PATHNAME', 'eoingest_stop_job';
+
+CREATE FUNCTION @extschema@.drop_job(name text)
+RETURNS void
+LANGUAGE C STRICT VOLATILE
+AS 'MODULE_PATHNAME', 'eoingest_drop_job';
+
+-- The batch being written, for transforms.  Only callable inside a worker.
+CREATE FUNCTION @extschema@.batch(
+    OUT topic        text,
+    OUT "partition"  integer,
+    OUT "offset"     bigint,
+    OUT key          text,
+    OUT value        text,
+    OUT "timestamp"  timestamptz,
+    OUT headers      jsonb)
+RETURNS SETOF record
+LANGUAGE C VOLATILE
+AS 'MODULE_PATHNAME', 'eoingest_batch';
+
+-- Live state of the workers, from shared memory.
+CREATE FUNCTION @extschema@._worker_status(
+    OUT job_id          integer,
+    OUT worker          integer,
+    OUT pid             integer,
+    OUT state           text,
+    OUT started_at      timestamptz,
+    OUT messages        bigint,
+    OUT rows            bigint,
+    OUT bytes           bigint,
+    OUT batches         bigint,
+    OUT last_commit_at  timestamptz,
+    OUT last_error      text,
+    OUT last_error_at   timestamptz)
+RETURNS SETOF record
+LANGUAGE C STRICT VOLATILE
+AS 'MODULE_PATHNAME', 'eoingest_worker_status';
+
+REVOKE ALL ON FUNCTION @extschema@._worker_status() FROM PUBLIC;
+
+-- One row per job and worker index.
+CREATE VIEW @extschema@.job_status AS
+SELECT j.name,
+       w.i AS worker,
+       CASE
+           WHEN j.state = 'running' AND s.pid IS NOT NULL THEN s.state
+           WHEN j.state = 'running' THEN 'starting'
+           WHEN s.pid IS NOT NULL THEN 'stopping'
+           ELSE j.state
+       END AS state,
+       s.pid,
+       s.started_at,
+       s.messages,
+       s.rows,
+       s.bytes,
+       s.batches,
+       s.last_commit_at,
+       COALESCE(s.last_error, j.last_error) AS last_error,
+       s.last_error_at,
+       j.mode,
+       j.topic,
+       j.target
+  FROM @extschema@.jobs j
+ CROSS JOIN LATERAL pg_catalog.generate_series(0, j.parallelism - 1) AS w(i)
+  LEFT JOIN @extschema@._worker_status() s
+         ON s.job_id = j.id AND s.worker = w.i;
+
+REVOKE ALL ON @extschema@.job_status FROM PUBLIC;

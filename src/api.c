@@ -1,0 +1,502 @@
+/*-------------------------------------------------------------------------
+ *
+ * api.c
+ *	  The SQL-callable job functions: create_job, start_job, stop_job,
+ *	  drop_job, and the worker status behind eoingest.job_status.
+ *
+ * Every argument is checked here, with an error that says what to do, so
+ * that a job that was created can run.  Start and stop only record what the
+ * owner wants; the launcher, woken when the transaction commits, does it.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/table.h"
+#include "access/xact.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_type.h"
+#include "commands/dbcommands.h"
+#include "executor/spi.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "parser/parser.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/regproc.h"
+#include "utils/rel.h"
+#include "utils/tuplestore.h"
+
+#include "decode.h"
+#include "job.h"
+#include "kafka.h"
+#include "shmem.h"
+#include "sink.h"
+
+PG_FUNCTION_INFO_V1(eoingest_create_job);
+PG_FUNCTION_INFO_V1(eoingest_start_job);
+PG_FUNCTION_INFO_V1(eoingest_stop_job);
+PG_FUNCTION_INFO_V1(eoingest_drop_job);
+PG_FUNCTION_INFO_V1(eoingest_worker_status);
+
+#define MAX_BATCH_SIZE 1000000
+#define MAX_BATCH_TIMEOUT_MS 3600000
+
+/* ---- waking the launcher when the transaction commits ---- */
+
+static bool wake_registered = false;
+static bool wake_pending = false;
+
+static void
+wake_at_commit(XactEvent event, void *arg)
+{
+	if (event == XACT_EVENT_COMMIT && wake_pending)
+		eoi_wake_launcher();
+	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
+		event == XACT_EVENT_PARALLEL_COMMIT || event == XACT_EVENT_PARALLEL_ABORT ||
+		event == XACT_EVENT_PREPARE)
+		wake_pending = false;
+}
+
+static void
+wake_launcher_at_commit(void)
+{
+	if (!wake_registered)
+	{
+		RegisterXactCallback(wake_at_commit, NULL);
+		wake_registered = true;
+	}
+	wake_pending = true;
+}
+
+/* ---- argument checks ---- */
+
+static char *
+required_text(FunctionCallInfo fcinfo, int argno, const char *name)
+{
+	char	   *s;
+
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("%s must not be null", name)));
+	s = text_to_cstring(PG_GETARG_TEXT_PP(argno));
+	if (s[0] == '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s must not be empty", name)));
+	return s;
+}
+
+static char *
+optional_text(FunctionCallInfo fcinfo, int argno)
+{
+	if (PG_ARGISNULL(argno))
+		return NULL;
+	return text_to_cstring(PG_GETARG_TEXT_PP(argno));
+}
+
+static int
+int_in_range(FunctionCallInfo fcinfo, int argno, const char *name, int min, int max)
+{
+	int			v;
+
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("%s must not be null", name)));
+	v = PG_GETARG_INT32(argno);
+	if (v < min || v > max)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s must be between %d and %d, not %d", name, min, max, v)));
+	return v;
+}
+
+static void
+check_database(void)
+{
+	char	   *current = get_database_name(MyDatabaseId);
+
+	if (strcmp(current, eoingest_database) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("eoingest jobs can only be created in database \"%s\", not \"%s\"",
+						eoingest_database, current),
+				 errhint("Connect to database \"%s\", or set eoingest.database = '%s' in postgresql.conf and restart the server.",
+						 eoingest_database, current)));
+}
+
+static void
+check_job_name(const char *name)
+{
+	if (strlen(name) >= NAMEDATALEN)
+		ereport(ERROR,
+				(errcode(ERRCODE_NAME_TOO_LONG),
+				 errmsg("job name \"%s\" is too long", name),
+				 errdetail("A job name has at most %d bytes.", NAMEDATALEN - 1)));
+}
+
+static void
+check_topic(const char *topic)
+{
+	if (strlen(topic) > 249)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("Kafka topic name is longer than 249 characters")));
+	for (const char *p = topic; *p; p++)
+		if (!(isalnum((unsigned char) *p) || *p == '.' || *p == '_' || *p == '-'))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("\"%s\" is not a valid Kafka topic name", topic),
+					 errhint("Kafka topic names use only letters, digits, '.', '_' and '-'.")));
+}
+
+/*
+ * Resolve the target with the caller's search_path, check that the caller
+ * may insert what the format writes, and return its schema-qualified name.
+ */
+static char *
+resolve_target(const char *target, EoiFormat format)
+{
+	List	   *names;
+	RangeVar   *rv;
+	Oid			relid;
+	Relation	rel;
+	EoiColumns *cols;
+	char	   *qualified;
+
+#if PG_VERSION_NUM >= 160000
+	names = stringToQualifiedNameList(target, NULL);
+#else
+	names = stringToQualifiedNameList(target);
+#endif
+	rv = makeRangeVarFromNameList(names);
+	relid = RangeVarGetRelid(rv, RowExclusiveLock, true);
+	if (!OidIsValid(relid))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("target table \"%s\" does not exist", target),
+				 errhint("Create the table first, or check the schema in the name and your search_path.")));
+
+	rel = table_open(relid, NoLock);
+	if (rel->rd_rel->relkind != RELKIND_RELATION &&
+		rel->rd_rel->relkind != RELKIND_PARTITIONED_TABLE)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("target \"%s\" is not a table", target),
+				 errhint("eoingest writes into ordinary or partitioned tables; use a transform for anything else.")));
+	if (rel->rd_rel->relpersistence == RELPERSISTENCE_TEMP)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("target \"%s\" is a temporary table", target),
+				 errhint("A job's worker is another session and cannot see it.")));
+
+	cols = eoi_columns_for(rel, format, NULL);
+	eoi_check_target_insert(rel, cols->names);
+
+	qualified = quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
+										   RelationGetRelationName(rel));
+	table_close(rel, NoLock);
+	return qualified;
+}
+
+/* Parse and plan the transform now, so that a mistake shows here. */
+static void
+check_transform(const char *transform)
+{
+	List	   *parsed = raw_parser(transform, RAW_PARSE_DEFAULT);
+	SPIPlanPtr	plan;
+
+	if (list_length(parsed) != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("transform must be exactly one SQL statement, not %d", list_length(parsed)),
+				 errhint("Combine several writes with a WITH query, or call a function.")));
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	plan = SPI_prepare(transform, 0, NULL);
+	if (plan == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("transform cannot be prepared: %s", SPI_result_code_string(SPI_result))));
+	SPI_finish();
+}
+
+static bool
+job_exists(const char *name)
+{
+	Oid			types[1] = {TEXTOID};
+	Datum		args[1] = {CStringGetTextDatum(name)};
+	bool		found;
+
+	if (SPI_execute_with_args("SELECT 1 FROM eoingest.jobs WHERE name = $1",
+							  1, types, args, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read eoingest.jobs");
+	found = (SPI_processed > 0);
+	return found;
+}
+
+Datum
+eoingest_create_job(PG_FUNCTION_ARGS)
+{
+	char	   *name = required_text(fcinfo, 0, "name");
+	char	   *brokers = required_text(fcinfo, 1, "brokers");
+	char	   *topic = required_text(fcinfo, 2, "topic");
+	char	   *target = optional_text(fcinfo, 3);
+	char	   *format_s = required_text(fcinfo, 4, "format");
+	char	   *mode_s = required_text(fcinfo, 5, "mode");
+	char	   *transform = optional_text(fcinfo, 6);
+	char	   *start_offset = required_text(fcinfo, 7, "start_offset");
+	int			batch_size = int_in_range(fcinfo, 8, "batch_size", 1, MAX_BATCH_SIZE);
+	int			batch_timeout_ms = int_in_range(fcinfo, 9, "batch_timeout_ms", 1, MAX_BATCH_TIMEOUT_MS);
+	int			parallelism = int_in_range(fcinfo, 10, "parallelism", 1, eoingest_max_workers);
+	Jsonb	   *options = PG_ARGISNULL(11) ? NULL : PG_GETARG_JSONB_P(11);
+	char	   *on_error_s = required_text(fcinfo, 12, "on_error");
+	EoiFormat	format;
+	EoiMode		mode;
+	char	   *qualified_target = NULL;
+	EoiSavedUser saved;
+
+	check_database();
+	check_job_name(name);
+	check_topic(topic);
+	format = eoi_parse_format(format_s);
+	mode = eoi_parse_mode(mode_s);
+	(void) eoi_parse_on_error(on_error_s);
+
+	if (mode == EOI_MODE_TWO_PHASE || mode == EOI_MODE_UPSERT)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("mode %s is not available in this version of eoingest", mode_s),
+				 errhint("Use exactly_once, at_least_once or at_most_once.")));
+	if (strcmp(start_offset, "earliest") != 0 && strcmp(start_offset, "latest") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("unknown start_offset \"%s\"", start_offset),
+				 errhint("Choose earliest or latest.")));
+	if (strcmp(on_error_s, "fail") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("on_error %s is not available in this version of eoingest", on_error_s),
+				 errhint("Use fail: a bad record stops the job with its position in job_status.")));
+
+	if (target == NULL && transform == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("a job needs a target table or a transform"),
+				 errhint("Pass target => 'table', or transform => 'INSERT INTO ... SELECT ... FROM eoingest.batch()'.")));
+	if (target != NULL && transform != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("target and transform cannot both be given"),
+				 errhint("A transform writes where it likes; name the table inside it.")));
+	if (target != NULL)
+		qualified_target = resolve_target(target, format);
+	else
+		check_transform(transform);
+
+	eoi_kafka_check_options(brokers, options);
+
+	eoi_become_extension_owner(&saved);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (job_exists(name))
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_OBJECT),
+				 errmsg("eoingest job \"%s\" already exists", name),
+				 errhint("Choose another name, or drop the existing job with eoingest.drop_job('%s').", name)));
+	{
+		Oid			types[14] = {TEXTOID, OIDOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
+		TEXTOID, TEXTOID, INT4OID, INT4OID, INT4OID, JSONBOID, TEXTOID};
+		Datum		args[14];
+		char		nulls[14];
+		const char *search_path = GetConfigOption("search_path", false, false);
+
+		memset(nulls, ' ', sizeof(nulls));
+		args[0] = CStringGetTextDatum(name);
+		args[1] = ObjectIdGetDatum(saved.userid);
+		args[2] = CStringGetTextDatum(brokers);
+		args[3] = CStringGetTextDatum(topic);
+		if (qualified_target)
+			args[4] = CStringGetTextDatum(qualified_target);
+		else
+			nulls[4] = 'n';
+		args[5] = CStringGetTextDatum(format_s);
+		args[6] = CStringGetTextDatum(mode_s);
+		if (transform)
+			args[7] = CStringGetTextDatum(transform);
+		else
+			nulls[7] = 'n';
+		args[8] = CStringGetTextDatum(start_offset);
+		args[9] = Int32GetDatum(batch_size);
+		args[10] = Int32GetDatum(batch_timeout_ms);
+		args[11] = Int32GetDatum(parallelism);
+		if (options)
+			args[12] = JsonbPGetDatum(options);
+		else
+			args[12] = DirectFunctionCall1(jsonb_in, CStringGetDatum("{}"));
+		args[13] = CStringGetTextDatum(search_path ? search_path : "");
+
+		if (SPI_execute_with_args("INSERT INTO eoingest.jobs (name, owner, brokers, topic, target,"
+								  " format, mode, transform, start_offset, batch_size, batch_timeout_ms,"
+								  " parallelism, options, on_error, search_path)"
+								  " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, 'fail', $14)",
+								  14, types, args, nulls, false, 0) != SPI_OK_INSERT)
+			elog(ERROR, "could not insert into eoingest.jobs");
+	}
+	SPI_finish();
+	eoi_restore_user(&saved);
+	PG_RETURN_VOID();
+}
+
+/*
+ * Set the wanted state of a job; the launcher acts on it after commit.
+ * Returns false (nothing changed) when the job was in that state already.
+ */
+static void
+set_job_state(const char *name, const char *state, bool clear_error)
+{
+	EoiSavedUser saved;
+	Oid			types[2] = {TEXTOID, TEXTOID};
+	Datum		args[2] = {CStringGetTextDatum(name), CStringGetTextDatum(state)};
+
+	eoi_become_extension_owner(&saved);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute_with_args(clear_error ?
+							  "UPDATE eoingest.jobs SET state = $2, last_error = NULL WHERE name = $1" :
+							  "UPDATE eoingest.jobs SET state = $2 WHERE name = $1",
+							  2, types, args, NULL, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not update eoingest.jobs");
+	if (SPI_processed == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("eoingest job \"%s\" does not exist", name),
+				 errhint("eoingest.job_status lists the jobs.")));
+	SPI_finish();
+	eoi_restore_user(&saved);
+	wake_launcher_at_commit();
+}
+
+Datum
+eoingest_start_job(PG_FUNCTION_ARGS)
+{
+	set_job_state(text_to_cstring(PG_GETARG_TEXT_PP(0)), "running", true);
+	PG_RETURN_VOID();
+}
+
+Datum
+eoingest_stop_job(PG_FUNCTION_ARGS)
+{
+	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+
+	set_job_state(name, "stopped", false);
+	PG_RETURN_VOID();
+}
+
+Datum
+eoingest_drop_job(PG_FUNCTION_ARGS)
+{
+	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	EoiSavedUser saved;
+	Oid			types[1] = {TEXTOID};
+	Datum		args[1] = {CStringGetTextDatum(name)};
+
+	eoi_become_extension_owner(&saved);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute_with_args("DELETE FROM eoingest.jobs WHERE name = $1",
+							  1, types, args, NULL, false, 0) != SPI_OK_DELETE)
+		elog(ERROR, "could not delete from eoingest.jobs");
+	if (SPI_processed == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("eoingest job \"%s\" does not exist", name),
+				 errhint("eoingest.job_status lists the jobs.")));
+	SPI_finish();
+	eoi_restore_user(&saved);
+	wake_launcher_at_commit();
+	PG_RETURN_VOID();
+}
+
+static const char *
+worker_state_name(EoiWorkerState state)
+{
+	switch (state)
+	{
+		case EOI_WORKER_STARTING:
+			return "starting";
+		case EOI_WORKER_RUNNING:
+			return "running";
+		case EOI_WORKER_RETRYING:
+			return "retrying";
+		case EOI_WORKER_WAITING:
+			return "waiting";
+	}
+	return "unknown";
+}
+
+Datum
+eoingest_worker_status(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	TupleDesc	tupdesc;
+	Tuplestorestate *store;
+	MemoryContext old;
+	EoiWorkerSlot *copy;
+	int			nslots;
+
+	if (rsinfo == NULL || !IsA(rsinfo, ReturnSetInfo) ||
+		!(rsinfo->allowedModes & SFRM_Materialize))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("set-valued function called in context that cannot accept a set")));
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+
+	old = MemoryContextSwitchTo(rsinfo->econtext->ecxt_per_query_memory);
+	tupdesc = CreateTupleDescCopy(tupdesc);
+	store = tuplestore_begin_heap(true, false, work_mem);
+	MemoryContextSwitchTo(old);
+
+	/* Copy under the lock, build tuples without it. */
+	nslots = eoi_shared->nslots;
+	copy = palloc(sizeof(EoiWorkerSlot) * nslots);
+	LWLockAcquire(eoi_shared->lock, LW_SHARED);
+	memcpy(copy, eoi_shared->slots, sizeof(EoiWorkerSlot) * nslots);
+	LWLockRelease(eoi_shared->lock);
+
+	for (int i = 0; i < nslots; i++)
+	{
+		EoiWorkerSlot *s = &copy[i];
+		Datum		values[12];
+		bool		nulls[12] = {false};
+
+		if (!s->in_use || s->pid == 0)
+			continue;
+		values[0] = Int32GetDatum(s->job_id);
+		values[1] = Int32GetDatum(s->worker_index);
+		values[2] = Int32GetDatum(s->pid);
+		values[3] = CStringGetTextDatum(worker_state_name(s->state));
+		values[4] = TimestampTzGetDatum(s->started_at);
+		values[5] = Int64GetDatum((int64) s->messages);
+		values[6] = Int64GetDatum((int64) s->rows);
+		values[7] = Int64GetDatum((int64) s->bytes);
+		values[8] = Int64GetDatum((int64) s->batches);
+		values[9] = TimestampTzGetDatum(s->last_commit_at);
+		nulls[9] = (s->last_commit_at == 0);
+		values[10] = CStringGetTextDatum(s->last_error);
+		nulls[10] = (s->last_error[0] == '\0');
+		values[11] = TimestampTzGetDatum(s->last_error_at);
+		nulls[11] = (s->last_error_at == 0);
+		tuplestore_putvalues(store, tupdesc, values, nulls);
+	}
+
+	rsinfo->returnMode = SFRM_Materialize;
+	rsinfo->setResult = store;
+	rsinfo->setDesc = tupdesc;
+	return (Datum) 0;
+}

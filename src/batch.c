@@ -1,0 +1,168 @@
+/*-------------------------------------------------------------------------
+ *
+ * batch.c
+ *	  The batch of messages a worker is writing, and eoingest.batch(), the
+ *	  set-returning function through which a transform reads it.
+ *
+ * eoingest.batch() materializes the batch into a tuplestore: no temporary
+ * table is involved, so a two_phase batch can still be prepared.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "funcapi.h"
+#include "mb/pg_wchar.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/json.h"
+#include "utils/jsonb.h"
+#include "utils/timestamp.h"
+#include "utils/tuplestore.h"
+
+#include "batch.h"
+
+PG_FUNCTION_INFO_V1(eoingest_batch);
+
+EoiBatch   *eoi_current_batch = NULL;
+
+static void
+batch_release(void *arg)
+{
+	EoiBatch   *batch = arg;
+
+	for (int i = 0; i < batch->n; i++)
+		rd_kafka_message_destroy(batch->messages[i]);
+	batch->n = 0;
+	if (eoi_current_batch == batch)
+		eoi_current_batch = NULL;
+}
+
+/*
+ * A batch in `cxt`; its messages are destroyed when `cxt` is reset or
+ * deleted, so that no error path can leak them.
+ */
+EoiBatch *
+eoi_batch_create(MemoryContext cxt, int capacity, const char *topic)
+{
+	EoiBatch   *batch = MemoryContextAllocZero(cxt, sizeof(EoiBatch));
+	MemoryContextCallback *cb = MemoryContextAllocZero(cxt, sizeof(MemoryContextCallback));
+
+	batch->messages = MemoryContextAllocHuge(cxt, sizeof(rd_kafka_message_t *) * capacity);
+	batch->capacity = capacity;
+	batch->topic = topic;
+	cb->func = batch_release;
+	cb->arg = batch;
+	MemoryContextRegisterResetCallback(cxt, cb);
+	return batch;
+}
+
+Datum
+eoi_message_timestamp(rd_kafka_message_t *msg, bool *isnull)
+{
+	rd_kafka_timestamp_type_t tstype;
+	int64		ms = rd_kafka_message_timestamp(msg, &tstype);
+
+	*isnull = (tstype == RD_KAFKA_TIMESTAMP_NOT_AVAILABLE || ms < 0);
+	if (*isnull)
+		return (Datum) 0;
+	return TimestampTzGetDatum(ms * INT64CONST(1000) -
+							   (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY);
+}
+
+static Datum
+bytes_as_text(const void *data, size_t len, bool *isnull)
+{
+	*isnull = (data == NULL);
+	if (data == NULL)
+		return (Datum) 0;
+	(void) pg_verifymbstr(data, (int) len, false);
+	return PointerGetDatum(cstring_to_text_with_len(data, (int) len));
+}
+
+/* Headers as a JSON object; a repeated name keeps its last value. */
+static Datum
+headers_as_jsonb(rd_kafka_message_t *msg, bool *isnull)
+{
+	rd_kafka_headers_t *hdrs;
+	StringInfoData buf;
+	const char *name;
+	const void *value;
+	size_t		size;
+
+	*isnull = true;
+	if (rd_kafka_message_headers(msg, &hdrs) != RD_KAFKA_RESP_ERR_NO_ERROR)
+		return (Datum) 0;
+
+	initStringInfo(&buf);
+	appendStringInfoChar(&buf, '{');
+	for (size_t i = 0; rd_kafka_header_get_all(hdrs, i, &name, &value, &size) == RD_KAFKA_RESP_ERR_NO_ERROR; i++)
+	{
+		if (i > 0)
+			appendStringInfoString(&buf, ", ");
+		(void) pg_verifymbstr(name, (int) strlen(name), false);
+		escape_json(&buf, name);
+		appendStringInfoString(&buf, ": ");
+		if (value == NULL)
+			appendStringInfoString(&buf, "null");
+		else
+		{
+			(void) pg_verifymbstr(value, (int) size, false);
+			escape_json(&buf, pnstrdup(value, size));
+		}
+	}
+	appendStringInfoChar(&buf, '}');
+	*isnull = false;
+	return DirectFunctionCall1(jsonb_in, CStringGetDatum(buf.data));
+}
+
+Datum
+eoingest_batch(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	EoiBatch   *batch = eoi_current_batch;
+	TupleDesc	tupdesc;
+	Tuplestorestate *store;
+	MemoryContext old;
+
+	if (batch == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("eoingest.batch() can only be called from a job's transform"),
+				 errhint("Give the SQL statement as create_job's transform parameter.")));
+
+	if (rsinfo == NULL || !IsA(rsinfo, ReturnSetInfo) ||
+		!(rsinfo->allowedModes & SFRM_Materialize))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("set-valued function called in context that cannot accept a set")));
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+
+	old = MemoryContextSwitchTo(rsinfo->econtext->ecxt_per_query_memory);
+	tupdesc = CreateTupleDescCopy(tupdesc);
+	store = tuplestore_begin_heap(true, false, work_mem);
+	MemoryContextSwitchTo(old);
+
+	for (int i = 0; i < batch->n; i++)
+	{
+		rd_kafka_message_t *msg = batch->messages[i];
+		Datum		values[7];
+		bool		nulls[7] = {false};
+
+		values[0] = CStringGetTextDatum(batch->topic);
+		values[1] = Int32GetDatum(msg->partition);
+		values[2] = Int64GetDatum(msg->offset);
+		values[3] = bytes_as_text(msg->key, msg->key_len, &nulls[3]);
+		values[4] = bytes_as_text(msg->payload, msg->len, &nulls[4]);
+		values[5] = eoi_message_timestamp(msg, &nulls[5]);
+		values[6] = headers_as_jsonb(msg, &nulls[6]);
+		tuplestore_putvalues(store, tupdesc, values, nulls);
+	}
+
+	rsinfo->returnMode = SFRM_Materialize;
+	rsinfo->setResult = store;
+	rsinfo->setDesc = tupdesc;
+	return (Datum) 0;
+}

@@ -1,0 +1,309 @@
+/*-------------------------------------------------------------------------
+ *
+ * decode.c
+ *	  Decoding of message values into COPY text-format lines.
+ *
+ * The sink hands the lines to COPY, which does the type input, defaults of
+ * the columns not listed, constraints, triggers and partition routing.
+ * Each message is checked and split here on its own, so that one message is
+ * exactly one line and an error names the message that caused it:
+ *
+ *	text:	the value goes into the one target column that has no default.
+ *	csv:	the fields go into the target's columns, in order; an empty,
+ *			unquoted field is NULL.
+ *	json:	an object; each key goes into the column of that name, a key that
+ *			is absent takes the column's default, other keys are ignored.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/tupdesc.h"
+#include "catalog/pg_type.h"
+#include "mb/pg_wchar.h"
+#include "nodes/makefuncs.h"
+#include "optimizer/optimizer.h"
+#include "rewrite/rewriteHandler.h"
+#include "utils/builtins.h"
+#include "utils/jsonb.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+
+#include "csv.h"
+#include "decode.h"
+
+static bool
+column_is_insertable(Form_pg_attribute att)
+{
+	return !att->attisdropped && att->attgenerated == '\0';
+}
+
+static bool
+column_has_default(Form_pg_attribute att)
+{
+	return att->atthasdef || att->attidentity != '\0';
+}
+
+static void
+add_column(EoiColumns *cols, Form_pg_attribute att)
+{
+	char	   *name = pstrdup(NameStr(att->attname));
+
+	cols->names = lappend(cols->names, makeString(name));
+	cols->colnames[cols->ncolumns++] = name;
+}
+
+/*
+ * The columns `format` fills in `rel`, with what json needs to evaluate
+ * defaults.  Errors here are the job's configuration errors: create_job
+ * calls this too, so they show up there first.
+ */
+EoiColumns *
+eoi_columns_for(Relation rel, EoiFormat format, EState *estate)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+	EoiColumns *cols = palloc0(sizeof(EoiColumns));
+
+	cols->format = format;
+	cols->colnames = palloc0(sizeof(char *) * Max(desc->natts, 1));
+
+	if (format == EOI_FORMAT_TEXT)
+	{
+		Form_pg_attribute chosen = NULL;
+
+		for (int i = 0; i < desc->natts; i++)
+		{
+			Form_pg_attribute att = TupleDescAttr(desc, i);
+
+			if (!column_is_insertable(att) || column_has_default(att))
+				continue;
+			if (chosen != NULL)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_TABLE_DEFINITION),
+						 errmsg("format text needs a target with exactly one column without a default, but \"%s\" has several",
+								RelationGetRelationName(rel)),
+						 errdetail("Both \"%s\" and \"%s\" have no default.",
+								   NameStr(chosen->attname), NameStr(att->attname)),
+						 errhint("Give the other columns defaults, or use format csv or json, or a transform.")));
+			chosen = att;
+		}
+		if (chosen == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_TABLE_DEFINITION),
+					 errmsg("format text needs a target column without a default, but \"%s\" has none",
+							RelationGetRelationName(rel)),
+					 errhint("Add a text column without a default to receive the message value.")));
+		add_column(cols, chosen);
+		return cols;
+	}
+
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		if (column_is_insertable(att))
+			add_column(cols, att);
+	}
+	if (cols->ncolumns == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TABLE_DEFINITION),
+				 errmsg("target \"%s\" has no column to insert into",
+						RelationGetRelationName(rel))));
+
+	if (format == EOI_FORMAT_JSON)
+	{
+		int			c = 0;
+
+		cols->defaults = palloc0(sizeof(ExprState *) * cols->ncolumns);
+		cols->outfuncs = palloc0(sizeof(FmgrInfo) * cols->ncolumns);
+		for (int i = 0; i < desc->natts; i++)
+		{
+			Form_pg_attribute att = TupleDescAttr(desc, i);
+			Node	   *expr;
+			Oid			outfunc;
+			bool		isvarlena;
+
+			if (!column_is_insertable(att))
+				continue;
+			getTypeOutputInfo(att->atttypid, &outfunc, &isvarlena);
+			fmgr_info(outfunc, &cols->outfuncs[c]);
+			expr = build_column_default(rel, att->attnum);
+			if (expr != NULL && estate != NULL)
+				cols->defaults[c] = ExecPrepareExpr(expression_planner((Expr *) expr), estate);
+			c++;
+		}
+	}
+	return cols;
+}
+
+/* Append `len` bytes of `s` to `out`, escaped for COPY's text format. */
+static void
+append_escaped(StringInfo out, const char *s, size_t len)
+{
+	size_t		start = 0;
+
+	for (size_t i = 0; i < len; i++)
+	{
+		char		esc;
+
+		switch (s[i])
+		{
+			case '\\':
+				esc = '\\';
+				break;
+			case '\n':
+				esc = 'n';
+				break;
+			case '\r':
+				esc = 'r';
+				break;
+			case '\t':
+				esc = 't';
+				break;
+			default:
+				continue;
+		}
+		appendBinaryStringInfo(out, s + start, i - start);
+		appendStringInfoChar(out, '\\');
+		appendStringInfoChar(out, esc);
+		start = i + 1;
+	}
+	appendBinaryStringInfo(out, s + start, len - start);
+}
+
+static void
+decode_csv(EoiColumns *cols, const char *value, size_t len, StringInfo out)
+{
+	EoiCsvField *fields = palloc(sizeof(EoiCsvField) * cols->ncolumns);
+	char	   *scratch = palloc(len + 1);
+	const char *error = NULL;
+	int			n;
+
+	n = eoi_csv_split(value, len, scratch, fields, cols->ncolumns, &error);
+	if (n < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_BAD_COPY_FILE_FORMAT),
+				 errmsg("malformed CSV message: %s", error)));
+	if (n != cols->ncolumns)
+		ereport(ERROR,
+				(errcode(ERRCODE_BAD_COPY_FILE_FORMAT),
+				 errmsg("CSV message has %s%d fields, the target has %d columns",
+						n > cols->ncolumns ? "more than " : "", Min(n, cols->ncolumns),
+						cols->ncolumns),
+				 errhint("The fields fill the target's columns in order; use a transform to map them otherwise.")));
+
+	for (int i = 0; i < n; i++)
+	{
+		if (i > 0)
+			appendStringInfoChar(out, '\t');
+		if (fields[i].isnull)
+			appendStringInfoString(out, "\\N");
+		else
+			append_escaped(out, fields[i].data, fields[i].len);
+	}
+	pfree(fields);
+	pfree(scratch);
+}
+
+static void
+append_json_value(StringInfo out, JsonbValue *v)
+{
+	switch (v->type)
+	{
+		case jbvNull:
+			appendStringInfoString(out, "\\N");
+			break;
+		case jbvString:
+			append_escaped(out, v->val.string.val, v->val.string.len);
+			break;
+		case jbvNumeric:
+			appendStringInfoString(out,
+								   DatumGetCString(DirectFunctionCall1(numeric_out,
+																	   NumericGetDatum(v->val.numeric))));
+			break;
+		case jbvBool:
+			appendStringInfoString(out, v->val.boolean ? "true" : "false");
+			break;
+		case jbvBinary:
+			{
+				char	   *s = JsonbToCString(NULL, v->val.binary.data, v->val.binary.len);
+
+				append_escaped(out, s, strlen(s));
+				break;
+			}
+		default:
+			elog(ERROR, "unexpected jsonb value type %d", (int) v->type);
+	}
+}
+
+static void
+append_default(EoiColumns *cols, int c, StringInfo out, ExprContext *econtext)
+{
+	bool		isnull = true;
+	Datum		d = (Datum) 0;
+
+	if (cols->defaults[c] != NULL)
+		d = ExecEvalExprSwitchContext(cols->defaults[c], econtext, &isnull);
+	if (isnull)
+		appendStringInfoString(out, "\\N");
+	else
+	{
+		char	   *s = OutputFunctionCall(&cols->outfuncs[c], d);
+
+		append_escaped(out, s, strlen(s));
+	}
+}
+
+static void
+decode_json(EoiColumns *cols, const char *value, size_t len, StringInfo out,
+			ExprContext *econtext)
+{
+	Jsonb	   *jb;
+
+	jb = DatumGetJsonbP(DirectFunctionCall1(jsonb_in,
+											CStringGetDatum(pnstrdup(value, len))));
+	if (!JB_ROOT_IS_OBJECT(jb))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
+				 errmsg("JSON message is not an object"),
+				 errhint("Format json maps the keys of an object to the target's columns; use a transform for other shapes.")));
+
+	for (int c = 0; c < cols->ncolumns; c++)
+	{
+		JsonbValue	v;
+
+		if (c > 0)
+			appendStringInfoChar(out, '\t');
+		if (getKeyJsonValueFromContainer(&jb->root, cols->colnames[c],
+										 strlen(cols->colnames[c]), &v) != NULL)
+			append_json_value(out, &v);
+		else
+			append_default(cols, c, out, econtext);
+	}
+}
+
+/*
+ * Append the COPY line of one message to `out`.  The value must be valid in
+ * the database encoding, without NUL bytes: anything else is an error that
+ * names the message (the caller's error context).
+ */
+void
+eoi_decode_message(EoiColumns *cols, const char *value, size_t len, StringInfo out,
+				   ExprContext *econtext)
+{
+	(void) pg_verifymbstr(value, (int) len, false);
+
+	switch (cols->format)
+	{
+		case EOI_FORMAT_TEXT:
+			append_escaped(out, value, len);
+			break;
+		case EOI_FORMAT_CSV:
+			decode_csv(cols, value, len, out);
+			break;
+		case EOI_FORMAT_JSON:
+			decode_json(cols, value, len, out, econtext);
+			break;
+	}
+	appendStringInfoChar(out, '\n');
+}

@@ -1,0 +1,142 @@
+/*-------------------------------------------------------------------------
+ *
+ * eoingest.c
+ *	  Entry point of the library: settings, shared memory hooks and the
+ *	  launcher's registration.  eoingest must be in shared_preload_libraries.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <signal.h>
+
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "postmaster/bgworker.h"
+#include "storage/ipc.h"
+#include "utils/guc.h"
+
+#include "eoingest.h"
+#include "launcher.h"
+#include "shmem.h"
+
+PG_MODULE_MAGIC;
+
+void		_PG_init(void);
+
+char	   *eoingest_database = NULL;
+int			eoingest_max_workers = 32;
+char	   *eoingest_fault_point = NULL;
+
+#if PG_VERSION_NUM >= 150000
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+#endif
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+
+#if PG_VERSION_NUM >= 150000
+static void
+eoi_shmem_request_hook(void)
+{
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+	eoi_shmem_request();
+}
+#endif
+
+static void
+eoi_shmem_startup_hook(void)
+{
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+	eoi_shmem_startup();
+}
+
+static void
+eoi_define_settings(void)
+{
+	DefineCustomStringVariable("eoingest.database",
+							   "Database in which eoingest's launcher runs the jobs.",
+							   "Jobs can only be created in this database.",
+							   &eoingest_database,
+							   "postgres",
+							   PGC_POSTMASTER,
+							   0,
+							   NULL, NULL, NULL);
+
+	DefineCustomIntVariable("eoingest.max_workers",
+							"Maximum number of eoingest workers running at once.",
+							"Each takes a background worker slot too: raise max_worker_processes with it.",
+							&eoingest_max_workers,
+							32, 1, 1024,
+							PGC_POSTMASTER,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomStringVariable("eoingest.fault_point",
+							   "For tests: a named point at which eoingest processes kill themselves.",
+							   "Empty (the default) disables fault injection.",
+							   &eoingest_fault_point,
+							   "",
+							   PGC_SUSET,
+							   0,
+							   NULL, NULL, NULL);
+
+#if PG_VERSION_NUM >= 150000
+	MarkGUCPrefixReserved("eoingest");
+#else
+	EmitWarningsOnPlaceholders("eoingest");
+#endif
+}
+
+static void
+eoi_register_launcher(void)
+{
+	BackgroundWorker worker;
+
+	memset(&worker, 0, sizeof(worker));
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	worker.bgw_restart_time = 5;
+	snprintf(worker.bgw_library_name, BGW_MAXLEN, "eoingest");
+	snprintf(worker.bgw_function_name, BGW_MAXLEN, "eoingest_launcher_main");
+	snprintf(worker.bgw_name, BGW_MAXLEN, "eoingest launcher");
+	snprintf(worker.bgw_type, BGW_MAXLEN, "eoingest launcher");
+	RegisterBackgroundWorker(&worker);
+}
+
+void
+_PG_init(void)
+{
+	if (!process_shared_preload_libraries_in_progress)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("eoingest must be loaded via shared_preload_libraries"),
+				 errhint("Add 'eoingest' to shared_preload_libraries in postgresql.conf and restart the server.")));
+
+	eoi_define_settings();
+
+#if PG_VERSION_NUM >= 150000
+	prev_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = eoi_shmem_request_hook;
+#else
+	eoi_shmem_request();
+#endif
+	prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = eoi_shmem_startup_hook;
+
+	eoi_register_launcher();
+}
+
+void
+eoi_fault_fire(const char *point)
+{
+	if (strcmp(eoingest_fault_point, point) != 0)
+		return;
+	ereport(LOG,
+			(errmsg("eoingest: fault point \"%s\" reached, killing process %d",
+					point, MyProcPid)));
+	kill(MyProcPid, SIGKILL);
+	/* SIGKILL cannot be caught; don't go on in the meantime */
+	for (;;)
+		pg_usleep(1000000L);
+}

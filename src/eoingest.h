@@ -1,0 +1,78 @@
+/*-------------------------------------------------------------------------
+ *
+ * eoingest.h
+ *	  Declarations shared by every part of eoingest: settings, the job's
+ *	  definition, fault points.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef EOINGEST_H
+#define EOINGEST_H
+
+#include "postgres.h"
+
+#include "utils/jsonb.h"
+
+/* Settings (eoingest.c) */
+extern char *eoingest_database;
+extern int	eoingest_max_workers;
+extern char *eoingest_fault_point;
+
+/* The ingestion modes: the rows of the seed article's consistency table. */
+typedef enum EoiMode
+{
+	EOI_MODE_EXACTLY_ONCE,
+	EOI_MODE_TWO_PHASE,
+	EOI_MODE_UPSERT,
+	EOI_MODE_AT_LEAST_ONCE,
+	EOI_MODE_AT_MOST_ONCE
+} EoiMode;
+
+typedef enum EoiFormat
+{
+	EOI_FORMAT_TEXT,
+	EOI_FORMAT_CSV,
+	EOI_FORMAT_JSON
+} EoiFormat;
+
+typedef enum EoiOnError
+{
+	EOI_ON_ERROR_FAIL,
+	EOI_ON_ERROR_DEAD_LETTER
+} EoiOnError;
+
+/* A job as stored in eoingest.jobs. */
+typedef struct EoiJob
+{
+	int32		id;
+	char	   *name;
+	Oid			owner;
+	char	   *brokers;
+	char	   *topic;
+	char	   *target;			/* schema-qualified, quoted; NULL with a transform */
+	EoiFormat	format;
+	EoiMode		mode;
+	char	   *transform;		/* NULL when rows go straight to target */
+	char	   *start_offset;
+	int			batch_size;
+	int			batch_timeout_ms;
+	int			parallelism;
+	Jsonb	   *options;		/* librdkafka properties */
+	EoiOnError	on_error;
+	char	   *search_path;
+	char	   *state;
+} EoiJob;
+
+/*
+ * Fault points for crash tests: when eoingest.fault_point names the point,
+ * the process kills itself with SIGKILL right there.  Free when unset.
+ */
+extern void eoi_fault_fire(const char *point);
+
+#define EOI_FAULT_POINT(point) \
+	do { \
+		if (eoingest_fault_point[0] != '\0') \
+			eoi_fault_fire(point); \
+	} while (0)
+
+#endif							/* EOINGEST_H */

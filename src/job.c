@@ -1,0 +1,182 @@
+/*-------------------------------------------------------------------------
+ *
+ * job.c
+ *	  Job definitions: reading a row of eoingest.jobs, and the names of
+ *	  modes, formats and error policies.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_authid.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/jsonb.h"
+
+#include "job.h"
+
+static const char *const mode_names[] = {
+	[EOI_MODE_EXACTLY_ONCE] = "exactly_once",
+	[EOI_MODE_TWO_PHASE] = "two_phase",
+	[EOI_MODE_UPSERT] = "upsert",
+	[EOI_MODE_AT_LEAST_ONCE] = "at_least_once",
+	[EOI_MODE_AT_MOST_ONCE] = "at_most_once",
+};
+
+static const char *const format_names[] = {
+	[EOI_FORMAT_TEXT] = "text",
+	[EOI_FORMAT_CSV] = "csv",
+	[EOI_FORMAT_JSON] = "json",
+};
+
+static const char *const on_error_names[] = {
+	[EOI_ON_ERROR_FAIL] = "fail",
+	[EOI_ON_ERROR_DEAD_LETTER] = "dead_letter",
+};
+
+static int
+lookup_name(const char *const *names, int n, const char *name)
+{
+	for (int i = 0; i < n; i++)
+		if (strcmp(names[i], name) == 0)
+			return i;
+	return -1;
+}
+
+EoiMode
+eoi_parse_mode(const char *mode)
+{
+	int			i = lookup_name(mode_names, lengthof(mode_names), mode);
+
+	if (i < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("unknown mode \"%s\"", mode),
+				 errhint("Choose one of exactly_once, two_phase, upsert, at_least_once, at_most_once.")));
+	return (EoiMode) i;
+}
+
+const char *
+eoi_mode_name(EoiMode mode)
+{
+	return mode_names[mode];
+}
+
+EoiFormat
+eoi_parse_format(const char *format)
+{
+	int			i = lookup_name(format_names, lengthof(format_names), format);
+
+	if (i < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("unknown format \"%s\"", format),
+				 errhint("Choose one of text, csv, json.")));
+	return (EoiFormat) i;
+}
+
+EoiOnError
+eoi_parse_on_error(const char *on_error)
+{
+	int			i = lookup_name(on_error_names, lengthof(on_error_names), on_error);
+
+	if (i < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("unknown on_error policy \"%s\"", on_error),
+				 errhint("Choose fail (stop the job on a bad record) or dead_letter.")));
+	return (EoiOnError) i;
+}
+
+void
+eoi_become_extension_owner(EoiSavedUser *saved)
+{
+	GetUserIdAndSecContext(&saved->userid, &saved->sec_context);
+	SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID,
+						   saved->sec_context | SECURITY_LOCAL_USERID_CHANGE);
+}
+
+void
+eoi_restore_user(EoiSavedUser *saved)
+{
+	SetUserIdAndSecContext(saved->userid, saved->sec_context);
+}
+
+static char *
+text_column(HeapTuple tup, TupleDesc desc, int col, MemoryContext cxt)
+{
+	bool		isnull;
+	Datum		d = SPI_getbinval(tup, desc, col, &isnull);
+
+	if (isnull)
+		return NULL;
+	return MemoryContextStrdup(cxt, TextDatumGetCString(d));
+}
+
+/*
+ * Read job `job_id`, allocated in the caller's memory context.  Must be
+ * called inside a transaction with a snapshot.  Returns NULL when the job
+ * does not exist and missing_ok.
+ */
+EoiJob *
+eoi_job_load(int32 job_id, bool missing_ok)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	EoiSavedUser saved;
+	EoiJob	   *job = NULL;
+	Oid			argtypes[1] = {INT4OID};
+	Datum		args[1] = {Int32GetDatum(job_id)};
+	int			ret;
+
+	eoi_become_extension_owner(&saved);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	ret = SPI_execute_with_args("SELECT id, name, owner, brokers, topic, target, format, mode,"
+								"       transform, start_offset, batch_size, batch_timeout_ms,"
+								"       parallelism, options, on_error, search_path, state"
+								"  FROM eoingest.jobs WHERE id = $1",
+								1, argtypes, args, NULL, true, 1);
+	if (ret != SPI_OK_SELECT)
+		elog(ERROR, "could not read eoingest.jobs: %s", SPI_result_code_string(ret));
+
+	if (SPI_processed == 1)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[0];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+
+		job = MemoryContextAllocZero(cxt, sizeof(EoiJob));
+		job->id = DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull));
+		job->name = text_column(tup, desc, 2, cxt);
+		job->owner = DatumGetObjectId(SPI_getbinval(tup, desc, 3, &isnull));
+		job->brokers = text_column(tup, desc, 4, cxt);
+		job->topic = text_column(tup, desc, 5, cxt);
+		job->target = text_column(tup, desc, 6, cxt);
+		job->format = eoi_parse_format(text_column(tup, desc, 7, cxt));
+		job->mode = eoi_parse_mode(text_column(tup, desc, 8, cxt));
+		job->transform = text_column(tup, desc, 9, cxt);
+		job->start_offset = text_column(tup, desc, 10, cxt);
+		job->batch_size = DatumGetInt32(SPI_getbinval(tup, desc, 11, &isnull));
+		job->batch_timeout_ms = DatumGetInt32(SPI_getbinval(tup, desc, 12, &isnull));
+		job->parallelism = DatumGetInt32(SPI_getbinval(tup, desc, 13, &isnull));
+		{
+			Datum		d = SPI_getbinval(tup, desc, 14, &isnull);
+			MemoryContext old = MemoryContextSwitchTo(cxt);
+
+			job->options = DatumGetJsonbPCopy(d);
+			MemoryContextSwitchTo(old);
+		}
+		job->on_error = eoi_parse_on_error(text_column(tup, desc, 15, cxt));
+		job->search_path = text_column(tup, desc, 16, cxt);
+		job->state = text_column(tup, desc, 17, cxt);
+	}
+	SPI_finish();
+	eoi_restore_user(&saved);
+
+	if (job == NULL && !missing_ok)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("eoingest job %d does not exist", job_id)));
+	return job;
+}

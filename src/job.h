@@ -1,0 +1,34 @@
+/*-------------------------------------------------------------------------
+ *
+ * job.h
+ *	  Reading and validating job definitions (eoingest.jobs).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef EOI_JOB_H
+#define EOI_JOB_H
+
+#include "eoingest.h"
+
+extern EoiJob *eoi_job_load(int32 job_id, bool missing_ok);
+extern EoiMode eoi_parse_mode(const char *mode);
+extern EoiFormat eoi_parse_format(const char *format);
+extern EoiOnError eoi_parse_on_error(const char *on_error);
+extern const char *eoi_mode_name(EoiMode mode);
+
+
+
+/*
+ * eoingest's own tables are not readable by job owners; the worker and the
+ * job functions read and write them as the bootstrap superuser, and only
+ * them.  Everything else runs as the job's owner.
+ */
+typedef struct EoiSavedUser
+{
+	Oid			userid;
+	int			sec_context;
+} EoiSavedUser;
+
+extern void eoi_become_extension_owner(EoiSavedUser *saved);
+extern void eoi_restore_user(EoiSavedUser *saved);
+#endif

@@ -1,0 +1,457 @@
+/*-------------------------------------------------------------------------
+ *
+ * kafka.c
+ *	  librdkafka consumer wrapper.
+ *
+ * Offsets live in PostgreSQL, so the consumer never joins a group, never
+ * commits and never stores offsets: partitions are assigned by hand at the
+ * absolute offsets the worker read from eoingest.offsets.  Records of
+ * aborted upstream transactions are skipped by read_committed, and an
+ * offset that is out of range is an error (never a silent jump).
+ *
+ * librdkafka calls its callbacks from the thread that polls, which is ours
+ * for error_cb; its log callback may run on its own threads, so it is left
+ * to write to stderr, which the postmaster's log collects.  The handle's
+ * configuration is never logged: it holds credentials.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/jsonb.h"
+#include "utils/timestamp.h"
+
+#include "kafka.h"
+
+struct EoiKafka
+{
+	rd_kafka_t *rk;
+	rd_kafka_topic_t *rkt;
+	char	   *topic;
+	char		last_error[512];
+};
+
+/* Properties eoingest sets itself: a user's value would break a guarantee. */
+static const char *const managed_properties[] = {
+	"bootstrap.servers", "metadata.broker.list", "group.id",
+	"enable.auto.commit", "enable.auto.offset.store", "auto.commit.enable",
+	"isolation.level", "auto.offset.reset", "enable.partition.eof",
+	"group.instance.id", "partition.assignment.strategy",
+};
+
+/* Defaults that bound the prefetch memory; the user may override them. */
+static const char *const default_properties[][2] = {
+	{"queued.max.messages.kbytes", "16384"},
+	{"fetch.max.bytes", "8388608"},
+	{"socket.keepalive.enable", "true"},
+};
+
+static bool
+is_managed(const char *name)
+{
+	for (int i = 0; i < lengthof(managed_properties); i++)
+		if (strcmp(managed_properties[i], name) == 0)
+			return true;
+	return false;
+}
+
+static void
+conf_set_or_error(rd_kafka_conf_t *conf, const char *name, const char *value)
+{
+	char		errstr[512];
+	rd_kafka_conf_res_t res;
+
+	res = rd_kafka_conf_set(conf, name, value, errstr, sizeof(errstr));
+	if (res == RD_KAFKA_CONF_OK)
+		return;
+	rd_kafka_conf_destroy(conf);
+	if (res == RD_KAFKA_CONF_UNKNOWN)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("unknown Kafka client property \"%s\"", name),
+				 errhint("options takes librdkafka consumer properties, see librdkafka's CONFIGURATION.md.")));
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("invalid value for Kafka client property \"%s\"", name),
+			 errdetail("%s", errstr)));
+}
+
+/* The text of a scalar option value, or an error for objects and arrays. */
+static char *
+option_value_text(const char *name, JsonbValue *v)
+{
+	switch (v->type)
+	{
+		case jbvString:
+			return pnstrdup(v->val.string.val, v->val.string.len);
+		case jbvNumeric:
+			return DatumGetCString(DirectFunctionCall1(numeric_out,
+													   NumericGetDatum(v->val.numeric)));
+		case jbvBool:
+			return pstrdup(v->val.boolean ? "true" : "false");
+		default:
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("Kafka client property \"%s\" must be a string, number or boolean", name)));
+	}
+	return NULL;				/* keep compiler quiet */
+}
+
+/* Apply the job's options to conf, refusing managed or unknown ones. */
+static void
+apply_options(rd_kafka_conf_t *conf, Jsonb *options)
+{
+	JsonbIterator *it;
+	JsonbValue	v;
+	JsonbIteratorToken tok;
+	char	   *name = NULL;
+
+	if (options == NULL)
+		return;
+	if (!JB_ROOT_IS_OBJECT(options))
+	{
+		rd_kafka_conf_destroy(conf);
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("options must be a JSON object of Kafka client properties"),
+				 errhint("For example: options => '{\"fetch.wait.max.ms\": 50}'.")));
+	}
+
+	it = JsonbIteratorInit(&options->root);
+	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+	{
+		if (tok == WJB_KEY)
+		{
+			name = pnstrdup(v.val.string.val, v.val.string.len);
+			if (is_managed(name))
+			{
+				rd_kafka_conf_destroy(conf);
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("Kafka client property \"%s\" is managed by eoingest", name),
+						 errdetail("eoingest keeps offsets in PostgreSQL and sets this property itself to keep its guarantees."),
+						 errhint("Remove \"%s\" from options; use the brokers and start_offset parameters instead.", name)));
+			}
+		}
+		else if (tok == WJB_VALUE)
+			conf_set_or_error(conf, name, option_value_text(name, &v));
+	}
+}
+
+static rd_kafka_conf_t *
+build_conf(const char *brokers, Jsonb *options, const char *group, const char *client_id)
+{
+	rd_kafka_conf_t *conf = rd_kafka_conf_new();
+
+	for (int i = 0; i < lengthof(default_properties); i++)
+		conf_set_or_error(conf, default_properties[i][0], default_properties[i][1]);
+	apply_options(conf, options);
+
+	conf_set_or_error(conf, "bootstrap.servers", brokers);
+	conf_set_or_error(conf, "group.id", group);
+	conf_set_or_error(conf, "client.id", client_id);
+	conf_set_or_error(conf, "enable.auto.commit", "false");
+	conf_set_or_error(conf, "enable.auto.offset.store", "false");
+	conf_set_or_error(conf, "isolation.level", "read_committed");
+	conf_set_or_error(conf, "auto.offset.reset", "error");
+	conf_set_or_error(conf, "enable.partition.eof", "false");
+	return conf;
+}
+
+static void
+error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque)
+{
+	EoiKafka   *kafka = opaque;
+
+	/* Runs in our thread, from rd_kafka_consumer_poll(): only record it. */
+	snprintf(kafka->last_error, sizeof(kafka->last_error), "%s: %s",
+			 rd_kafka_err2name(err), reason);
+}
+
+/*
+ * Check a job's brokers and options at create_job time, so that a typo is
+ * an error there rather than a crash loop later.  Builds a whole client to
+ * catch properties that are only checked together (security settings).
+ */
+void
+eoi_kafka_check_options(const char *brokers, Jsonb *options)
+{
+	rd_kafka_conf_t *conf = build_conf(brokers, options, "eoingest.check", "eoingest-check");
+	char		errstr[512];
+	rd_kafka_t *rk;
+
+	rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof(errstr));
+	if (rk == NULL)
+	{
+		rd_kafka_conf_destroy(conf);
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid Kafka client configuration"),
+				 errdetail("%s", errstr)));
+	}
+	rd_kafka_destroy_flags(rk, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
+}
+
+EoiKafka *
+eoi_kafka_open(const EoiJob *job, int worker_index)
+{
+	EoiKafka   *kafka = palloc0(sizeof(EoiKafka));
+	char		group[NAMEDATALEN + 16];
+	char		client_id[NAMEDATALEN + 32];
+	char		errstr[512];
+	rd_kafka_conf_t *conf;
+
+	snprintf(group, sizeof(group), "eoingest.%s", job->name);
+	snprintf(client_id, sizeof(client_id), "eoingest-%s-%d", job->name, worker_index);
+	conf = build_conf(job->brokers, job->options, group, client_id);
+	rd_kafka_conf_set_opaque(conf, kafka);
+	rd_kafka_conf_set_error_cb(conf, error_cb);
+
+	kafka->rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof(errstr));
+	if (kafka->rk == NULL)
+	{
+		rd_kafka_conf_destroy(conf);
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("could not create Kafka consumer for job \"%s\"", job->name),
+				 errdetail("%s", errstr)));
+	}
+	rd_kafka_poll_set_consumer(kafka->rk);
+	kafka->topic = pstrdup(job->topic);
+	kafka->rkt = rd_kafka_topic_new(kafka->rk, job->topic, NULL);
+	return kafka;
+}
+
+void
+eoi_kafka_close(EoiKafka *kafka)
+{
+	if (kafka == NULL || kafka->rk == NULL)
+		return;
+	if (kafka->rkt)
+		rd_kafka_topic_destroy(kafka->rkt);
+	rd_kafka_assign(kafka->rk, NULL);
+	rd_kafka_destroy_flags(kafka->rk, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
+	kafka->rk = NULL;
+}
+
+const char *
+eoi_kafka_last_error(EoiKafka *kafka)
+{
+	return kafka->last_error[0] ? kafka->last_error : NULL;
+}
+
+/*
+ * Number of partitions of the job's topic, or -1 when the topic does not
+ * exist (yet).  Broker trouble is an error of class 08, which the worker
+ * treats as transient.
+ */
+int
+eoi_kafka_partition_count(EoiKafka *kafka, int timeout_ms)
+{
+	const struct rd_kafka_metadata *md;
+	rd_kafka_resp_err_t err;
+	int			count;
+
+	err = rd_kafka_metadata(kafka->rk, 0, kafka->rkt, &md, timeout_ms);
+	if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("could not read metadata of Kafka topic \"%s\": %s",
+						kafka->topic, rd_kafka_err2str(err)),
+				 errhint("Check that the brokers are reachable.")));
+
+	if (md->topic_cnt != 1 ||
+		md->topics[0].err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART)
+		count = -1;
+	else if (md->topics[0].err != RD_KAFKA_RESP_ERR_NO_ERROR)
+	{
+		err = md->topics[0].err;
+		rd_kafka_metadata_destroy(md);
+		ereport(ERROR,
+				(errcode(err == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED ?
+						 ERRCODE_INSUFFICIENT_PRIVILEGE : ERRCODE_CONNECTION_FAILURE),
+				 errmsg("could not read metadata of Kafka topic \"%s\": %s",
+						kafka->topic, rd_kafka_err2str(err))));
+	}
+	else
+		count = md->topics[0].partition_cnt;
+	rd_kafka_metadata_destroy(md);
+	return count;
+}
+
+void
+eoi_kafka_watermarks(EoiKafka *kafka, int32 partition, int64 *low, int64 *high,
+					 int timeout_ms)
+{
+	rd_kafka_resp_err_t err;
+
+	err = rd_kafka_query_watermark_offsets(kafka->rk, kafka->topic, partition,
+										   low, high, timeout_ms);
+	if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("could not read offsets of Kafka topic \"%s\" partition %d: %s",
+						kafka->topic, partition, rd_kafka_err2str(err))));
+}
+
+static rd_kafka_topic_partition_list_t *
+position_list(EoiKafka *kafka, const EoiPosition *positions, int n)
+{
+	rd_kafka_topic_partition_list_t *list = rd_kafka_topic_partition_list_new(Max(n, 1));
+
+	for (int i = 0; i < n; i++)
+	{
+		Assert(positions[i].offset >= 0);
+		rd_kafka_topic_partition_list_add(list, kafka->topic,
+										  positions[i].partition)->offset = positions[i].offset;
+	}
+	return list;
+}
+
+/* Assign exactly these partitions, at these absolute offsets. */
+void
+eoi_kafka_assign(EoiKafka *kafka, const EoiPosition *positions, int n)
+{
+	rd_kafka_topic_partition_list_t *list = position_list(kafka, positions, n);
+	rd_kafka_resp_err_t err;
+
+	err = rd_kafka_assign(kafka->rk, list);
+	rd_kafka_topic_partition_list_destroy(list);
+	if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("could not assign partitions of Kafka topic \"%s\": %s",
+						kafka->topic, rd_kafka_err2str(err))));
+}
+
+/*
+ * Move assigned partitions back to these offsets, dropping what librdkafka
+ * had prefetched beyond them.  Used after a rolled-back batch.
+ */
+void
+eoi_kafka_seek(EoiKafka *kafka, const EoiPosition *positions, int n)
+{
+	rd_kafka_topic_partition_list_t *list;
+	rd_kafka_error_t *error;
+
+	if (n == 0)
+		return;
+	list = position_list(kafka, positions, n);
+	error = rd_kafka_seek_partitions(kafka->rk, list, 10000);
+	if (error == NULL)
+	{
+		for (int i = 0; i < list->cnt; i++)
+			if (list->elems[i].err != RD_KAFKA_RESP_ERR_NO_ERROR)
+			{
+				rd_kafka_resp_err_t err = list->elems[i].err;
+
+				rd_kafka_topic_partition_list_destroy(list);
+				ereport(ERROR,
+						(errcode(ERRCODE_CONNECTION_FAILURE),
+						 errmsg("could not rewind Kafka topic \"%s\" partition %d: %s",
+								kafka->topic, positions[i].partition, rd_kafka_err2str(err))));
+			}
+		rd_kafka_topic_partition_list_destroy(list);
+		return;
+	}
+	rd_kafka_topic_partition_list_destroy(list);
+	{
+		char	   *msg = pstrdup(rd_kafka_error_string(error));
+
+		rd_kafka_error_destroy(error);
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("could not rewind Kafka topic \"%s\": %s", kafka->topic, msg)));
+	}
+}
+
+/*
+ * An error delivered in place of a message.  Out-of-range offsets mean the
+ * stored position is gone (retention, or a recreated topic): that needs a
+ * person, never a silent jump.  Other errors are informational; librdkafka
+ * retries by itself.
+ */
+static void
+handle_consumer_error(EoiKafka *kafka, rd_kafka_message_t *msg)
+{
+	rd_kafka_resp_err_t err = msg->err;
+	int32		partition = msg->partition;
+	int64		offset = msg->offset;
+	char	   *reason;
+
+	if (err == RD_KAFKA_RESP_ERR__PARTITION_EOF)
+	{
+		rd_kafka_message_destroy(msg);
+		return;
+	}
+	reason = pstrdup(rd_kafka_message_errstr(msg));
+	rd_kafka_message_destroy(msg);
+
+	if (err == RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET ||
+		err == RD_KAFKA_RESP_ERR_OFFSET_OUT_OF_RANGE)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("stored offset of Kafka topic \"%s\" partition %d is out of range",
+						kafka->topic, partition),
+				 errdetail("%s (offset %lld)", reason, (long long) offset),
+				 errhint("The records were deleted by retention or the topic was recreated. "
+						 "Choose where to resume by updating eoingest.offsets, then start the job again.")));
+
+	if (err == RD_KAFKA_RESP_ERR__FATAL ||
+		err == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED ||
+		err == RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("Kafka consumer error on topic \"%s\": %s", kafka->topic, reason)));
+
+	snprintf(kafka->last_error, sizeof(kafka->last_error), "%s: %s",
+			 rd_kafka_err2name(err), reason);
+}
+
+/*
+ * Poll up to max_messages messages within timeout_ms, in slices short
+ * enough to notice interrupts.  Returns how many were stored in messages;
+ * the caller owns them (rd_kafka_message_destroy).
+ */
+int
+eoi_kafka_poll(EoiKafka *kafka, rd_kafka_message_t **messages, int max_messages,
+			   int timeout_ms)
+{
+	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), timeout_ms);
+	int			n = 0;
+
+	while (n < max_messages)
+	{
+		long		remaining = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
+		rd_kafka_message_t *msg;
+
+		msg = rd_kafka_consumer_poll(kafka->rk, (int) Min(remaining, 100));
+		if (msg == NULL)
+		{
+			if (remaining <= 0)
+				break;
+			CHECK_FOR_INTERRUPTS();
+			continue;
+		}
+		if (msg->err != RD_KAFKA_RESP_ERR_NO_ERROR)
+		{
+			PG_TRY();
+			{
+				handle_consumer_error(kafka, msg);
+			}
+			PG_CATCH();
+			{
+				for (int i = 0; i < n; i++)
+					rd_kafka_message_destroy(messages[i]);
+				PG_RE_THROW();
+			}
+			PG_END_TRY();
+			continue;
+		}
+		kafka->last_error[0] = '\0';
+		messages[n++] = msg;
+	}
+	return n;
+}

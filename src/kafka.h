@@ -1,0 +1,39 @@
+/*-------------------------------------------------------------------------
+ *
+ * kafka.h
+ *	  A thin wrapper over librdkafka for eoingest's needs: a consumer whose
+ *	  partitions are assigned by hand at offsets PostgreSQL stores, batch
+ *	  polling with a deadline, and rewinding.  No transaction code here.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef EOI_KAFKA_H
+#define EOI_KAFKA_H
+
+#include "eoingest.h"
+
+#include <librdkafka/rdkafka.h>
+
+typedef struct EoiKafka EoiKafka;
+
+/* One partition and where to read it next. */
+typedef struct EoiPosition
+{
+	int32		partition;
+	int64		offset;
+} EoiPosition;
+
+extern void eoi_kafka_check_options(const char *brokers, Jsonb *options);
+extern EoiKafka *eoi_kafka_open(const EoiJob *job, int worker_index);
+extern void eoi_kafka_close(EoiKafka *kafka);
+
+extern int	eoi_kafka_partition_count(EoiKafka *kafka, int timeout_ms);
+extern void eoi_kafka_watermarks(EoiKafka *kafka, int32 partition,
+								 int64 *low, int64 *high, int timeout_ms);
+extern void eoi_kafka_assign(EoiKafka *kafka, const EoiPosition *positions, int n);
+extern void eoi_kafka_seek(EoiKafka *kafka, const EoiPosition *positions, int n);
+extern int	eoi_kafka_poll(EoiKafka *kafka, rd_kafka_message_t **messages,
+						   int max_messages, int timeout_ms);
+extern const char *eoi_kafka_last_error(EoiKafka *kafka);
+
+#endif

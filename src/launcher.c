@@ -1,0 +1,453 @@
+/*-------------------------------------------------------------------------
+ *
+ * launcher.c
+ *	  The launcher background worker (the seed article's JobManager).
+ *
+ * Every tick (at most a second apart, sooner when a job function wakes it)
+ * the launcher reads eoingest.jobs and reconciles it with the worker slots
+ * in shared memory: workers of jobs that should run are started, workers
+ * that died are reaped and restarted after a backoff, workers of jobs that
+ * should not run are terminated.  Dynamic workers are registered with
+ * BGW_NEVER_RESTART: after a crash-and-restart cycle of the server the
+ * launcher, a static worker, brings them back from the job table.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <signal.h>
+
+#include "access/xact.h"
+#include "commands/extension.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/proc.h"
+#include "tcop/tcopprot.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+
+#include "eoingest.h"
+#include "launcher.h"
+#include "shmem.h"
+
+#define LAUNCHER_NAPTIME_MS 1000
+#define RESTART_DELAY_MIN_MS 500
+#define RESTART_DELAY_MAX_MS 30000
+
+/* A job as the launcher needs it. */
+typedef struct LauncherJob
+{
+	int32		id;
+	Oid			owner;
+	int			parallelism;
+	bool		running;
+} LauncherJob;
+
+/* Backoff of one (job, worker index) whose worker died. */
+typedef struct RestartBackoff
+{
+	int32		job_id;
+	int			worker_index;
+	int			failures;
+	TimestampTz not_before;
+} RestartBackoff;
+
+static MemoryContext launcher_context;
+static MemoryContext tick_context;
+static BackgroundWorkerHandle **handles;	/* by slot number */
+static List *backoffs;			/* of RestartBackoff, in launcher_context */
+
+static void
+launcher_detach(int code, Datum arg)
+{
+	LWLockAcquire(eoi_shared->lock, LW_EXCLUSIVE);
+	if (eoi_shared->launcher_pid == MyProcPid)
+	{
+		eoi_shared->launcher_pid = 0;
+		eoi_shared->launcher_latch = NULL;
+	}
+	LWLockRelease(eoi_shared->lock);
+}
+
+static void
+launcher_attach(void)
+{
+	LWLockAcquire(eoi_shared->lock, LW_EXCLUSIVE);
+	if (eoi_shared->launcher_pid != 0 && eoi_shared->launcher_pid != MyProcPid)
+	{
+		LWLockRelease(eoi_shared->lock);
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_IN_USE),
+				 errmsg("an eoingest launcher is already running with PID %d",
+						(int) eoi_shared->launcher_pid)));
+	}
+	eoi_shared->launcher_pid = MyProcPid;
+	eoi_shared->launcher_latch = MyLatch;
+	LWLockRelease(eoi_shared->lock);
+	before_shmem_exit(launcher_detach, (Datum) 0);
+}
+
+/*
+ * Read the jobs, as an array in tick_context.  No extension in the database
+ * means no jobs.
+ */
+static LauncherJob *
+read_jobs(int *njobs)
+{
+	LauncherJob *jobs = NULL;
+
+	*njobs = 0;
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	pgstat_report_activity(STATE_RUNNING, "reading eoingest.jobs");
+
+	if (OidIsValid(get_extension_oid("eoingest", true)))
+	{
+		int			ret;
+
+		if (SPI_connect() != SPI_OK_CONNECT)
+			elog(ERROR, "SPI_connect failed");
+		ret = SPI_execute("SELECT id, owner, parallelism, state = 'running'"
+						  "  FROM eoingest.jobs ORDER BY id", true, 0);
+		if (ret != SPI_OK_SELECT)
+			elog(ERROR, "could not read eoingest.jobs: %s", SPI_result_code_string(ret));
+
+		jobs = MemoryContextAllocZero(tick_context,
+									  sizeof(LauncherJob) * Max(SPI_processed, 1));
+		for (uint64 i = 0; i < SPI_processed; i++)
+		{
+			HeapTuple	tup = SPI_tuptable->vals[i];
+			TupleDesc	desc = SPI_tuptable->tupdesc;
+			bool		isnull;
+
+			jobs[i].id = DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull));
+			jobs[i].owner = DatumGetObjectId(SPI_getbinval(tup, desc, 2, &isnull));
+			jobs[i].parallelism = DatumGetInt32(SPI_getbinval(tup, desc, 3, &isnull));
+			jobs[i].running = DatumGetBool(SPI_getbinval(tup, desc, 4, &isnull));
+		}
+		*njobs = (int) SPI_processed;
+		SPI_finish();
+	}
+
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+	pgstat_report_activity(STATE_IDLE, NULL);
+	return jobs;
+}
+
+static RestartBackoff *
+find_backoff(int32 job_id, int worker_index, bool create)
+{
+	ListCell   *lc;
+	RestartBackoff *b;
+
+	foreach(lc, backoffs)
+	{
+		b = lfirst(lc);
+		if (b->job_id == job_id && b->worker_index == worker_index)
+			return b;
+	}
+	if (!create)
+		return NULL;
+	b = MemoryContextAllocZero(launcher_context, sizeof(RestartBackoff));
+	b->job_id = job_id;
+	b->worker_index = worker_index;
+	{
+		MemoryContext old = MemoryContextSwitchTo(launcher_context);
+
+		backoffs = lappend(backoffs, b);
+		MemoryContextSwitchTo(old);
+	}
+	return b;
+}
+
+/* A worker ended: free its slot; unless it had made progress, back off. */
+static void
+reap_slot(int slotno)
+{
+	EoiWorkerSlot *slot = &eoi_shared->slots[slotno];
+	RestartBackoff *b;
+	int			delay;
+
+	b = find_backoff(slot->job_id, slot->worker_index, true);
+	if (slot->progressed)
+		b->failures = 0;
+	delay = RESTART_DELAY_MIN_MS;
+	for (int i = 0; i < b->failures && delay < RESTART_DELAY_MAX_MS; i++)
+		delay *= 2;
+	delay = Min(delay, RESTART_DELAY_MAX_MS);
+	b->failures++;
+	b->not_before = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), delay);
+
+	slot->in_use = false;
+	slot->pid = 0;
+	if (handles[slotno])
+	{
+		pfree(handles[slotno]);
+		handles[slotno] = NULL;
+	}
+}
+
+static LauncherJob *
+find_job(LauncherJob *jobs, int njobs, int32 id)
+{
+	for (int i = 0; i < njobs; i++)
+		if (jobs[i].id == id)
+			return &jobs[i];
+	return NULL;
+}
+
+/*
+ * Is the worker of this slot still there?  A slot this launcher registered
+ * has a handle; one left by a previous launcher (which restarted) only has
+ * the pid the worker wrote when it attached, and 0 once it detached.
+ */
+static bool
+slot_alive(int slotno)
+{
+	pid_t		pid;
+
+	if (handles[slotno] != NULL)
+		return GetBackgroundWorkerPid(handles[slotno], &pid) != BGWH_STOPPED;
+	pid = eoi_shared->slots[slotno].pid;
+	return pid != 0 && kill(pid, 0) == 0;
+}
+
+static void
+terminate_slot(int slotno)
+{
+	if (handles[slotno] != NULL)
+		TerminateBackgroundWorker(handles[slotno]);
+	else if (eoi_shared->slots[slotno].pid != 0)
+		kill(eoi_shared->slots[slotno].pid, SIGTERM);
+}
+
+/* Reap dead workers, and terminate those whose job should not run. */
+static void
+reap_and_terminate(LauncherJob *jobs, int njobs)
+{
+	for (int i = 0; i < eoi_shared->nslots; i++)
+	{
+		EoiWorkerSlot *slot = &eoi_shared->slots[i];
+		LauncherJob *job;
+
+		if (!slot->in_use)
+			continue;
+
+		if (!slot_alive(i))
+		{
+			LWLockAcquire(eoi_shared->lock, LW_EXCLUSIVE);
+			reap_slot(i);
+			LWLockRelease(eoi_shared->lock);
+			continue;
+		}
+
+		job = find_job(jobs, njobs, slot->job_id);
+		if (job == NULL || !job->running || slot->worker_index >= job->parallelism)
+			terminate_slot(i);
+	}
+}
+
+static bool
+worker_exists(int32 job_id, int worker_index)
+{
+	for (int i = 0; i < eoi_shared->nslots; i++)
+	{
+		EoiWorkerSlot *slot = &eoi_shared->slots[i];
+
+		if (slot->in_use && slot->job_id == job_id && slot->worker_index == worker_index)
+			return true;
+	}
+	return false;
+}
+
+static int
+claim_slot(int32 job_id, int worker_index, uint64 *generation)
+{
+	int			found = -1;
+
+	LWLockAcquire(eoi_shared->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < eoi_shared->nslots; i++)
+	{
+		EoiWorkerSlot *slot = &eoi_shared->slots[i];
+
+		if (slot->in_use)
+			continue;
+		memset(slot, 0, sizeof(EoiWorkerSlot));
+		slot->in_use = true;
+		slot->generation = eoi_shared->next_generation++;
+		slot->job_id = job_id;
+		slot->worker_index = worker_index;
+		*generation = slot->generation;
+		found = i;
+		break;
+	}
+	LWLockRelease(eoi_shared->lock);
+	return found;
+}
+
+static void
+launch_worker(LauncherJob *job, int worker_index)
+{
+	BackgroundWorker worker;
+	EoiWorkerArgs args;
+	BackgroundWorkerHandle *handle;
+	RestartBackoff *b;
+	int			slotno;
+
+	slotno = claim_slot(job->id, worker_index, &args.generation);
+	if (slotno < 0)
+	{
+		ereport(WARNING,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("eoingest cannot start a worker for job %d: all %d worker slots are in use",
+						job->id, eoingest_max_workers),
+				 errhint("Raise eoingest.max_workers (and max_worker_processes) and restart the server.")));
+		b = find_backoff(job->id, worker_index, true);
+		b->not_before = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), RESTART_DELAY_MAX_MS);
+		return;
+	}
+
+	args.database = MyDatabaseId;
+	args.owner = job->owner;
+	args.job_id = job->id;
+	args.worker_index = worker_index;
+
+	memset(&worker, 0, sizeof(worker));
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	worker.bgw_restart_time = BGW_NEVER_RESTART;
+	snprintf(worker.bgw_library_name, BGW_MAXLEN, "eoingest");
+	snprintf(worker.bgw_function_name, BGW_MAXLEN, "eoingest_worker_main");
+	snprintf(worker.bgw_name, BGW_MAXLEN, "eoingest worker %d/%d", job->id, worker_index);
+	snprintf(worker.bgw_type, BGW_MAXLEN, "eoingest worker");
+	worker.bgw_main_arg = Int32GetDatum(slotno);
+	worker.bgw_notify_pid = MyProcPid;
+	StaticAssertStmt(sizeof(EoiWorkerArgs) <= BGW_EXTRALEN, "worker args too large");
+	memcpy(worker.bgw_extra, &args, sizeof(args));
+
+	{
+		MemoryContext old = MemoryContextSwitchTo(launcher_context);
+		bool		ok = RegisterDynamicBackgroundWorker(&worker, &handle);
+
+		MemoryContextSwitchTo(old);
+		if (!ok)
+		{
+			LWLockAcquire(eoi_shared->lock, LW_EXCLUSIVE);
+			eoi_shared->slots[slotno].in_use = false;
+			LWLockRelease(eoi_shared->lock);
+			ereport(WARNING,
+					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+					 errmsg("eoingest cannot start a worker for job %d: no background worker slot is free",
+							job->id),
+					 errhint("Raise max_worker_processes and restart the server.")));
+			b = find_backoff(job->id, worker_index, true);
+			b->not_before = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), RESTART_DELAY_MAX_MS);
+			return;
+		}
+	}
+	handles[slotno] = handle;
+}
+
+static void
+launch_missing(LauncherJob *jobs, int njobs)
+{
+	TimestampTz now = GetCurrentTimestamp();
+
+	for (int j = 0; j < njobs; j++)
+	{
+		if (!jobs[j].running)
+			continue;
+		for (int w = 0; w < jobs[j].parallelism; w++)
+		{
+			RestartBackoff *b;
+
+			if (worker_exists(jobs[j].id, w))
+				continue;
+			b = find_backoff(jobs[j].id, w, false);
+			if (b != NULL && now < b->not_before)
+				continue;
+			launch_worker(&jobs[j], w);
+		}
+	}
+}
+
+/* Forget the backoff of jobs that no longer run, so a restart starts fresh. */
+static void
+prune_backoffs(LauncherJob *jobs, int njobs)
+{
+	ListCell   *lc;
+
+	foreach(lc, backoffs)
+	{
+		RestartBackoff *b = lfirst(lc);
+		LauncherJob *job = find_job(jobs, njobs, b->job_id);
+
+		if (job == NULL || !job->running)
+		{
+			backoffs = foreach_delete_current(backoffs, lc);
+			pfree(b);
+		}
+	}
+}
+
+static void
+reconcile(void)
+{
+	LauncherJob *jobs;
+	int			njobs;
+
+	MemoryContextReset(tick_context);
+	jobs = read_jobs(&njobs);
+	reap_and_terminate(jobs, njobs);
+	prune_backoffs(jobs, njobs);
+	launch_missing(jobs, njobs);
+}
+
+void
+eoingest_launcher_main(Datum main_arg)
+{
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+
+	launcher_context = AllocSetContextCreate(TopMemoryContext,
+											 "eoingest launcher",
+											 ALLOCSET_DEFAULT_SIZES);
+	tick_context = AllocSetContextCreate(launcher_context,
+										 "eoingest launcher tick",
+										 ALLOCSET_DEFAULT_SIZES);
+	handles = MemoryContextAllocZero(launcher_context,
+									 sizeof(BackgroundWorkerHandle *) * eoi_shared->nslots);
+
+	launcher_attach();
+	BackgroundWorkerInitializeConnection(eoingest_database, NULL, 0);
+	pgstat_report_appname("eoingest launcher");
+	ereport(LOG,
+			(errmsg("eoingest launcher started in database \"%s\"", eoingest_database)));
+
+	for (;;)
+	{
+		CHECK_FOR_INTERRUPTS();
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+
+		reconcile();
+
+		(void) WaitLatch(MyLatch,
+						 WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 LAUNCHER_NAPTIME_MS,
+						 PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
+}

@@ -1,0 +1,149 @@
+/*-------------------------------------------------------------------------
+ *
+ * offsets.c
+ *	  Reading and advancing eoingest.offsets.
+ *
+ * Advancing is a compare-and-set: the row must still hold the offset this
+ * worker last read or committed, and the job must still be the one the
+ * worker runs.  A stale worker (another one took its partitions over, or
+ * the job was dropped and created again) fails instead of double-writing.
+ * All of this runs as the extension's owner, inside the caller's
+ * transaction: the offsets commit or roll back with the rows.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "utils/builtins.h"
+
+#include "job.h"
+#include "offsets.h"
+
+static void
+offsets_spi_begin(EoiSavedUser *saved)
+{
+	eoi_become_extension_owner(saved);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+}
+
+static void
+offsets_spi_end(EoiSavedUser *saved)
+{
+	SPI_finish();
+	eoi_restore_user(saved);
+}
+
+/* The stored positions of the job's topic, sorted by partition. */
+int
+eoi_offsets_read(const EoiJob *job, EoiPosition *positions, int max)
+{
+	EoiSavedUser saved;
+	Oid			types[2] = {TEXTOID, TEXTOID};
+	Datum		args[2] = {CStringGetTextDatum(job->name), CStringGetTextDatum(job->topic)};
+	int			n = 0;
+	int			ret;
+
+	offsets_spi_begin(&saved);
+	ret = SPI_execute_with_args("SELECT \"partition\", next_offset FROM eoingest.offsets"
+								" WHERE job = $1 AND topic = $2 ORDER BY \"partition\"",
+								2, types, args, NULL, true, 0);
+	if (ret != SPI_OK_SELECT)
+		elog(ERROR, "could not read eoingest.offsets: %s", SPI_result_code_string(ret));
+	for (uint64 i = 0; i < SPI_processed && n < max; i++)
+	{
+		bool		isnull;
+
+		positions[n].partition = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[i],
+															 SPI_tuptable->tupdesc, 1, &isnull));
+		positions[n].offset = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i],
+														  SPI_tuptable->tupdesc, 2, &isnull));
+		n++;
+	}
+	offsets_spi_end(&saved);
+	return n;
+}
+
+/* Has the job stored any position yet, on any topic? */
+bool
+eoi_offsets_any(const EoiJob *job)
+{
+	EoiSavedUser saved;
+	Oid			types[1] = {TEXTOID};
+	Datum		args[1] = {CStringGetTextDatum(job->name)};
+	bool		found;
+	int			ret;
+
+	offsets_spi_begin(&saved);
+	ret = SPI_execute_with_args("SELECT 1 FROM eoingest.offsets WHERE job = $1 LIMIT 1",
+								1, types, args, NULL, true, 1);
+	if (ret != SPI_OK_SELECT)
+		elog(ERROR, "could not read eoingest.offsets: %s", SPI_result_code_string(ret));
+	found = (SPI_processed > 0);
+	offsets_spi_end(&saved);
+	return found;
+}
+
+/* Record the starting position of a partition, unless one is stored. */
+void
+eoi_offsets_insert(const EoiJob *job, const EoiPosition *position)
+{
+	EoiSavedUser saved;
+	Oid			types[4] = {TEXTOID, TEXTOID, INT4OID, INT8OID};
+	Datum		args[4] = {
+		CStringGetTextDatum(job->name), CStringGetTextDatum(job->topic),
+		Int32GetDatum(position->partition), Int64GetDatum(position->offset)
+	};
+	int			ret;
+
+	offsets_spi_begin(&saved);
+	ret = SPI_execute_with_args("INSERT INTO eoingest.offsets (job, topic, \"partition\", next_offset)"
+								" VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+								4, types, args, NULL, false, 0);
+	if (ret != SPI_OK_INSERT)
+		elog(ERROR, "could not insert into eoingest.offsets: %s", SPI_result_code_string(ret));
+	offsets_spi_end(&saved);
+}
+
+void
+eoi_offsets_advance(const EoiJob *job, int32 partition, int64 expected, int64 next_offset)
+{
+	static SPIPlanPtr plan = NULL;
+	EoiSavedUser saved;
+	Datum		args[6] = {
+		CStringGetTextDatum(job->name), CStringGetTextDatum(job->topic),
+		Int32GetDatum(partition), Int64GetDatum(expected),
+		Int64GetDatum(next_offset), Int32GetDatum(job->id)
+	};
+	int			ret;
+
+	offsets_spi_begin(&saved);
+	if (plan == NULL)
+	{
+		Oid			types[6] = {TEXTOID, TEXTOID, INT4OID, INT8OID, INT8OID, INT4OID};
+
+		plan = SPI_prepare("UPDATE eoingest.offsets o"
+						   "   SET next_offset = $5, updated_at = pg_catalog.now()"
+						   " WHERE o.job = $1 AND o.topic = $2 AND o.\"partition\" = $3"
+						   "   AND o.next_offset = $4"
+						   "   AND EXISTS (SELECT 1 FROM eoingest.jobs j"
+						   "                WHERE j.id = $6 AND j.name = $1)",
+						   6, types);
+		if (plan == NULL || SPI_keepplan(plan) != 0)
+			elog(ERROR, "could not prepare the offsets update: %s",
+				 SPI_result_code_string(SPI_result));
+	}
+	ret = SPI_execute_plan(plan, args, NULL, false, 0);
+	if (ret != SPI_OK_UPDATE)
+		elog(ERROR, "could not update eoingest.offsets: %s", SPI_result_code_string(ret));
+	if (SPI_processed != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("offset of job \"%s\" topic \"%s\" partition %d moved under this worker",
+						job->name, job->topic, partition),
+				 errdetail("Expected next_offset %lld; another worker or a manual change updated it, or the job was dropped.",
+						   (long long) expected)));
+	offsets_spi_end(&saved);
+}

@@ -1,0 +1,21 @@
+/*-------------------------------------------------------------------------
+ *
+ * offsets.h
+ *	  The checkpoint in eoingest.offsets: where each partition of a job is
+ *	  to be read next.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef EOI_OFFSETS_H
+#define EOI_OFFSETS_H
+
+#include "eoingest.h"
+#include "kafka.h"
+
+extern int	eoi_offsets_read(const EoiJob *job, EoiPosition *positions, int max);
+extern bool eoi_offsets_any(const EoiJob *job);
+extern void eoi_offsets_insert(const EoiJob *job, const EoiPosition *position);
+extern void eoi_offsets_advance(const EoiJob *job, int32 partition,
+								int64 expected, int64 next_offset);
+
+#endif

@@ -1,0 +1,63 @@
+/*-------------------------------------------------------------------------
+ *
+ * shmem.h
+ *	  Shared state between the launcher, the workers and the SQL functions:
+ *	  one slot per running worker, and the launcher's latch.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef EOI_SHMEM_H
+#define EOI_SHMEM_H
+
+#include "eoingest.h"
+
+#include "datatype/timestamp.h"
+#include "storage/latch.h"
+#include "storage/lwlock.h"
+
+#define EOI_ERROR_LEN 1024
+
+typedef enum EoiWorkerState
+{
+	EOI_WORKER_STARTING,		/* connecting, resolving, assigning */
+	EOI_WORKER_RUNNING,			/* consuming and committing */
+	EOI_WORKER_RETRYING,		/* a batch failed; backing off before retry */
+	EOI_WORKER_WAITING			/* waiting for Kafka (topic missing, broker down) */
+} EoiWorkerState;
+
+typedef struct EoiWorkerSlot
+{
+	bool		in_use;			/* claimed by the launcher */
+	uint64		generation;		/* tells a slot's successive owners apart */
+	int32		job_id;
+	int			worker_index;
+	pid_t		pid;			/* 0 until the worker attaches, and after */
+	EoiWorkerState state;
+	bool		progressed;		/* committed a batch since it started */
+	TimestampTz started_at;
+	uint64		messages;
+	uint64		rows;
+	uint64		bytes;
+	uint64		batches;
+	TimestampTz last_commit_at;
+	TimestampTz last_error_at;
+	char		last_error[EOI_ERROR_LEN];
+} EoiWorkerSlot;
+
+typedef struct EoiShared
+{
+	LWLock	   *lock;
+	pid_t		launcher_pid;
+	Latch	   *launcher_latch;
+	uint64		next_generation;
+	int			nslots;
+	EoiWorkerSlot slots[FLEXIBLE_ARRAY_MEMBER];
+} EoiShared;
+
+extern EoiShared *eoi_shared;
+
+extern void eoi_shmem_request(void);
+extern void eoi_shmem_startup(void);
+extern void eoi_wake_launcher(void);
+
+#endif

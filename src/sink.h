@@ -1,0 +1,20 @@
+/*-------------------------------------------------------------------------
+ *
+ * sink.h
+ *	  Writing a batch's rows: COPY into the target, or the job's transform.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef EOI_SINK_H
+#define EOI_SINK_H
+
+#include "eoingest.h"
+#include "batch.h"
+
+#include "utils/relcache.h"
+
+extern uint64 eoi_sink_write(const EoiJob *job, EoiBatch *batch);
+extern Relation eoi_open_target(const char *target, LOCKMODE lockmode);
+extern void eoi_check_target_insert(Relation rel, List *colnames);
+
+#endif

@@ -1,0 +1,595 @@
+/*-------------------------------------------------------------------------
+ *
+ * worker.c
+ *	  The worker of one job and worker index.
+ *
+ * The worker owns the partitions p of the job's topic with
+ * p % parallelism = index.  It assigns them itself at the offsets stored in
+ * eoingest.offsets, then loops: poll a batch (bounded by batch_size and
+ * batch_timeout_ms) -> write its rows -> advance the offsets -> commit, in
+ * the order the job's mode prescribes.  Between batches it holds no
+ * transaction and no snapshot.
+ *
+ * A failed batch is rolled back; the worker re-reads the stored offsets,
+ * assigns its partitions there again (dropping whatever librdkafka had
+ * fetched) and retries after a backoff.  Errors that a retry cannot cure
+ * (bad data, a missing table, a lost offset) stop the job in state
+ * 'failed' with the error in job_status.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "tcop/tcopprot.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+
+#include "batch.h"
+#include "job.h"
+#include "kafka.h"
+#include "launcher.h"
+#include "offsets.h"
+#include "shmem.h"
+#include "sink.h"
+#include "worker.h"
+
+#define DISCOVERY_INTERVAL_MS	10000
+#define METADATA_TIMEOUT_MS		5000
+#define RETRY_DELAY_MIN_MS		100
+#define RETRY_DELAY_MAX_MS		30000
+
+typedef struct Worker
+{
+	EoiJob	   *job;
+	int			index;
+	EoiWorkerSlot *slot;
+	EoiKafka   *kafka;
+	MemoryContext batch_context;
+
+	/* The partitions this worker owns, with their committed next offsets. */
+	EoiPosition *owned;
+	int			nowned;
+	int			partition_count;	/* of the topic, when last looked */
+	bool		assigned;
+	TimestampTz next_discovery;
+	int			failures;		/* consecutive failed attempts */
+} Worker;
+
+static Worker w;
+
+/* ---- shared-memory slot ---- */
+
+static void
+slot_detach(int code, Datum arg)
+{
+	LWLockAcquire(eoi_shared->lock, LW_EXCLUSIVE);
+	if (w.slot != NULL && w.slot->pid == MyProcPid)
+		w.slot->pid = 0;
+	LWLockRelease(eoi_shared->lock);
+}
+
+static void
+slot_attach(int slotno, const EoiWorkerArgs *args)
+{
+	EoiWorkerSlot *slot;
+
+	if (slotno < 0 || slotno >= eoi_shared->nslots)
+		elog(ERROR, "eoingest worker started with invalid slot %d", slotno);
+	LWLockAcquire(eoi_shared->lock, LW_EXCLUSIVE);
+	slot = &eoi_shared->slots[slotno];
+	if (!slot->in_use || slot->generation != args->generation || slot->pid != 0)
+	{
+		LWLockRelease(eoi_shared->lock);
+		/* The launcher gave this slot to someone else: nothing to do. */
+		proc_exit(0);
+	}
+	slot->pid = MyProcPid;
+	slot->state = EOI_WORKER_STARTING;
+	slot->started_at = GetCurrentTimestamp();
+	LWLockRelease(eoi_shared->lock);
+	w.slot = slot;
+	before_shmem_exit(slot_detach, (Datum) 0);
+}
+
+static void
+slot_set_state(EoiWorkerState state, const char *error)
+{
+	LWLockAcquire(eoi_shared->lock, LW_EXCLUSIVE);
+	w.slot->state = state;
+	if (error != NULL)
+	{
+		strlcpy(w.slot->last_error, error, EOI_ERROR_LEN);
+		w.slot->last_error_at = GetCurrentTimestamp();
+	}
+	LWLockRelease(eoi_shared->lock);
+}
+
+static void
+slot_count_batch(int messages, uint64 rows, uint64 bytes)
+{
+	LWLockAcquire(eoi_shared->lock, LW_EXCLUSIVE);
+	w.slot->state = EOI_WORKER_RUNNING;
+	w.slot->progressed = true;
+	w.slot->messages += messages;
+	w.slot->rows += rows;
+	w.slot->bytes += bytes;
+	w.slot->batches++;
+	w.slot->last_commit_at = GetCurrentTimestamp();
+	w.slot->last_error[0] = '\0';
+	w.slot->last_error_at = 0;
+	LWLockRelease(eoi_shared->lock);
+}
+
+/* ---- transactions ---- */
+
+static void
+begin_work(const char *activity)
+{
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	pgstat_report_activity(STATE_RUNNING, activity);
+}
+
+static void
+commit_work(void)
+{
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+	pgstat_report_stat(false);
+	pgstat_report_activity(STATE_IDLE, NULL);
+}
+
+/* ---- partitions and positions ---- */
+
+static EoiPosition *
+find_owned(int32 partition)
+{
+	for (int i = 0; i < w.nowned; i++)
+		if (w.owned[i].partition == partition)
+			return &w.owned[i];
+	return NULL;
+}
+
+/*
+ * Where a partition that has no stored position starts: the job's
+ * start_offset for the job's first positions, the beginning of the
+ * partition for partitions added to the topic later.
+ */
+static int64
+initial_offset(int32 partition, bool job_has_positions)
+{
+	int64		low,
+				high;
+
+	eoi_kafka_watermarks(w.kafka, partition, &low, &high, METADATA_TIMEOUT_MS);
+	if (!job_has_positions && strcmp(w.job->start_offset, "latest") == 0)
+		return high;
+	return low;
+}
+
+/*
+ * Make sure every partition this worker owns has a stored position, read
+ * them all, and assign them to the consumer there.  Returns false while
+ * the topic does not exist.
+ */
+static bool
+assign_partitions(void)
+{
+	MemoryContext old;
+	EoiPosition *stored;
+	int			count;
+	int			nstored;
+	bool		job_has_positions;
+
+	count = eoi_kafka_partition_count(w.kafka, METADATA_TIMEOUT_MS);
+	w.next_discovery = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), DISCOVERY_INTERVAL_MS);
+	if (count < 0)
+	{
+		char		msg[256];
+
+		snprintf(msg, sizeof(msg), "Kafka topic \"%s\" does not exist yet; waiting for it", w.job->topic);
+		slot_set_state(EOI_WORKER_WAITING, msg);
+		return false;
+	}
+
+	stored = palloc(sizeof(EoiPosition) * count);
+	begin_work("reading stored offsets");
+	nstored = eoi_offsets_read(w.job, stored, count);
+	job_has_positions = eoi_offsets_any(w.job);
+	commit_work();
+
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	if (w.owned)
+		pfree(w.owned);
+	w.owned = palloc0(sizeof(EoiPosition) * Max(count, 1));
+	MemoryContextSwitchTo(old);
+	w.nowned = 0;
+
+	for (int32 p = 0; p < count; p++)
+	{
+		EoiPosition *pos;
+		int			i;
+
+		if (p % w.job->parallelism != w.index)
+			continue;
+		pos = &w.owned[w.nowned++];
+		pos->partition = p;
+		for (i = 0; i < nstored && stored[i].partition != p; i++)
+			;
+		if (i < nstored)
+		{
+			pos->offset = stored[i].offset;
+			continue;
+		}
+		pos->offset = initial_offset(p, job_has_positions);
+		begin_work("storing a partition's starting offset");
+		eoi_offsets_insert(w.job, pos);
+		commit_work();
+		/* Another worker may have stored one first: read it back. */
+		begin_work("reading stored offsets");
+		nstored = eoi_offsets_read(w.job, stored, count);
+		commit_work();
+		for (i = 0; i < nstored && stored[i].partition != p; i++)
+			;
+		if (i < nstored)
+			pos->offset = stored[i].offset;
+	}
+
+	eoi_kafka_assign(w.kafka, w.owned, w.nowned);
+	w.partition_count = count;
+	w.assigned = true;
+	pfree(stored);
+	return true;
+}
+
+/* Has the topic grown since we assigned?  Checked every few seconds. */
+static void
+maybe_discover_partitions(void)
+{
+	int			count;
+
+	if (GetCurrentTimestamp() < w.next_discovery)
+		return;
+	w.next_discovery = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), DISCOVERY_INTERVAL_MS);
+	count = eoi_kafka_partition_count(w.kafka, METADATA_TIMEOUT_MS);
+	if (count > w.partition_count)
+	{
+		ereport(LOG,
+				(errmsg("eoingest job \"%s\": topic \"%s\" grew from %d to %d partitions",
+						w.job->name, w.job->topic, w.partition_count, count)));
+		w.assigned = false;
+	}
+}
+
+/* ---- one batch ---- */
+
+/*
+ * Drop messages below the committed position (none are expected; they
+ * would be duplicates) and note each partition's last offset.
+ */
+static void
+prepare_batch(EoiBatch *batch, int64 *last_offset)
+{
+	int			kept = 0;
+
+	for (int i = 0; i < w.nowned; i++)
+		last_offset[i] = -1;
+
+	for (int i = 0; i < batch->n; i++)
+	{
+		rd_kafka_message_t *msg = batch->messages[i];
+		EoiPosition *pos = find_owned(msg->partition);
+
+		if (pos == NULL || msg->offset < pos->offset)
+		{
+			rd_kafka_message_destroy(msg);
+			continue;
+		}
+		last_offset[pos - w.owned] = Max(last_offset[pos - w.owned], msg->offset);
+		batch->messages[kept++] = msg;
+	}
+	batch->n = kept;
+}
+
+/* Advance every partition of the batch to its last offset + 1. */
+static void
+advance_offsets(const int64 *last_offset)
+{
+	for (int i = 0; i < w.nowned; i++)
+		if (last_offset[i] >= 0)
+			eoi_offsets_advance(w.job, w.owned[i].partition, w.owned[i].offset,
+								last_offset[i] + 1);
+}
+
+static void
+remember_offsets(const int64 *last_offset)
+{
+	for (int i = 0; i < w.nowned; i++)
+		if (last_offset[i] >= 0)
+			w.owned[i].offset = last_offset[i] + 1;
+}
+
+static uint64
+batch_bytes(EoiBatch *batch)
+{
+	uint64		bytes = 0;
+
+	for (int i = 0; i < batch->n; i++)
+		bytes += batch->messages[i]->len + batch->messages[i]->key_len;
+	return bytes;
+}
+
+/*
+ * Commit the batch as the job's mode says.  exactly_once: rows and offsets
+ * in one transaction.  at_least_once: rows, then offsets (a crash between
+ * the two repeats the batch).  at_most_once: offsets, then rows (a crash
+ * between the two loses it).
+ */
+static void
+write_batch(EoiBatch *batch)
+{
+	int64	   *last_offset = palloc(sizeof(int64) * Max(w.nowned, 1));
+	int			nmessages;
+	uint64		rows = 0;
+	uint64		bytes;
+
+	prepare_batch(batch, last_offset);
+	nmessages = batch->n;
+	if (nmessages == 0)
+		return;
+	bytes = batch_bytes(batch);
+
+	switch (w.job->mode)
+	{
+		case EOI_MODE_EXACTLY_ONCE:
+			begin_work("writing batch");
+			rows = eoi_sink_write(w.job, batch);
+			advance_offsets(last_offset);
+			EOI_FAULT_POINT("before_commit");
+			commit_work();
+			EOI_FAULT_POINT("after_commit");
+			remember_offsets(last_offset);
+			break;
+
+		case EOI_MODE_AT_LEAST_ONCE:
+			begin_work("writing batch");
+			rows = eoi_sink_write(w.job, batch);
+			commit_work();
+			EOI_FAULT_POINT("between_commits");
+			begin_work("storing offsets");
+			advance_offsets(last_offset);
+			commit_work();
+			remember_offsets(last_offset);
+			break;
+
+		case EOI_MODE_AT_MOST_ONCE:
+			begin_work("storing offsets");
+			advance_offsets(last_offset);
+			commit_work();
+			remember_offsets(last_offset);
+			EOI_FAULT_POINT("between_commits");
+			begin_work("writing batch");
+			rows = eoi_sink_write(w.job, batch);
+			commit_work();
+			break;
+
+		default:
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("mode %s is not supported by this version of eoingest",
+							eoi_mode_name(w.job->mode))));
+	}
+	slot_count_batch(nmessages, rows, bytes);
+	w.failures = 0;
+}
+
+/* ---- failures ---- */
+
+/* Errors that may go away by themselves: retry. */
+static bool
+error_is_transient(int sqlerrcode)
+{
+	switch (ERRCODE_TO_CATEGORY(sqlerrcode))
+	{
+		case ERRCODE_CONNECTION_EXCEPTION:	/* Kafka unreachable */
+		case ERRCODE_TRANSACTION_ROLLBACK:	/* deadlock, serialization */
+		case ERRCODE_INSUFFICIENT_RESOURCES:	/* disk full, out of memory */
+		case ERRCODE_OPERATOR_INTERVENTION: /* statement timeout, cancel */
+		case ERRCODE_SYSTEM_ERROR:	/* I/O errors */
+			return true;
+		default:
+			break;
+	}
+	return sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE;
+}
+
+/* Stop the job for good: state 'failed', the error kept for job_status. */
+static void
+fail_job(const char *message)
+{
+	EoiSavedUser saved;
+	Oid			types[2] = {INT4OID, TEXTOID};
+	Datum		args[2] = {Int32GetDatum(w.job->id), CStringGetTextDatum(message)};
+
+	begin_work("marking job failed");
+	eoi_become_extension_owner(&saved);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute_with_args("UPDATE eoingest.jobs SET state = 'failed', last_error = $2"
+							  " WHERE id = $1 AND state = 'running'",
+							  2, types, args, NULL, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not mark job failed");
+	SPI_finish();
+	eoi_restore_user(&saved);
+	commit_work();
+	eoi_wake_launcher();
+}
+
+static char *
+describe_error(ErrorData *edata)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, edata->message);
+	if (edata->detail)
+		appendStringInfo(&buf, " DETAIL: %s", edata->detail);
+	if (edata->hint)
+		appendStringInfo(&buf, " HINT: %s", edata->hint);
+	if (edata->context)
+		appendStringInfo(&buf, " CONTEXT: %s", edata->context);
+	return buf.data;
+}
+
+/*
+ * After an error: roll back, and either stop the job or wait and retry
+ * from the stored offsets.
+ */
+static void
+handle_failure(MemoryContext error_context)
+{
+	ErrorData  *edata;
+	char	   *message;
+	long		delay = RETRY_DELAY_MIN_MS;
+
+	MemoryContextSwitchTo(error_context);
+	edata = CopyErrorData();
+	FlushErrorState();
+	AbortOutOfAnyTransaction();
+	eoi_current_batch = NULL;
+	pgstat_report_activity(STATE_IDLE, NULL);
+	message = describe_error(edata);
+
+	if (!error_is_transient(edata->sqlerrcode))
+	{
+		ereport(LOG,
+				(errmsg("eoingest job \"%s\" failed: %s", w.job->name, message)));
+		slot_set_state(EOI_WORKER_RETRYING, message);
+		fail_job(message);
+		proc_exit(0);
+	}
+
+	w.failures++;
+	for (int i = 1; i < w.failures && delay < RETRY_DELAY_MAX_MS; i++)
+		delay *= 2;
+	delay = Min(delay, RETRY_DELAY_MAX_MS);
+	if (w.failures == 1)
+		ereport(LOG,
+				(errmsg("eoingest job \"%s\" will retry: %s", w.job->name, message)));
+	slot_set_state(EOI_WORKER_RETRYING, message);
+
+	/* Rewind: the next iteration reads the stored offsets and assigns there. */
+	w.assigned = false;
+
+	(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+					 delay, PG_WAIT_EXTENSION);
+	ResetLatch(MyLatch);
+}
+
+/* ---- main ---- */
+
+static void
+load_job(int32 job_id)
+{
+	MemoryContext old;
+
+	begin_work("loading job");
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	w.job = eoi_job_load(job_id, true);
+	MemoryContextSwitchTo(old);
+	commit_work();
+
+	if (w.job == NULL || strcmp(w.job->state, "running") != 0)
+		proc_exit(0);			/* dropped or stopped meanwhile */
+
+	/* The transform's unqualified names resolve as they did at create_job. */
+	SetConfigOption("search_path", w.job->search_path, PGC_USERSET, PGC_S_SESSION);
+	pgstat_report_appname(psprintf("eoingest %s/%d", w.job->name, w.index));
+}
+
+static void
+one_iteration(void)
+{
+	EoiBatch   *batch;
+
+	CHECK_FOR_INTERRUPTS();
+	if (ConfigReloadPending)
+	{
+		ConfigReloadPending = false;
+		ProcessConfigFile(PGC_SIGHUP);
+	}
+
+	if (!w.assigned && !assign_partitions())
+	{
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 1000L, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		return;
+	}
+	maybe_discover_partitions();
+	if (!w.assigned)
+		return;
+
+	slot_set_state(EOI_WORKER_RUNNING, NULL);
+	batch = eoi_batch_create(w.batch_context, w.job->batch_size, w.job->topic);
+	pgstat_report_activity(STATE_IDLE, NULL);
+	batch->n = eoi_kafka_poll(w.kafka, batch->messages, w.job->batch_size,
+							  w.job->batch_timeout_ms);
+	if (batch->n > 0)
+		write_batch(batch);
+}
+
+void
+eoingest_worker_main(Datum main_arg)
+{
+	EoiWorkerArgs args;
+	MemoryContext loop_context;
+
+	memcpy(&args, MyBgworkerEntry->bgw_extra, sizeof(args));
+	w.index = args.worker_index;
+
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+
+	slot_attach(DatumGetInt32(main_arg), &args);
+	BackgroundWorkerInitializeConnectionByOid(args.database, args.owner, 0);
+	load_job(args.job_id);
+
+	w.kafka = eoi_kafka_open(w.job, w.index);
+	w.batch_context = AllocSetContextCreate(TopMemoryContext, "eoingest batch",
+											ALLOCSET_DEFAULT_SIZES);
+	loop_context = AllocSetContextCreate(TopMemoryContext, "eoingest worker loop",
+										 ALLOCSET_DEFAULT_SIZES);
+
+	ereport(LOG,
+			(errmsg("eoingest job \"%s\" worker %d started", w.job->name, w.index)));
+
+	for (;;)
+	{
+		MemoryContextSwitchTo(loop_context);
+		PG_TRY();
+		{
+			one_iteration();
+		}
+		PG_CATCH();
+		{
+			handle_failure(loop_context);
+		}
+		PG_END_TRY();
+		MemoryContextReset(w.batch_context);
+		MemoryContextReset(loop_context);
+	}
+}

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Install the Debian packages the test bed needs (only if something is missing).
+set -euo pipefail
+
+PKGS=(
+  postgresql-15 postgresql-server-dev-15 postgresql-15-pgtap
+  librdkafka-dev kcat
+  clang make gcc
+  maven openjdk-17-jre-headless
+  procps
+)
+
+missing=()
+for p in "${PKGS[@]}"; do
+  if ! dpkg -s "$p" 2>/dev/null | grep -q '^Status: install ok installed'; then
+    missing+=("$p")
+  fi
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "ERROR: missing packages (${missing[*]}) and not root; install them manually" >&2
+  exit 1
+fi
+
+echo "deps.sh: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+if ! { apt-get update -q && apt-get install -y -q --no-install-recommends "${missing[@]}"; } </dev/null >"$log" 2>&1; then
+  tail -n 40 "$log" >&2
+  echo "ERROR: apt-get install failed for: ${missing[*]}" >&2
+  exit 1
+fi

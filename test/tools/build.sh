@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Builds the test tools into $EOINGEST_RUN/bin (only when the source is newer).
+#   test/tools/build.sh            # build everything
+# Or source it and call build_eoi_kafka.
+set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/../env.sh"
+
+build_eoi_kafka() {
+  local src=$EOINGEST_TEST_DIR/tools/eoi-kafka.c
+  local out=$EOINGEST_RUN/bin/eoi-kafka
+  mkdir -p "$EOINGEST_RUN/bin"
+  if [ -x "$out" ] && [ "$out" -nt "$src" ]; then
+    return 0
+  fi
+  if ! ${CC:-cc} -O2 -g -Wall -Wextra -Werror -o "$out.tmp" "$src" -lrdkafka; then
+    rm -f "$out.tmp"
+    eoi_die "building eoi-kafka failed (is librdkafka-dev installed? run test/deps.sh)"
+  fi
+  mv -f "$out.tmp" "$out"
+}
+
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+  build_eoi_kafka
+fi
