@@ -13,6 +13,7 @@ OBJS = \
 	src/batch.o \
 	src/offsets.o \
 	src/csv.o \
+	src/twophase.o \
 	src/api.o
 
 DATA = $(wildcard sql/eoingest--*.sql)

@@ -22,6 +22,7 @@ CREATE TABLE @extschema@.jobs (
     options           jsonb NOT NULL,
     on_error          text NOT NULL,
     search_path       text NOT NULL,
+    checkpoint_interval_ms integer NOT NULL DEFAULT 1000,
     state             text NOT NULL DEFAULT 'stopped'
                       CHECK (state IN ('running', 'stopped', 'failed')),
     last_error        text,
@@ -40,10 +41,20 @@ CREATE TABLE @extschema@.offsets (
     PRIMARY KEY (job, topic, "partition")
 );
 
+-- two_phase: the coordinator's decision, the last checkpoint epoch of each
+-- job recorded as complete.  In-doubt prepared transactions of epochs up to
+-- it are committed on recovery, later ones rolled back.
+CREATE TABLE @extschema@.checkpoints (
+    job_id      integer PRIMARY KEY REFERENCES @extschema@.jobs (id) ON DELETE CASCADE,
+    epoch       bigint NOT NULL,
+    decided_at  timestamptz NOT NULL DEFAULT pg_catalog.now()
+);
+
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.jobs', '');
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.checkpoints', '');
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.offsets', '');
 
-REVOKE ALL ON @extschema@.jobs, @extschema@.offsets FROM PUBLIC;
+REVOKE ALL ON @extschema@.jobs, @extschema@.offsets, @extschema@.checkpoints FROM PUBLIC;
 
 CREATE FUNCTION @extschema@.create_job(
     name              text,
@@ -58,7 +69,8 @@ CREATE FUNCTION @extschema@.create_job(
     batch_timeout_ms  integer DEFAULT 1000,
     parallelism       integer DEFAULT 1,
     options           jsonb DEFAULT '{}',
-    on_error          text DEFAULT 'fail')
+    on_error          text DEFAULT 'fail',
+    checkpoint_interval_ms integer DEFAULT 1000)
 RETURNS void
 LANGUAGE C VOLATILE
 AS 'MODULE_PATHNAME', 'eoingest_create_job';

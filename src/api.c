@@ -13,6 +13,7 @@
 #include "postgres.h"
 
 #include "access/table.h"
+#include "access/twophase.h"
 #include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
@@ -252,9 +253,11 @@ eoingest_create_job(PG_FUNCTION_ARGS)
 	char	   *start_offset = required_text(fcinfo, 7, "start_offset");
 	int			batch_size = int_in_range(fcinfo, 8, "batch_size", 1, MAX_BATCH_SIZE);
 	int			batch_timeout_ms = int_in_range(fcinfo, 9, "batch_timeout_ms", 1, MAX_BATCH_TIMEOUT_MS);
-	int			parallelism = int_in_range(fcinfo, 10, "parallelism", 1, eoingest_max_workers);
+	int			parallelism = int_in_range(fcinfo, 10, "parallelism", 1,
+											   Min(eoingest_max_workers, EOI_MAX_PARALLELISM_GIDS));
 	Jsonb	   *options = PG_ARGISNULL(11) ? NULL : PG_GETARG_JSONB_P(11);
 	char	   *on_error_s = required_text(fcinfo, 12, "on_error");
+	int			checkpoint_interval_ms = int_in_range(fcinfo, 13, "checkpoint_interval_ms", 10, MAX_BATCH_TIMEOUT_MS);
 	EoiFormat	format;
 	EoiMode		mode;
 	char	   *qualified_target = NULL;
@@ -267,11 +270,11 @@ eoingest_create_job(PG_FUNCTION_ARGS)
 	mode = eoi_parse_mode(mode_s);
 	(void) eoi_parse_on_error(on_error_s);
 
-	if (mode == EOI_MODE_TWO_PHASE || mode == EOI_MODE_UPSERT)
+	if (mode == EOI_MODE_UPSERT)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("mode %s is not available in this version of eoingest", mode_s),
-				 errhint("Use exactly_once, at_least_once or at_most_once.")));
+				 errhint("Use exactly_once, two_phase, at_least_once or at_most_once.")));
 	if (strcmp(start_offset, "earliest") != 0 && strcmp(start_offset, "latest") != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -309,10 +312,10 @@ eoingest_create_job(PG_FUNCTION_ARGS)
 				 errmsg("eoingest job \"%s\" already exists", name),
 				 errhint("Choose another name, or drop the existing job with eoingest.drop_job('%s').", name)));
 	{
-		Oid			types[14] = {TEXTOID, OIDOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
-		TEXTOID, TEXTOID, INT4OID, INT4OID, INT4OID, JSONBOID, TEXTOID};
-		Datum		args[14];
-		char		nulls[14];
+		Oid			types[15] = {TEXTOID, OIDOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
+		TEXTOID, TEXTOID, INT4OID, INT4OID, INT4OID, JSONBOID, TEXTOID, INT4OID};
+		Datum		args[15];
+		char		nulls[15];
 		const char *search_path = GetConfigOption("search_path", false, false);
 
 		memset(nulls, ' ', sizeof(nulls));
@@ -339,12 +342,13 @@ eoingest_create_job(PG_FUNCTION_ARGS)
 		else
 			args[12] = DirectFunctionCall1(jsonb_in, CStringGetDatum("{}"));
 		args[13] = CStringGetTextDatum(search_path ? search_path : "");
+		args[14] = Int32GetDatum(checkpoint_interval_ms);
 
 		if (SPI_execute_with_args("INSERT INTO eoingest.jobs (name, owner, brokers, topic, target,"
 								  " format, mode, transform, start_offset, batch_size, batch_timeout_ms,"
-								  " parallelism, options, on_error, search_path)"
-								  " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, 'fail', $14)",
-								  14, types, args, nulls, false, 0) != SPI_OK_INSERT)
+								  " parallelism, options, on_error, search_path, checkpoint_interval_ms)"
+								  " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, 'fail', $14, $15)",
+								  15, types, args, nulls, false, 0) != SPI_OK_INSERT)
 			elog(ERROR, "could not insert into eoingest.jobs");
 	}
 	SPI_finish();
@@ -381,10 +385,51 @@ set_job_state(const char *name, const char *state, bool clear_error)
 	wake_launcher_at_commit();
 }
 
+/*
+ * A two_phase job holds up to one prepared transaction per worker; refuse
+ * to start it where the server cannot hold them.
+ */
+static void
+check_can_start(const char *name)
+{
+	EoiSavedUser saved;
+	Oid			types[1] = {TEXTOID};
+	Datum		args[1] = {CStringGetTextDatum(name)};
+	bool		two_phase = false;
+	int			parallelism = 0;
+
+	eoi_become_extension_owner(&saved);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute_with_args("SELECT mode = 'two_phase', parallelism FROM eoingest.jobs WHERE name = $1",
+							  1, types, args, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read eoingest.jobs");
+	if (SPI_processed == 1)
+	{
+		bool		isnull;
+
+		two_phase = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+		parallelism = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+	}
+	SPI_finish();
+	eoi_restore_user(&saved);
+
+	if (two_phase && max_prepared_xacts < parallelism)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("two_phase job \"%s\" needs %d prepared transactions, but max_prepared_transactions is %d",
+						name, parallelism, max_prepared_xacts),
+				 errhint("Set max_prepared_transactions to at least %d (plus what other clients use) and restart the server.",
+						 parallelism)));
+}
+
 Datum
 eoingest_start_job(PG_FUNCTION_ARGS)
 {
-	set_job_state(text_to_cstring(PG_GETARG_TEXT_PP(0)), "running", true);
+	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+
+	check_can_start(name);
+	set_job_state(name, "running", true);
 	PG_RETURN_VOID();
 }
 

@@ -57,6 +57,7 @@ typedef struct EoiJob
 	int			batch_size;
 	int			batch_timeout_ms;
 	int			parallelism;
+	int			checkpoint_interval_ms;	/* two_phase */
 	Jsonb	   *options;		/* librdkafka properties */
 	EoiOnError	on_error;
 	char	   *search_path;

@@ -9,6 +9,7 @@
 #include "postgres.h"
 
 #include "catalog/pg_authid.h"
+#include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
@@ -134,7 +135,7 @@ eoi_job_load(int32 job_id, bool missing_ok)
 		elog(ERROR, "SPI_connect failed");
 	ret = SPI_execute_with_args("SELECT id, name, owner, brokers, topic, target, format, mode,"
 								"       transform, start_offset, batch_size, batch_timeout_ms,"
-								"       parallelism, options, on_error, search_path, state"
+								"       parallelism, options, on_error, search_path, state, checkpoint_interval_ms"
 								"  FROM eoingest.jobs WHERE id = $1",
 								1, argtypes, args, NULL, true, 1);
 	if (ret != SPI_OK_SELECT)
@@ -170,6 +171,7 @@ eoi_job_load(int32 job_id, bool missing_ok)
 		job->on_error = eoi_parse_on_error(text_column(tup, desc, 15, cxt));
 		job->search_path = text_column(tup, desc, 16, cxt);
 		job->state = text_column(tup, desc, 17, cxt);
+		job->checkpoint_interval_ms = DatumGetInt32(SPI_getbinval(tup, desc, 18, &isnull));
 	}
 	SPI_finish();
 	eoi_restore_user(&saved);

@@ -35,6 +35,7 @@
 #include "eoingest.h"
 #include "launcher.h"
 #include "shmem.h"
+#include "twophase.h"
 
 #define LAUNCHER_NAPTIME_MS 1000
 #define RESTART_DELAY_MIN_MS 500
@@ -47,6 +48,8 @@ typedef struct LauncherJob
 	Oid			owner;
 	int			parallelism;
 	bool		running;
+	bool		two_phase;
+	char	   *name;
 } LauncherJob;
 
 /* Backoff of one (job, worker index) whose worker died. */
@@ -62,6 +65,7 @@ static MemoryContext launcher_context;
 static MemoryContext tick_context;
 static BackgroundWorkerHandle **handles;	/* by slot number */
 static List *backoffs;			/* of RestartBackoff, in launcher_context */
+static bool extension_present;	/* as of the last read_jobs() */
 
 static void
 launcher_detach(int code, Datum arg)
@@ -108,13 +112,15 @@ read_jobs(int *njobs)
 	PushActiveSnapshot(GetTransactionSnapshot());
 	pgstat_report_activity(STATE_RUNNING, "reading eoingest.jobs");
 
-	if (OidIsValid(get_extension_oid("eoingest", true)))
+	extension_present = OidIsValid(get_extension_oid("eoingest", true));
+	if (extension_present)
 	{
 		int			ret;
 
 		if (SPI_connect() != SPI_OK_CONNECT)
 			elog(ERROR, "SPI_connect failed");
-		ret = SPI_execute("SELECT id, owner, parallelism, state = 'running'"
+		ret = SPI_execute("SELECT id, owner, parallelism, state = 'running',"
+						  "       mode = 'two_phase', name"
 						  "  FROM eoingest.jobs ORDER BY id", true, 0);
 		if (ret != SPI_OK_SELECT)
 			elog(ERROR, "could not read eoingest.jobs: %s", SPI_result_code_string(ret));
@@ -131,6 +137,8 @@ read_jobs(int *njobs)
 			jobs[i].owner = DatumGetObjectId(SPI_getbinval(tup, desc, 2, &isnull));
 			jobs[i].parallelism = DatumGetInt32(SPI_getbinval(tup, desc, 3, &isnull));
 			jobs[i].running = DatumGetBool(SPI_getbinval(tup, desc, 4, &isnull));
+			jobs[i].two_phase = DatumGetBool(SPI_getbinval(tup, desc, 5, &isnull));
+			jobs[i].name = MemoryContextStrdup(tick_context, SPI_getvalue(tup, desc, 6));
 		}
 		*njobs = (int) SPI_processed;
 		SPI_finish();
@@ -176,6 +184,7 @@ reap_slot(int slotno)
 	RestartBackoff *b;
 	int			delay;
 
+	eoi_tp_worker_died(slot->job_id);
 	b = find_backoff(slot->job_id, slot->worker_index, true);
 	if (slot->progressed)
 		b->failures = 0;
@@ -398,6 +407,27 @@ prune_backoffs(LauncherJob *jobs, int njobs)
 	}
 }
 
+/* The coordinator's part: two_phase checkpoints and in-doubt recovery. */
+static void
+coordinate_two_phase(LauncherJob *jobs, int njobs)
+{
+	EoiTpJob   *tp = palloc0(sizeof(EoiTpJob) * Max(njobs, 1));
+	int			ntp = 0;
+
+	for (int i = 0; i < njobs; i++)
+	{
+		if (!jobs[i].two_phase)
+			continue;
+		tp[ntp].job_id = jobs[i].id;
+		tp[ntp].name = jobs[i].name;
+		tp[ntp].parallelism = jobs[i].parallelism;
+		tp[ntp].running = jobs[i].running;
+		ntp++;
+	}
+	eoi_tp_resolve_orphans(tp, ntp);
+	eoi_tp_coordinate(tp, ntp);
+}
+
 static void
 reconcile(void)
 {
@@ -405,10 +435,13 @@ reconcile(void)
 	int			njobs;
 
 	MemoryContextReset(tick_context);
+	MemoryContextSwitchTo(tick_context);
 	jobs = read_jobs(&njobs);
 	reap_and_terminate(jobs, njobs);
 	prune_backoffs(jobs, njobs);
 	launch_missing(jobs, njobs);
+	if (extension_present)
+		coordinate_two_phase(jobs, njobs);
 }
 
 void

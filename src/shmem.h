@@ -16,6 +16,7 @@
 #include "storage/lwlock.h"
 
 #define EOI_ERROR_LEN 1024
+#define EOI_MAX_PARALLELISM_GIDS 64	/* most workers of one job */
 
 typedef enum EoiWorkerState
 {
@@ -42,6 +43,19 @@ typedef struct EoiWorkerSlot
 	TimestampTz last_commit_at;
 	TimestampTz last_error_at;
 	char		last_error[EOI_ERROR_LEN];
+
+	Latch	   *latch;			/* the worker's, for the coordinator to wake it */
+
+	/*
+	 * two_phase: the coordinator sets current_epoch (the epoch to write),
+	 * and committed_epoch or aborted_epoch once it decided; the worker sets
+	 * prepared_epoch (with prepared_empty when it had nothing to write).
+	 */
+	uint64		current_epoch;
+	uint64		prepared_epoch;
+	bool		prepared_empty;
+	uint64		committed_epoch;
+	uint64		aborted_epoch;
 } EoiWorkerSlot;
 
 typedef struct EoiShared

@@ -42,6 +42,7 @@
 #include "offsets.h"
 #include "shmem.h"
 #include "sink.h"
+#include "twophase.h"
 #include "worker.h"
 
 #define DISCOVERY_INTERVAL_MS	10000
@@ -64,6 +65,7 @@ typedef struct Worker
 	bool		assigned;
 	TimestampTz next_discovery;
 	int			failures;		/* consecutive failed attempts */
+	uint64		epoch_done;		/* two_phase: last epoch prepared or skipped */
 } Worker;
 
 static Worker w;
@@ -75,7 +77,10 @@ slot_detach(int code, Datum arg)
 {
 	LWLockAcquire(eoi_shared->lock, LW_EXCLUSIVE);
 	if (w.slot != NULL && w.slot->pid == MyProcPid)
+	{
 		w.slot->pid = 0;
+		w.slot->latch = NULL;
+	}
 	LWLockRelease(eoi_shared->lock);
 }
 
@@ -95,6 +100,7 @@ slot_attach(int slotno, const EoiWorkerArgs *args)
 		proc_exit(0);
 	}
 	slot->pid = MyProcPid;
+	slot->latch = MyLatch;
 	slot->state = EOI_WORKER_STARTING;
 	slot->started_at = GetCurrentTimestamp();
 	LWLockRelease(eoi_shared->lock);
@@ -148,6 +154,26 @@ commit_work(void)
 	PopActiveSnapshot();
 	CommitTransactionCommand();
 	pgstat_report_stat(false);
+	pgstat_report_activity(STATE_IDLE, NULL);
+}
+
+/*
+ * One step inside a two_phase epoch's transaction block: the block stays
+ * open across steps, each step gets a fresh snapshot.
+ */
+static void
+begin_step(const char *activity)
+{
+	StartTransactionCommand();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	pgstat_report_activity(STATE_RUNNING, activity);
+}
+
+static void
+end_step(void)
+{
+	PopActiveSnapshot();
+	CommitTransactionCommand();
 	pgstat_report_activity(STATE_IDLE, NULL);
 }
 
@@ -395,6 +421,143 @@ write_batch(EoiBatch *batch)
 	w.failures = 0;
 }
 
+/* ---- two_phase epochs ---- */
+
+static bool
+epoch_aborted(uint64 epoch)
+{
+	bool		aborted;
+
+	LWLockAcquire(eoi_shared->lock, LW_SHARED);
+	aborted = (w.slot->aborted_epoch == epoch);
+	LWLockRelease(eoi_shared->lock);
+	return aborted;
+}
+
+/*
+ * Wait for the coordinator's verdict on the epoch we prepared: true once it
+ * is committed, false if it was rolled back.
+ */
+static bool
+wait_for_decision(uint64 epoch)
+{
+	pgstat_report_activity(STATE_IDLE, "waiting for the checkpoint decision");
+	for (;;)
+	{
+		bool		committed;
+
+		LWLockAcquire(eoi_shared->lock, LW_SHARED);
+		committed = (w.slot->committed_epoch >= epoch);
+		LWLockRelease(eoi_shared->lock);
+		if (committed)
+			return true;
+		if (epoch_aborted(epoch))
+			return false;
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 1000L, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
+static void
+report_prepared(uint64 epoch, bool empty)
+{
+	LWLockAcquire(eoi_shared->lock, LW_EXCLUSIVE);
+	w.slot->prepared_epoch = epoch;
+	w.slot->prepared_empty = empty;
+	LWLockRelease(eoi_shared->lock);
+	w.epoch_done = epoch;
+	eoi_wake_launcher();
+}
+
+/*
+ * Write one checkpoint epoch: batches for checkpoint_interval_ms in one
+ * transaction block, then PREPARE it (the pre-commit) and wait for the
+ * coordinator to commit it.
+ */
+static void
+run_epoch(void)
+{
+	uint64		epoch;
+	TimestampTz deadline;
+	int64	   *last_offset = palloc(sizeof(int64) * Max(w.nowned, 1));
+	int			nmessages = 0;
+	uint64		rows = 0;
+	uint64		bytes = 0;
+
+	LWLockAcquire(eoi_shared->lock, LW_SHARED);
+	epoch = w.slot->current_epoch;
+	LWLockRelease(eoi_shared->lock);
+	if (epoch == 0 || epoch <= w.epoch_done)
+	{
+		/* No epoch handed out yet: wait for the coordinator. */
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 1000L, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		return;
+	}
+
+	slot_set_state(EOI_WORKER_RUNNING, NULL);
+	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), w.job->checkpoint_interval_ms);
+	eoi_tp_begin_epoch();
+	while (GetCurrentTimestamp() < deadline)
+	{
+		long		remaining = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
+		EoiBatch   *batch = eoi_batch_create(w.batch_context, w.job->batch_size, w.job->topic);
+
+		batch->n = eoi_kafka_poll(w.kafka, batch->messages, w.job->batch_size,
+								  (int) Min(remaining, w.job->batch_timeout_ms));
+		prepare_batch(batch, last_offset);
+		if (batch->n > 0)
+		{
+			begin_step("writing batch (two_phase)");
+			rows += eoi_sink_write(w.job, batch);
+			advance_offsets(last_offset);
+			end_step();
+			remember_offsets(last_offset);
+			nmessages += batch->n;
+			bytes += batch_bytes(batch);
+		}
+		MemoryContextReset(w.batch_context);
+		CHECK_FOR_INTERRUPTS();
+		if (epoch_aborted(epoch))
+			ereport(ERROR,
+					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+					 errmsg("checkpoint epoch " UINT64_FORMAT " was rolled back by the coordinator", epoch),
+					 errdetail("Another worker of the job ended during the epoch.")));
+	}
+
+	if (nmessages > 0)
+	{
+		char		gid[EOI_GID_LEN];
+
+		eoi_gid_format(gid, MyDatabaseId, w.job->id, epoch, w.index);
+		if (!eoi_tp_prepare_epoch(gid))
+			ereport(ERROR,
+					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+					 errmsg("could not prepare checkpoint epoch " UINT64_FORMAT, epoch)));
+		EOI_FAULT_POINT("after_prepare");
+	}
+	else
+	{
+		StartTransactionCommand();
+		(void) EndTransactionBlock(false);
+		CommitTransactionCommand();
+	}
+	report_prepared(epoch, nmessages == 0);
+
+	if (wait_for_decision(epoch))
+	{
+		if (nmessages > 0)
+			slot_count_batch(nmessages, rows, bytes);
+		w.failures = 0;
+	}
+	else
+		w.assigned = false;		/* rolled back: read the stored offsets again */
+	pgstat_report_activity(STATE_IDLE, NULL);
+}
+
 /* ---- failures ---- */
 
 /* Errors that may go away by themselves: retry. */
@@ -531,6 +694,8 @@ one_iteration(void)
 		ProcessConfigFile(PGC_SIGHUP);
 	}
 
+	if (!w.assigned && w.job->mode == EOI_MODE_TWO_PHASE)
+		eoi_tp_wait_for_resolution(w.job->id, w.index);
 	if (!w.assigned && !assign_partitions())
 	{
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
@@ -541,6 +706,12 @@ one_iteration(void)
 	maybe_discover_partitions();
 	if (!w.assigned)
 		return;
+
+	if (w.job->mode == EOI_MODE_TWO_PHASE)
+	{
+		run_epoch();
+		return;
+	}
 
 	slot_set_state(EOI_WORKER_RUNNING, NULL);
 	batch = eoi_batch_create(w.batch_context, w.job->batch_size, w.job->topic);

@@ -1,0 +1,385 @@
+#!/usr/bin/env python3
+"""Helper of bench/run.sh: process CPU accounting, timed commands, and the report.
+
+  bench.py server-cpu PMPID           CPU seconds used so far by a PostgreSQL server: the
+                                      postmaster, its live children, and (through the
+                                      postmaster's cutime/cstime) every child it has reaped
+  bench.py cpu PID...                 utime+stime seconds of these processes
+  bench.py hwm PID...                 largest VmHWM (kB) of these processes
+  bench.py timed OUT -- CMD...        run CMD; write "user_s sys_s maxrss_kb" of CMD and
+                                      everything it waited for to OUT; exit with its status
+  bench.py report --dir DIR           raw.tsv, latency.tsv, meta.tsv [, profile.txt] in DIR
+                                      -> DIR/latest.md and DIR/latest.png
+
+Only the report needs matplotlib (for the PNG); without it the Markdown is still written.
+"""
+import math
+import os
+import resource
+import statistics
+import subprocess
+import sys
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def _stat_fields(pid):
+    """Fields of /proc/PID/stat after the command name: [0] is state (field 3)."""
+    with open(f"/proc/{pid}/stat") as f:
+        s = f.read()
+    return s[s.rfind(")") + 2:].split()
+
+
+def proc_cpu(pid, children=False):
+    try:
+        a = _stat_fields(pid)
+    except (FileNotFoundError, ProcessLookupError):
+        return 0.0
+    ticks = int(a[11]) + int(a[12])
+    if children:
+        ticks += int(a[13]) + int(a[14])
+    return ticks / CLK_TCK
+
+
+def server_cpu(pm):
+    total = proc_cpu(pm, children=True)
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            a = _stat_fields(d)
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        if a[1] == str(pm):
+            total += (int(a[11]) + int(a[12]) + int(a[13]) + int(a[14])) / CLK_TCK
+    return total
+
+
+def vm_hwm(pid):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except FileNotFoundError:
+        pass
+    return 0
+
+
+def timed(out, cmd):
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    status = subprocess.call(cmd)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    with open(out, "w") as f:
+        f.write(f"{after.ru_utime - before.ru_utime:.3f} {after.ru_stime - before.ru_stime:.3f} "
+                f"{after.ru_maxrss}\n")
+    return status if status >= 0 else 128 - status
+
+
+# ---------------------------------------------------------------- report
+
+def read_tsv(path):
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        lines = [l.rstrip("\n") for l in f if l.strip()]
+    if not lines:
+        return []
+    head = lines[0].split("\t")
+    return [dict(zip(head, l.split("\t"))) for l in lines[1:]]
+
+
+def fnum(x):
+    try:
+        return float(x)
+    except (TypeError, ValueError):
+        return None
+
+
+def med(values):
+    values = [v for v in values if v is not None and not math.isnan(v)]
+    return statistics.median(values) if values else None
+
+
+def fmt_int(x):
+    return "—" if x is None else f"{x:,.0f}"
+
+
+def fmt(x, digits=1):
+    return "—" if x is None else f"{x:,.{digits}f}"
+
+
+def summarize(raw):
+    """One entry per variant, in the order the variants were first run."""
+    variants = {}
+    for r in raw:
+        v = variants.setdefault(r["variant"], {"meta": r, "runs": []})
+        v["runs"].append(r)
+    out = []
+    for key, v in variants.items():
+        m = v["meta"]
+        ok = [r for r in v["runs"] if r["status"] == "ok"]
+        bad = [r for r in v["runs"] if r["status"] not in ("ok", "na")]
+        na = [r for r in v["runs"] if r["status"] == "na"]
+        s = {"variant": key, "label": m["label"], "group": m["group"], "pk": m["pk"],
+             "method": m["method"], "mode": m["mode"], "batch": m["batch"], "par": m["par"],
+             "format": m["format"], "parts": m["parts"],
+             "runs": len(ok), "failed": len(bad), "na": bool(na) and not ok,
+             "note": (na or bad or [{"note": ""}])[0]["note"]}
+        if ok:
+            def per_row(field):
+                return med([fnum(r[field]) / fnum(r["rows"]) if fnum(r[field]) is not None else None
+                            for r in ok])
+            s["rate"] = med([fnum(r["rows"]) / fnum(r["seconds"]) for r in ok])
+            s["rows"] = med([fnum(r["rows"]) for r in ok])
+            s["seconds"] = med([fnum(r["seconds"]) for r in ok])
+            s["cpu_all_us"] = med([(fnum(r["server_cpu"]) + fnum(r["client_cpu"])) / fnum(r["rows"]) * 1e6
+                                   for r in ok])
+            proc = [fnum(r["proc_cpu"]) for r in ok]
+            s["cpu_proc_us"] = (med([p / fnum(r["rows"]) * 1e6 for p, r in zip(proc, ok)])
+                                if all(p is not None for p in proc) else None)
+            s["wal_b"] = per_row("wal")
+            s["rss_mb"] = med([fnum(r["rss_anon_kb"]) / 1024 if fnum(r["rss_anon_kb"]) else None for r in ok])
+            s["hwm_mb"] = med([fnum(r["hwm_kb"]) / 1024 if fnum(r["hwm_kb"]) else None for r in ok])
+            s["spread"] = (min(fnum(r["rows"]) / fnum(r["seconds"]) for r in ok),
+                           max(fnum(r["rows"]) / fnum(r["seconds"]) for r in ok))
+        out.append(s)
+    return out
+
+
+def find(summary, **kw):
+    for s in summary:
+        if all(str(s.get(k)) == str(v) for k, v in kw.items()) and s.get("rate"):
+            return s
+    return None
+
+
+def target_lines(summary, lat):
+    """The targets of issue 6, each met or missed by how much."""
+    lines = []
+    copy_ = {pk: find(summary, method="copy", pk=pk) for pk in ("no", "yes")}
+    chunk = {pk: find(summary, method="kcat_chunked", pk=pk, batch="10000") for pk in ("no", "yes")}
+    naive = {pk: find(summary, method="naive", pk=pk) for pk in ("no", "yes")}
+
+    def verdict(value, goal, higher=True):
+        if value is None:
+            return "not measured"
+        ok = value >= goal if higher else value <= goal
+        if ok:
+            return "**met**"
+        if higher:
+            return f"**missed** by {(1 - value / goal) * 100:.0f}% (needs {goal / value:.2f}× more)"
+        return f"**missed** by {value - goal:,.0f}"
+
+    def add(name, value, goal, shown, higher=True):
+        lines.append(f"| {name} | {shown} | {verdict(value, goal, higher)} |")
+
+    for pk in ("no", "yes"):
+        tag = "no PK" if pk == "no" else "PK"
+        for par in ("1", "2"):
+            e = find(summary, method="eoingest", mode="exactly_once", batch="10000", par=par, pk=pk,
+                     format="csv", parts="4")
+            if e and copy_[pk]:
+                r = e["rate"] / copy_[pk]["rate"]
+                add(f"exactly_once b=10000 par={par} ≥ 0.8 × COPY ({tag})", r, 0.8, f"{r:.2f} × COPY")
+            if e and chunk[pk]:
+                r = e["rate"] / chunk[pk]["rate"]
+                add(f"exactly_once b=10000 par={par} ≥ 1.0 × kcat\\|psql chunked ({tag})", r, 1.0,
+                    f"{r:.2f} × chunked")
+            if e and naive[pk]:
+                r = e["rate"] / naive[pk]["rate"]
+                add(f"exactly_once b=10000 par={par} ≥ 100 × naive consumer ({tag})", r, 100, f"{r:.0f} × naive")
+    for mode, goal, pk in (("two_phase", 0.75, "no"), ("upsert_0", 0.5, "yes")):
+        e = find(summary, method="eoingest", mode=mode, batch="10000", par="1", pk=pk)
+        tag = "no PK" if pk == "no" else "PK"
+        if e and copy_[pk]:
+            r = e["rate"] / copy_[pk]["rate"]
+            add(f"{mode} b=10000 par=1 ≥ {goal} × COPY ({tag})", r, goal, f"{r:.2f} × COPY")
+        else:
+            na = [s for s in summary if s["mode"] == mode and s["na"]]
+            why = na[0]["note"] if na else "not run"
+            lines.append(f"| {mode} ≥ {goal} × COPY | — | **not measured**: {why} |")
+    rss = [s["rss_mb"] for s in summary if s["method"] == "eoingest" and s.get("rss_mb")]
+    if rss:
+        add("worker private RSS (RssAnon) < 100 MB, largest of all eoingest runs", max(rss), 100,
+            f"{max(rss):.1f} MB", higher=False)
+    for l in lat:
+        p99, goal = fnum(l["p99_ms"]), fnum(l["batch_timeout_ms"]) + 50
+        add(f"p99 latency ≤ batch_timeout_ms + 50 = {goal:.0f} ms at {fmt_int(fnum(l['rate']))} rows/s",
+            p99, goal, f"{p99:,.0f} ms", higher=False)
+    return lines
+
+
+def chart(summary, path, meta):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("bench.py: matplotlib missing, no chart", file=sys.stderr)
+        return False
+    rows = [s for s in summary if s.get("rate")]
+    if not rows:
+        return False
+    rows = list(reversed(rows))
+    colors = {"copy": "#555555", "kcat_tx": "#8c6d31", "kcat_chunked": "#bd9e39",
+              "naive": "#d62728", "eoingest": "#1f77b4"}
+    fig_h = max(3.0, 0.28 * len(rows) + 1.2)
+    fig, ax = plt.subplots(figsize=(11, fig_h))
+    y = range(len(rows))
+    ax.barh(list(y), [s["rate"] for s in rows],
+            color=[colors.get(s["method"], "#1f77b4") for s in rows])
+    for i, s in enumerate(rows):
+        if s["pk"] == "yes":
+            ax.barh([i], [s["rate"]], color="none", edgecolor="white", hatch="//", linewidth=0)
+        ax.text(s["rate"] * 1.05, i, f"{s['rate']:,.0f}", va="center", fontsize=7)
+    ax.set_yticks(list(y))
+    ax.set_yticklabels([f"{s['label']}{' [PK]' if s['pk'] == 'yes' else ''}" for s in rows], fontsize=7)
+    ax.set_xscale("log")
+    ax.set_xlabel("rows per second (median, log scale); hatched = table with a primary key")
+    for pk, style in (("no", "--"), ("yes", ":")):
+        c = find(summary, method="copy", pk=pk)
+        if c:
+            ax.axvline(c["rate"], color="black", linestyle=style, linewidth=0.8,
+                       label=f"COPY FROM file{' (PK)' if pk == 'yes' else ''}: {c['rate']:,.0f}/s")
+    ax.legend(loc="lower right", fontsize=7)
+    ax.set_title(f"eoingest benchmark: {fmt_int(fnum(meta.get('records')))} records of "
+                 f"~{meta.get('record_bytes', '100')} bytes, {meta.get('cpus', '?')} CPUs", fontsize=9)
+    ax.set_xlim(right=max(s["rate"] for s in rows) * 3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    return True
+
+
+def report(d):
+    raw = read_tsv(os.path.join(d, "raw.tsv"))
+    lat = read_tsv(os.path.join(d, "latency.tsv"))
+    meta = {r["key"]: r["value"] for r in read_tsv(os.path.join(d, "meta.tsv"))}
+    summary = summarize(raw)
+    md = []
+    w = md.append
+    w("# eoingest benchmark: latest results\n")
+    w(f"Produced by `{meta.get('command', 'bench/run.sh')}` on {meta.get('date', '?')} "
+      f"(wall time {meta.get('wall', '?')}).\n")
+    w(f"- Machine: {meta.get('cpu_model', '?')}, {meta.get('cpus', '?')} CPUs, {meta.get('mem', '?')} RAM, "
+      f"{meta.get('os', '')}")
+    w(f"- eoingest: {meta.get('eoingest', '?')}")
+    w(f"- PostgreSQL {meta.get('pg_version', '?')}, Kafka {meta.get('kafka_version', '?')} (one broker, "
+      f"same machine), librdkafka {meta.get('librdkafka', '?')}, kcat {meta.get('kcat', '?')}")
+    w(f"- Data: {fmt_int(fnum(meta.get('records')))} records, CSV messages of {meta.get('record_bytes')} bytes "
+      f"(`{meta.get('sample_csv', '')}`), JSON messages of ~{meta.get('json_bytes')} bytes carrying the same "
+      f"row; topics with 1 and 4 partitions; log end offsets checked after the preload")
+    w(f"- Runs per variant: {meta.get('runs')} (median shown; naive consumer: "
+      f"{meta.get('naive_records')} records); every run starts from a truncated table and a CHECKPOINT")
+    w(f"- PostgreSQL settings: {meta.get('pg_settings', '')}\n")
+
+    w("## Throughput\n")
+    w("| variant | rows/s | × COPY | CPU µs/row (all) | CPU µs/row (ingesting process) | WAL B/row "
+      "| peak RSS MB (private / HWM) | runs |")
+    w("|---|---:|---:|---:|---:|---:|---:|---:|")
+    copy_rate = {pk: (find(summary, method="copy", pk=pk) or {}).get("rate") for pk in ("no", "yes")}
+    group = None
+    for s in summary:
+        if s["group"] != group:
+            group = s["group"]
+            w(f"| **{group}** | | | | | | | |")
+        label = s["label"] + (" [PK]" if s["pk"] == "yes" else "")
+        if not s.get("rate"):
+            state = "not available" if s["na"] else "**FAILED**"
+            w(f"| {label} | {state} | | | | | | {s['note'][:160]} |")
+            continue
+        ratio = s["rate"] / copy_rate[s["pk"]] if copy_rate.get(s["pk"]) else None
+        rss = "—"
+        if s.get("rss_mb"):
+            rss = f"{s['rss_mb']:.1f} / {s['hwm_mb']:.0f}" if s.get("hwm_mb") else f"{s['rss_mb']:.1f}"
+        runs = f"{s['runs']}" + (f" (+{s['failed']} FAILED)" if s["failed"] else "")
+        w(f"| {label} | {fmt_int(s['rate'])} | {fmt(ratio, 2)} | {fmt(s['cpu_all_us'])} | "
+          f"{fmt(s['cpu_proc_us'])} | {fmt_int(s['wal_b'])} | {rss} | {runs} |")
+    w("")
+    w("Columns: *rows/s* = rows ÷ (start → commit of the last row, from `pg_xact_commit_timestamp`); "
+      "*× COPY* = ratio to `COPY FROM` a file on the same table (PK or not); *CPU µs/row (all)* = CPU "
+      "of every PostgreSQL process (including the WAL writer, checkpointer, the bench's own short "
+      "sessions) plus the client processes (kcat, psql, split, the naive consumer), the Kafka broker "
+      "excluded; *(ingesting process)* = the eoingest worker(s), or the backend running COPY; "
+      "*WAL B/row* = `pg_current_wal_lsn()` difference ÷ rows; *peak RSS* = the worker's largest "
+      "RssAnon (private memory, polled every 0.1 s) / its VmHWM (which also counts the shared buffers it "
+      "touched), the largest of the workers; for COPY the backend, for clients their max RSS.\n")
+
+    if lat:
+        w("## End-to-end latency\n")
+        w("| job | rate (rows/s) | rows | p50 ms | p90 ms | p99 ms | max ms |")
+        w("|---|---:|---:|---:|---:|---:|---:|")
+        for l in lat:
+            w(f"| {l['label']} | {fmt_int(fnum(l['rate']))} (achieved {fmt_int(fnum(l['achieved']))}) | "
+              f"{fmt_int(fnum(l['rows']))} | {fmt(fnum(l['p50_ms']))} | {fmt(fnum(l['p90_ms']))} | "
+              f"{fmt(fnum(l['p99_ms']))} | {fmt(fnum(l['max_ms']))} |")
+        w("")
+        w("Latency = commit time of the row's transaction (`pg_xact_commit_timestamp(xmin)`, "
+          "`track_commit_timestamp = on`) − the produce time the producer wrote into the message "
+          "(its `ts` field, CLOCK_REALTIME µs, taken just before `rd_kafka_producev`). The commit "
+          "timestamp is taken when the commit record is written, i.e. when the rows become visible; "
+          "a `DEFAULT clock_timestamp()` column would give the insert time (before the commit) and "
+          "`now()` the transaction start, both too early. Rate = half the median rate of "
+          "exactly_once b=10000 par=1 above.\n")
+
+    w("## Targets of issue 6\n")
+    w("| target | measured | verdict |")
+    w("|---|---|---|")
+    for l in target_lines(summary, lat):
+        w(l)
+    w("")
+    prof = os.path.join(d, "profile.txt")
+    if os.path.exists(prof):
+        w("## Where the worker's time goes\n")
+        w(f"`perf record` of the worker during one extra exactly_once b=10000 par=1 run "
+          f"(not counted above); full output in `{os.path.basename(prof)}`.\n")
+        with open(prof) as f:
+            text = f.read()
+        w("```")
+        w(text.strip()[:6000])
+        w("```\n")
+    failed = [s for s in summary if s["failed"]]
+    if failed:
+        w("## FAILED runs\n")
+        for s in failed:
+            w(f"- {s['label']}: {s['failed']} run(s) failed: {s['note']}")
+        w("")
+    w("Raw per-run numbers: `raw.tsv` (seconds, CPU seconds, WAL bytes, RSS kB per run); "
+      "latency: `latency.tsv`; settings: `meta.tsv`.")
+    with open(os.path.join(d, "latest.md"), "w") as f:
+        f.write("\n".join(md) + "\n")
+    if chart(summary, os.path.join(d, "latest.png"), meta):
+        with open(os.path.join(d, "latest.md"), "a") as f:
+            f.write("\n![throughput chart](latest.png)\n")
+    return 0
+
+
+def main(argv):
+    if len(argv) < 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    cmd = argv[1]
+    if cmd == "server-cpu":
+        print(f"{server_cpu(int(argv[2])):.2f}")
+    elif cmd == "cpu":
+        print(f"{sum(proc_cpu(int(p)) for p in argv[2:]):.2f}")
+    elif cmd == "hwm":
+        print(max([vm_hwm(int(p)) for p in argv[2:]] or [0]))
+    elif cmd == "timed":
+        if len(argv) < 5 or argv[3] != "--":
+            print(__doc__, file=sys.stderr)
+            return 2
+        return timed(argv[2], argv[4:])
+    elif cmd == "report":
+        if len(argv) != 4 or argv[2] != "--dir":
+            print(__doc__, file=sys.stderr)
+            return 2
+        return report(argv[3])
+    else:
+        print(__doc__, file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

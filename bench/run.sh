@@ -1,0 +1,707 @@
+#!/usr/bin/env bash
+# The benchmark of issue 6: eoingest against COPY FROM a file, kcat | psql, and a
+# naive consume-insert-commit loop, on the same rows and the same tables.
+#
+#   bash bench/run.sh [--records N | --big] [--runs K] [--quick] [--full]
+#                     [--no-install] [--no-profile] [--keep] [--out DIR]
+#
+#   --records N    records per topic (default 1,000,000); --big = 10,000,000
+#   --runs K       runs per variant, the median is reported (default 3; 1 with --quick)
+#   --quick        smoke run: 100,000 records, fewer variants, a few minutes;
+#                  results go to $EOINGEST_RUN/bench/report unless --out is given
+#   --full         every mode x batch size (1,000 / 10,000 / 100,000) x parallelism
+#                  (1 / 2) x table (with / without a primary key); the default
+#                  runs that matrix for exactly_once only and batch 10,000 for
+#                  the other modes (see bench/README.md)
+#   --no-install   use the installed extension instead of `make install` first
+#   --no-profile   skip the extra profiled run (perf record of the worker)
+#   --keep         leave the broker and PostgreSQL running at the end
+#   --out DIR      where latest.md / latest.png / raw.tsv go (default bench/results)
+#
+# Run as root, no stdin needed. It uses its own run directory and ports, never the
+# test bed's: EOINGEST_RUN=/tmp/eoingest-bench, Kafka 127.0.0.1:49092 (controller
+# 49093), PostgreSQL port 56432 (unix socket in $EOINGEST_RUN/pgsock). The servers
+# it starts are stopped at the end (unless --keep).
+set -euo pipefail
+
+BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO=$(cd "$BENCH_DIR/.." && pwd)
+CMDLINE="bash bench/run.sh${*:+ $*}"
+
+usage() { sed -n '2,25p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit "${1:-2}"; }
+
+RECORDS= RUNS= QUICK=0 FULL=0 INSTALL=1 PROFILE=1 KEEP=0 OUT=
+while [ $# -gt 0 ]; do
+  case $1 in
+    --records) [ $# -ge 2 ] || usage; RECORDS=$2; shift 2 ;;
+    --big) RECORDS=10000000; shift ;;
+    --runs) [ $# -ge 2 ] || usage; RUNS=$2; shift 2 ;;
+    --quick) QUICK=1; shift ;;
+    --full) FULL=1; shift ;;
+    --no-install) INSTALL=0; shift ;;
+    --no-profile) PROFILE=0; shift ;;
+    --keep) KEEP=1; shift ;;
+    --out) [ $# -ge 2 ] || usage; OUT=$2; shift 2 ;;
+    -h | --help) usage 0 ;;
+    *) echo "unknown argument: $1" >&2; usage ;;
+  esac
+done
+if [ "$QUICK" = 1 ]; then
+  RECORDS=${RECORDS:-100000}
+  RUNS=${RUNS:-1}
+else
+  RECORDS=${RECORDS:-1000000}
+  RUNS=${RUNS:-3}
+fi
+[[ $RECORDS =~ ^[0-9]+$ ]] && [ "$RECORDS" -ge 1000 ] || { echo "--records must be >= 1000" >&2; exit 2; }
+[[ $RUNS =~ ^[0-9]+$ ]] && [ "$RUNS" -ge 1 ] || { echo "--runs must be >= 1" >&2; exit 2; }
+NAIVE_RECORDS=$((QUICK ? 10000 : 100000))
+[ "$NAIVE_RECORDS" -le "$RECORDS" ] || NAIVE_RECORDS=$RECORDS
+RECORD_BYTES=100
+BATCH_TIMEOUT_MS=1000
+LATENCY_SECONDS=$((QUICK ? 6 : 20))
+
+# ---- our own run directory and ports (never the test bed's 39092 / 55432) ----
+export EOINGEST_RUN=${BENCH_RUN:-/tmp/eoingest-bench}
+export KAFKA_PORT=${BENCH_KAFKA_PORT:-49092}
+export PGPORT=${BENCH_PGPORT:-56432}
+export EOINGEST_PRELOAD=eoingest
+[ "$RECORDS" -ge 5000000 ] && export KAFKA_HEAP=${KAFKA_HEAP:-1g}
+# shellcheck source=../test/env.sh
+. "$REPO/test/env.sh"
+if [ "$KAFKA_PORT" = 39092 ] || [ "$PGPORT" = 55432 ] || [ "$EOINGEST_RUN" = /tmp/eoingest-run ]; then
+  eoi_die "refusing to use the test bed's ports or run directory"
+fi
+[ "$(id -u)" -eq 0 ] || eoi_die "run as root (PostgreSQL runs as $EOINGEST_OSUSER, the bench reads /proc of its workers)"
+
+WORK=$EOINGEST_RUN/bench
+if [ -z "$OUT" ]; then
+  if [ "$QUICK" = 1 ]; then OUT=$WORK/report; else OUT=$BENCH_DIR/results; fi
+fi
+mkdir -p "$EOINGEST_RUN" "$WORK" "$OUT"
+chmod 755 "$EOINGEST_RUN" "$WORK"
+RAW=$WORK/raw.tsv
+LAT=$WORK/latency.tsv
+META=$WORK/meta.tsv
+PROF=$WORK/profile.txt
+rm -f "$RAW" "$LAT" "$META" "$PROF"
+exec > >(tee "$WORK/bench.log") 2>&1
+
+START=$SECONDS
+log() { printf '[%s +%4ds] %s\n' "$(date +%T)" $((SECONDS - START)) "$*"; }
+FAILS=0
+fail_loudly() {
+  FAILS=$((FAILS + 1))
+  printf '\n!!!!!!!! FAILED: %s\n\n' "$*" >&2
+}
+
+# ---- servers are stopped whatever happens ----
+SAMPLER_PID= PERF_PID=
+cleanup() {
+  local rc=$?
+  [ -n "$SAMPLER_PID" ] && kill "$SAMPLER_PID" 2>/dev/null || true
+  [ -n "$PERF_PID" ] && kill -INT "$PERF_PID" 2>/dev/null || true
+  if [ "$KEEP" = 0 ]; then
+    bash "$REPO/test/pg.sh" stop >/dev/null 2>&1 || bash "$REPO/test/pg.sh" stop-immediate || true
+    bash "$REPO/test/kafka.sh" stop || true
+  fi
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# ---- tools ----
+setup_tools() {
+  log "dependencies and tools"
+  bash "$REPO/test/deps.sh"
+  if ! dpkg -s libpq-dev 2>/dev/null | grep -q '^Status: install ok installed'; then
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends libpq-dev </dev/null >/dev/null
+  fi
+  if [ "$INSTALL" = 1 ]; then
+    log "building and installing the extension (make install)"
+    make -C "$REPO" -s PG_CONFIG="$PG_CONFIG" install >/dev/null
+  fi
+  bash "$REPO/test/tools/build.sh"
+  local t
+  for t in bench-kafka naive-consumer; do
+    if [ ! -x "$EOINGEST_RUN/bin/$t" ] || [ "$BENCH_DIR/tools/$t.c" -nt "$EOINGEST_RUN/bin/$t" ]; then
+      ${CC:-cc} -O2 -g -Wall -Wextra -Werror -I"$($PG_CONFIG --includedir)" \
+        -o "$EOINGEST_RUN/bin/$t" "$BENCH_DIR/tools/$t.c" -lrdkafka -lpq
+    fi
+  done
+  # Python for the report's chart (matplotlib from PyPI, in a venv kept in the cache).
+  local venv=$EOINGEST_CACHE/bench-venv
+  PY=python3
+  if [ -x "$venv/bin/python" ] || /usr/bin/python3 -m venv "$venv" >/dev/null 2>&1 || python3 -m venv "$venv" >/dev/null; then
+    if ! "$venv/bin/python" -c 'import matplotlib' 2>/dev/null; then
+      log "installing matplotlib into $venv"
+      "$venv/bin/pip" install -q matplotlib </dev/null || log "WARNING: no matplotlib: the report will have no chart"
+    fi
+    PY=$venv/bin/python
+  fi
+  if [ "$PROFILE" = 1 ] && ! command -v perf >/dev/null; then
+    log "perf not found (apt-get install linux-perf): no profile"
+    PROFILE=0
+  fi
+}
+
+bench_py() { "$PY" "$BENCH_DIR/bench.py" "$@"; }
+
+# ---- SQL ----
+q() { psql -X -q -A -t -F ' ' -v ON_ERROR_STOP=1 -c "$1"; }
+# wait_sql SECONDS QUERY: until QUERY returns t.
+wait_sql() {
+  local deadline=$((SECONDS + $1))
+  until [ "$(q "$2")" = t ]; do
+    [ $SECONDS -lt $deadline ] || return 1
+    sleep 0.1
+  done
+}
+
+PG_CONF="shared_buffers = 1GB
+max_wal_size = $((RECORDS >= 5000000 ? 16 : 4))GB
+min_wal_size = 1GB
+checkpoint_timeout = 30min
+synchronous_commit = on
+track_commit_timestamp = on
+log_checkpoints = on
+log_min_messages = warning
+max_connections = 50"
+PG_SHOWN=(shared_buffers max_wal_size min_wal_size checkpoint_timeout checkpoint_completion_target
+  synchronous_commit fsync full_page_writes wal_level wal_compression wal_buffers
+  track_commit_timestamp max_prepared_transactions autovacuum work_mem maintenance_work_mem)
+
+start_servers() {
+  log "Kafka $KAFKA_VERSION on $KAFKA_BROKERS (data in $EOINGEST_RUN/kafka, kept between bench runs)"
+  bash "$REPO/test/kafka.sh" fetch
+  bash "$REPO/test/kafka.sh" start
+  log "PostgreSQL 15 on port $PGPORT: a fresh cluster in $PGDATA"
+  bash "$REPO/test/pg.sh" stop
+  rm -rf "$PGDATA"
+  EOINGEST_PG_EXTRA_CONF=$PG_CONF bash "$REPO/test/pg.sh" init
+  bash "$REPO/test/pg.sh" start
+  PM_PID=$(head -n 1 "$PGDATA/postmaster.pid")
+  local names
+  names=$(printf "'%s'," "${PG_SHOWN[@]}")
+  PG_SETTINGS=$(q "SELECT string_agg(n || ' = ' || current_setting(n), ', ' ORDER BY ord)
+                     FROM unnest(ARRAY[${names%,}]) WITH ORDINALITY AS u(n, ord)")
+  log "PostgreSQL settings (synchronous_commit = on is the default, stated explicitly):"
+  tr ',' '\n' <<<"$PG_SETTINGS" | sed 's/^ */    /'
+  log "    the bench tables have autovacuum_enabled = off (each run truncates them anyway)"
+  q "CREATE EXTENSION eoingest" >/dev/null
+  local clk
+  clk=$(getconf CLK_TCK)
+  psql -X -q -v ON_ERROR_STOP=1 <<SQL
+CREATE SCHEMA bench;
+-- CPU seconds and memory of the calling backend, from its own /proc entry.
+CREATE FUNCTION bench.self_cpu() RETURNS numeric LANGUAGE sql AS \$\$
+  SELECT (a[12]::bigint + a[13]::bigint)::numeric / $clk
+    FROM (SELECT regexp_split_to_array(regexp_replace(pg_read_file('/proc/self/stat'), '^.*\) ', ''), ' ')) AS x(a) \$\$;
+CREATE FUNCTION bench.self_kb(key text) RETURNS bigint LANGUAGE sql AS \$\$
+  SELECT (regexp_match(pg_read_file('/proc/self/status'), key || ':\s+(\d+)'))[1]::bigint \$\$;
+CREATE TABLE bench_nopk (id text, ts bigint, temperature double precision) WITH (autovacuum_enabled = off);
+CREATE TABLE bench_pk (id text, ts bigint PRIMARY KEY, temperature double precision) WITH (autovacuum_enabled = off);
+CREATE TABLE bench_lat (id text, ts bigint, temperature double precision) WITH (autovacuum_enabled = off);
+SQL
+}
+
+# ---- data ----
+topic_name() { echo "bench_$1_p$2_n${RECORDS}_s${RECORD_BYTES}"; }
+
+# preload FORMAT PARTITIONS: the topic holds exactly RECORDS records, 0..RECORDS-1.
+preload() {
+  local fmt=$1 parts=$2 topic wm total low_bad count
+  topic=$(topic_name "$fmt" "$parts")
+  if wm=$(eoi-kafka -t 10 watermarks "$topic" 2>/dev/null) &&
+    [ "$(awk '{n += $3} END {print n + 0}' <<<"$wm")" = "$RECORDS" ] &&
+    [ "$(awk '$2 != 0 {b++} END {print b + 0}' <<<"$wm")" = 0 ] &&
+    [ "$(wc -l <<<"$wm")" = "$parts" ]; then
+    log "topic $topic: already holds the $RECORDS records"
+  else
+    eoi-kafka delete-topic "$topic" >/dev/null 2>&1 || true
+    eoi-kafka create-topic "$topic" "$parts" >/dev/null
+    log "preloading $RECORDS $fmt records into $topic ($parts partitions)"
+    bench-kafka preload "$topic" --count "$RECORDS" --size "$RECORD_BYTES" --format "$fmt"
+  fi
+  wm=$(eoi-kafka watermarks "$topic")
+  total=$(awk '{n += $3} END {print n + 0}' <<<"$wm")
+  low_bad=$(awk '$2 != 0 {b++} END {print b + 0}' <<<"$wm")
+  count=$(wc -l <<<"$wm")
+  log "  log end offsets of $topic: $(awk '{printf "p%s=%s ", $1, $3}' <<<"$wm")(sum $total)"
+  [ "$total" = "$RECORDS" ] && [ "$low_bad" = 0 ] && [ "$count" = "$parts" ] ||
+    eoi_die "topic $topic: log end offsets sum to $total, expected $RECORDS in $parts partitions from offset 0"
+}
+
+prepare_data() {
+  preload csv 1
+  preload csv 4
+  preload json 4
+  ROWS_FILE=$WORK/rows_n${RECORDS}_s${RECORD_BYTES}.csv
+  if [ ! -s "$ROWS_FILE" ]; then
+    bench-kafka rows --count "$RECORDS" --size "$RECORD_BYTES" >"$ROWS_FILE.tmp"
+    mv "$ROWS_FILE.tmp" "$ROWS_FILE"
+  fi
+  chmod 644 "$ROWS_FILE"
+  local lines
+  lines=$(wc -l <"$ROWS_FILE")
+  [ "$lines" = "$RECORDS" ] || eoi_die "$ROWS_FILE has $lines lines"
+  SAMPLE_CSV=$(sed -n 2p "$ROWS_FILE")
+  JSON_BYTES=$(kcat -C -b "$KAFKA_BROKERS" -t "$(topic_name json 4)" -p 0 -o 1 -c 1 -e -q -f '%S')
+  log "COPY file: $ROWS_FILE ($(du -h "$ROWS_FILE" | cut -f1)); record 1: $SAMPLE_CSV"
+}
+
+# ---- one run of each method; each sets the R_* variables ----
+reset_result() {
+  R_STATUS=ok R_NOTE= R_ROWS= R_SECONDS= R_SCPU= R_CCPU=0 R_PCPU= R_WAL= R_RSS= R_HWM=
+}
+
+# verify TABLE EXPECTED T0: rows, distinct ts, the last commit time -> R_ROWS, R_SECONDS.
+verify_rows() {
+  local table=$1 expected=$2 t0=$3 cnt dst tend
+  read -r cnt dst tend <<<"$(q "SELECT count(*), count(DISTINCT ts),
+        extract(epoch FROM max(pg_xact_commit_timestamp(xmin))) FROM $table")"
+  R_ROWS=$cnt
+  if [ "$cnt" != "$expected" ] || [ "$dst" != "$expected" ]; then
+    R_STATUS=FAILED
+    R_NOTE="$table has $cnt rows and $dst distinct ts; expected $expected of each"
+    return 1
+  fi
+  R_TEND=$tend
+  R_SECONDS=$(awk -v a="$t0" -v b="$tend" 'BEGIN {printf "%.3f", b - a}')
+}
+
+wal_since() { q "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '$1')"; }
+
+copy_once() {
+  local table=$1 out lsn0 t0 cpu_a lsn1 cpu_b hwm rss c0 c1
+  q "TRUNCATE $table; CHECKPOINT"
+  c0=$(bench_py server-cpu "$PM_PID")
+  out=$(bench_py timed "$WORK/client.tm" psql -X -q -A -t -F ' ' -v ON_ERROR_STOP=1 <<SQL
+SELECT pg_current_wal_lsn(), extract(epoch FROM clock_timestamp()), bench.self_cpu();
+COPY $table FROM '$ROWS_FILE' (FORMAT csv);
+SELECT pg_current_wal_lsn(), bench.self_cpu(), bench.self_kb('VmHWM'), bench.self_kb('RssAnon');
+SQL
+  ) || { R_STATUS=FAILED R_NOTE="COPY failed: $out"; return; }
+  c1=$(bench_py server-cpu "$PM_PID")
+  { read -r lsn0 t0 cpu_a; read -r lsn1 cpu_b hwm rss; } <<<"$out"
+  verify_rows "$table" "$RECORDS" "$t0" || return
+  R_WAL=$(q "SELECT pg_wal_lsn_diff('$lsn1', '$lsn0')")
+  R_SCPU=$(awk -v a="$c0" -v b="$c1" 'BEGIN {print b - a}')
+  R_CCPU=$(awk '{print $1 + $2}' "$WORK/client.tm")
+  R_PCPU=$(awk -v a="$cpu_a" -v b="$cpu_b" 'BEGIN {print b - a}')
+  R_HWM=$hwm R_RSS=$rss
+}
+
+# kcat_once TABLE CHUNK: CHUNK 0 = everything in one \copy (one transaction),
+# else split into CHUNK-line \copy runs, one psql and one transaction each.
+kcat_once() {
+  local table=$1 chunk=$2 topic lsn0 c0 c1 t0 rc=0
+  topic=$(topic_name csv 4)
+  q "TRUNCATE $table; CHECKPOINT"
+  lsn0=$(q "SELECT pg_current_wal_lsn()")
+  c0=$(bench_py server-cpu "$PM_PID")
+  t0=$EPOCHREALTIME
+  if [ "$chunk" = 0 ]; then
+    bench_py timed "$WORK/client.tm" bash -o pipefail -c \
+      'kcat -C -b "$KAFKA_BROKERS" -t "$1" -o beginning -e -q -f "%s\n" |
+         psql -X -q -v ON_ERROR_STOP=1 -c "\\copy $2 FROM pstdin (FORMAT csv)"' _ "$topic" "$table" || rc=$?
+  else
+    BENCH_TABLE=$table SHELL=/bin/bash bench_py timed "$WORK/client.tm" bash -o pipefail -c \
+      'kcat -C -b "$KAFKA_BROKERS" -t "$1" -o beginning -e -q -f "%s\n" |
+         split -l "$2" --filter="psql -X -q -v ON_ERROR_STOP=1 -c \"\\\\copy \$BENCH_TABLE FROM pstdin (FORMAT csv)\""' \
+      _ "$topic" "$chunk" || rc=$?
+  fi
+  c1=$(bench_py server-cpu "$PM_PID")
+  [ "$rc" = 0 ] || { R_STATUS=FAILED R_NOTE="kcat | psql pipeline exited with $rc"; return; }
+  verify_rows "$table" "$RECORDS" "$t0" || return
+  R_WAL=$(wal_since "$lsn0")
+  R_SCPU=$(awk -v a="$c0" -v b="$c1" 'BEGIN {print b - a}')
+  R_CCPU=$(awk '{print $1 + $2}' "$WORK/client.tm")
+}
+
+naive_once() {
+  local table=$1 topic lsn0 c0 c1 t0 rc=0
+  topic=$(topic_name csv 4)
+  q "TRUNCATE $table; CHECKPOINT"
+  lsn0=$(q "SELECT pg_current_wal_lsn()")
+  c0=$(bench_py server-cpu "$PM_PID")
+  t0=$EPOCHREALTIME
+  bench_py timed "$WORK/client.tm" naive-consumer -b "$KAFKA_BROKERS" -t "$topic" -n "$NAIVE_RECORDS" \
+    -d "host=$PGHOST port=$PGPORT user=postgres dbname=postgres" -T "$table" >/dev/null || rc=$?
+  c1=$(bench_py server-cpu "$PM_PID")
+  [ "$rc" = 0 ] || { R_STATUS=FAILED R_NOTE="naive consumer exited with $rc"; return; }
+  verify_rows "$table" "$NAIVE_RECORDS" "$t0" || return
+  R_WAL=$(wal_since "$lsn0")
+  R_SCPU=$(awk -v a="$c0" -v b="$c1" 'BEGIN {print b - a}')
+  R_CCPU=$(awk '{print $1 + $2}' "$WORK/client.tm")
+}
+
+JOB=bench
+job_stop() {
+  q "SELECT eoingest.stop_job(name) FROM eoingest.jobs WHERE name = '$JOB'" >/dev/null
+  wait_sql 60 "SELECT count(*) = 0 FROM eoingest.job_status WHERE name = '$JOB' AND pid IS NOT NULL" ||
+    eoi_die "the workers of job $JOB did not stop within 60 s"
+}
+job_drop() {
+  job_stop
+  q "SELECT eoingest.drop_job(name) FROM eoingest.jobs WHERE name = '$JOB'" >/dev/null
+}
+
+# job_pids PARALLELISM: the worker pids once all are up (waits up to 60 s).
+job_pids() {
+  local deadline=$((SECONDS + 60)) pids
+  while :; do
+    pids=$(q "SELECT string_agg(pid::text, ' ' ORDER BY worker) FROM eoingest.job_status
+               WHERE name = '$JOB' AND pid IS NOT NULL HAVING count(*) = $1")
+    [ -n "$pids" ] && { echo "$pids"; return 0; }
+    [ $SECONDS -lt $deadline ] || return 1
+    sleep 0.05
+  done
+}
+
+# wait_rows EXPECTED TIMEOUT: until the workers report EXPECTED rows written,
+# in one session polling shared memory every 50 ms; fails if the job fails.
+wait_rows() {
+  psql -X -q -v ON_ERROR_STOP=1 -c "SET statement_timeout = '${2}s'" -c "
+    DO \$\$
+    DECLARE r bigint; f text;
+    BEGIN
+      LOOP
+        SELECT coalesce(sum(rows), 0), string_agg(last_error, '; ') FILTER (WHERE state = 'failed')
+          INTO r, f FROM eoingest.job_status WHERE name = '$JOB';
+        IF f IS NOT NULL THEN RAISE EXCEPTION 'job failed: %', f; END IF;
+        EXIT WHEN r >= $1;
+        PERFORM pg_sleep(0.05);
+      END LOOP;
+    END \$\$" 2>&1
+}
+
+# rss_sampler OUT PID...: the largest RssAnon (kB) of any of the PIDs, every 0.1 s.
+rss_sampler() {
+  local out=$1 peak=0 p k v _
+  shift
+  while :; do
+    for p in "$@"; do
+      [ -r "/proc/$p/status" ] || continue
+      while read -r k v _; do
+        if [ "$k" = RssAnon: ] && [ "$v" -gt "$peak" ]; then
+          peak=$v
+          echo "$peak" >"$out"
+        fi
+      done <"/proc/$p/status" 2>/dev/null || true
+    done
+    sleep 0.1
+  done
+}
+
+# eoi_once TOPIC TABLE FORMAT MODE BATCH PARALLELISM [CONFLICTS%] [PERF_DATA]
+eoi_once() {
+  local topic=$1 table=$2 fmt=$3 mode=$4 batch=$5 par=$6 conflicts=${7:-0} perf_data=${8:-}
+  local real_mode=$mode extra="" err lsn0 t0 c0 c1 pids out timeout parts hw sum np oend
+  case $mode in
+    upsert_*) real_mode=upsert extra=", key_columns => ARRAY['ts']" ;;
+  esac
+  job_drop
+  q "TRUNCATE $table" >/dev/null
+  if [ "$conflicts" = 100 ]; then
+    q "COPY $table FROM '$ROWS_FILE' (FORMAT csv)" >/dev/null
+  fi
+  if ! err=$(q "SELECT eoingest.create_job(name => '$JOB', brokers => '$KAFKA_BROKERS', topic => '$topic',
+        target => '$table', format => '$fmt', mode => '$real_mode', batch_size => $batch,
+        batch_timeout_ms => $BATCH_TIMEOUT_MS, parallelism => $par$extra)" 2>&1); then
+    err=$(echo "$err" | sed 's/^psql:[^E]*ERROR:  //' | head -n 1)
+    case $real_mode in
+      two_phase | upsert) R_STATUS=na R_NOTE="create_job: $err" ;;
+      *) R_STATUS=FAILED R_NOTE="create_job: $err" ;;
+    esac
+    return
+  fi
+  q "CHECKPOINT"
+  c0=$(bench_py server-cpu "$PM_PID")
+  read -r lsn0 t0 _ <<<"$(q "SELECT pg_current_wal_lsn(), extract(epoch FROM clock_timestamp()),
+                               eoingest.start_job('$JOB')")"
+  if ! pids=$(job_pids "$par"); then
+    R_STATUS=FAILED R_NOTE="the job's $par worker(s) did not start: $(q "SELECT string_agg(DISTINCT last_error, '; ')
+       FROM eoingest.job_status WHERE name = '$JOB'")"
+    return
+  fi
+  rm -f "$WORK/rss"
+  rss_sampler "$WORK/rss" $pids &
+  SAMPLER_PID=$!
+  if [ -n "$perf_data" ]; then
+    perf record -q -F 250 --call-graph dwarf,16384 -p "${pids// /,}" -o "$perf_data" >/dev/null 2>&1 &
+    PERF_PID=$!
+  fi
+  timeout=$((120 + RECORDS / 2000))
+  out=$(wait_rows "$RECORDS" "$timeout") || {
+    R_STATUS=FAILED
+    R_NOTE="not caught up: $(echo "$out" | tr '\n' ' ' | cut -c1-300)"
+  }
+  R_PCPU=$(bench_py cpu $pids)
+  R_HWM=$(bench_py hwm $pids)
+  c1=$(bench_py server-cpu "$PM_PID")
+  R_WAL=$(wal_since "$lsn0")
+  if [ -n "$PERF_PID" ]; then
+    kill -INT "$PERF_PID" 2>/dev/null || true
+    wait "$PERF_PID" 2>/dev/null || true
+    PERF_PID=
+  fi
+  kill "$SAMPLER_PID" 2>/dev/null || true
+  wait "$SAMPLER_PID" 2>/dev/null || true
+  SAMPLER_PID=
+  R_RSS=$(cat "$WORK/rss" 2>/dev/null || true)
+  job_stop
+  [ "$R_STATUS" = ok ] || return
+  R_SCPU=$(awk -v a="$c0" -v b="$c1" 'BEGIN {print b - a}')
+  verify_rows "$table" "$RECORDS" "$t0" || return
+  # Every stored offset: the sum equals the topic's log end, one row per partition.
+  hw=$(eoi-kafka watermarks "$topic")
+  sum=$(awk '{n += $3} END {print n + 0}' <<<"$hw")
+  parts=$(wc -l <<<"$hw")
+  read -r np oend <<<"$(q "SELECT count(*) || ' ' || coalesce(sum(next_offset), -1)
+                           FROM eoingest.offsets WHERE job = '$JOB'")"
+  if [ "$np" != "$parts" ] || [ "$oend" != "$sum" ]; then
+    R_STATUS=FAILED
+    R_NOTE="stored offsets: $np partitions summing to $oend; the topic has $parts ending at $sum"
+    return
+  fi
+  if [ "$conflicts" = 100 ]; then
+    local stale
+    stale=$(q "SELECT count(*) FROM $table WHERE pg_xact_commit_timestamp(xmin) < to_timestamp($t0)")
+    [ "$stale" = 0 ] || { R_STATUS=FAILED R_NOTE="$stale rows were not rewritten by the upsert"; return; }
+  fi
+  # The run ends at the last commit of rows or offsets.
+  R_SECONDS=$(q "SELECT round((greatest($R_TEND, (SELECT extract(epoch FROM max(pg_xact_commit_timestamp(xmin)))
+                                                  FROM eoingest.offsets WHERE job = '$JOB')) - $t0)::numeric, 3)")
+}
+
+# ---- variants ----
+RAW_COLUMNS="variant label group method format parts pk mode batch par run status rows seconds server_cpu client_cpu proc_cpu wal rss_anon_kb hwm_kb note"
+printf '%s\n' "${RAW_COLUMNS// /$'\t'}" >"$RAW"
+
+# variant GROUP LABEL METHOD FORMAT PARTS PK MODE BATCH PAR -- FUNCTION ARGS...
+variant() {
+  local group=$1 label=$2 method=$3 fmt=$4 parts=$5 pk=$6 mode=$7 batch=$8 par=$9
+  shift 10
+  local id="$method:$mode:$fmt:p$parts:$pk:b$batch:w$par" run rate
+  log "$label${pk/#yes/ [PK]}${pk/#no/}"
+  for ((run = 1; run <= RUNS; run++)); do
+    reset_result
+    "$@"
+    R_NOTE=$(tr '\t\n' '  ' <<<"$R_NOTE")
+    printf '%s\n' "$id" "$label" "$group" "$method" "$fmt" "$parts" "$pk" "$mode" "$batch" "$par" "$run" \
+      "$R_STATUS" "$R_ROWS" "$R_SECONDS" "$R_SCPU" "$R_CCPU" "$R_PCPU" "$R_WAL" "$R_RSS" "$R_HWM" "$R_NOTE" |
+      paste -s -d '\t' >>"$RAW"
+    case $R_STATUS in
+      ok)
+        rate=$(awk -v r="$R_ROWS" -v s="$R_SECONDS" 'BEGIN {printf "%\047d", r / s}')
+        log "    run $run: $rate rows/s ($R_ROWS rows in ${R_SECONDS}s; CPU server ${R_SCPU}s client ${R_CCPU}s" \
+          "worker/backend ${R_PCPU:-—}s; WAL $R_WAL B${R_RSS:+; RssAnon peak ${R_RSS} kB}${R_HWM:+ VmHWM ${R_HWM} kB})"
+        ;;
+      na)
+        log "    not available: $R_NOTE"
+        return
+        ;;
+      *)
+        fail_loudly "$label${pk/#yes/ [PK]}${pk/#no/} run $run: $R_NOTE"
+        ;;
+    esac
+  done
+}
+
+table_for() { if [ "$1" = yes ]; then echo bench_pk; else echo bench_nopk; fi; }
+
+run_baselines() {
+  local pk chunk chunks=(10000)
+  [ "$FULL" = 1 ] && chunks=(1000 10000 100000)
+  for pk in no yes; do
+    variant "(a) COPY FROM file" "COPY FROM file" copy csv - "$pk" - - - -- copy_once "$(table_for "$pk")"
+  done
+  for pk in no yes; do
+    [ "$QUICK" = 1 ] && [ "$pk" = yes ] && continue
+    variant "(b) kcat | psql \\copy" "kcat | psql, one transaction" kcat_tx csv 4 "$pk" - - - -- \
+      kcat_once "$(table_for "$pk")" 0
+    for chunk in "${chunks[@]}"; do
+      variant "(b) kcat | psql \\copy" "kcat | split -l $chunk | psql, a transaction per chunk" kcat_chunked csv 4 \
+        "$pk" - "$chunk" - -- kcat_once "$(table_for "$pk")" "$chunk"
+    done
+  done
+  for pk in no yes; do
+    [ "$QUICK" = 1 ] && [ "$pk" = yes ] && continue
+    variant "(c) naive consumer" "naive consumer, insert+commit per message ($NAIVE_RECORDS records)" naive csv 4 \
+      "$pk" - - - -- naive_once "$(table_for "$pk")"
+  done
+}
+
+eoi_variant() { # MODE FORMAT PARTS PK BATCH PAR [CONFLICTS]
+  local mode=$1 fmt=$2 parts=$3 pk=$4 batch=$5 par=$6 conflicts=${7:-0} label
+  label="eoingest $mode b=$batch par=$par"
+  [ "$fmt" != csv ] && label+=" $fmt"
+  [ "$parts" != 4 ] && label+=" ($parts-partition topic)"
+  variant "(d) eoingest" "$label" eoingest "$fmt" "$parts" "$pk" "$mode" "$batch" "$par" -- \
+    eoi_once "$(topic_name "$fmt" "$parts")" "$(table_for "$pk")" "$fmt" "$mode" "$batch" "$par" "$conflicts"
+}
+
+run_eoingest() {
+  local pk batch par mode batches=(1000 10000 100000) pars=(1 2) pks=(no yes)
+  if [ "$QUICK" = 1 ]; then
+    eoi_variant exactly_once csv 4 no 10000 1
+    eoi_variant exactly_once csv 4 no 10000 2
+    eoi_variant exactly_once csv 4 no 1000 1
+    eoi_variant exactly_once csv 4 yes 10000 1
+    for mode in at_least_once at_most_once two_phase; do eoi_variant $mode csv 4 no 10000 1; done
+    eoi_variant upsert_0 csv 4 yes 10000 1
+    eoi_variant upsert_100 csv 4 yes 10000 1 100
+    eoi_variant exactly_once json 4 no 10000 1
+    eoi_variant exactly_once csv 1 no 10000 1
+    return
+  fi
+  # exactly_once: the whole matrix.
+  for pk in "${pks[@]}"; do
+    for batch in "${batches[@]}"; do
+      for par in "${pars[@]}"; do eoi_variant exactly_once csv 4 "$pk" "$batch" "$par"; done
+    done
+  done
+  # The other modes: batch 10,000 by default, everything with --full.
+  [ "$FULL" = 1 ] || batches=(10000)
+  for mode in two_phase at_least_once at_most_once; do
+    for pk in "${pks[@]}"; do
+      [ "$FULL" = 1 ] || [ "$pk" = no ] || continue
+      for batch in "${batches[@]}"; do
+        for par in "${pars[@]}"; do eoi_variant "$mode" csv 4 "$pk" "$batch" "$par"; done
+      done
+    done
+  done
+  for mode in upsert_0 upsert_100; do
+    for batch in "${batches[@]}"; do
+      for par in "${pars[@]}"; do eoi_variant "$mode" csv 4 yes "$batch" "$par" "${mode#upsert_}"; done
+    done
+  done
+  # The format and the partition count.
+  for pk in "${pks[@]}"; do
+    [ "$FULL" = 1 ] || [ "$pk" = no ] || continue
+    for par in "${pars[@]}"; do eoi_variant exactly_once json 4 "$pk" 10000 "$par"; done
+    eoi_variant exactly_once csv 1 "$pk" 10000 1
+  done
+}
+
+# ---- latency at half the maximum rate ----
+run_latency() {
+  local id="eoingest:exactly_once:csv:p4:no:b10000:w1" best rate topic produced out stats
+  best=$(awk -F '\t' -v id="$id" '$1 == id && $12 == "ok" {print $13 / $14}' "$RAW" | sort -g |
+    awk '{a[NR] = $1} END {if (NR) print (NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2)}')
+  if [ -z "$best" ]; then
+    fail_loudly "latency: no successful exactly_once b=10000 par=1 run to take the rate from"
+    return
+  fi
+  rate=$(awk -v b="$best" 'BEGIN {printf "%d", b / 2}')
+  topic=bench_latency
+  log "latency: exactly_once b=10000 timeout=${BATCH_TIMEOUT_MS}ms par=1 at $rate rows/s (half of $(printf "%.0f" "$best")) for ${LATENCY_SECONDS}s"
+  job_drop
+  eoi-kafka delete-topic "$topic" >/dev/null 2>&1 || true
+  eoi-kafka create-topic "$topic" 1 >/dev/null
+  q "TRUNCATE bench_lat" >/dev/null
+  q "SELECT eoingest.create_job(name => '$JOB', brokers => '$KAFKA_BROKERS', topic => '$topic',
+       target => 'bench_lat', format => 'csv', mode => 'exactly_once', batch_size => 10000,
+       batch_timeout_ms => $BATCH_TIMEOUT_MS, parallelism => 1);
+     SELECT eoingest.start_job('$JOB')" >/dev/null
+  job_pids 1 >/dev/null || { fail_loudly "latency: worker did not start"; return; }
+  wait_sql 30 "SELECT bool_and(state = 'running') FROM eoingest.job_status WHERE name = '$JOB'" ||
+    { fail_loudly "latency: worker not running"; return; }
+  sleep 1
+  produced=$(bench-kafka paced "$topic" --rate "$rate" --seconds "$LATENCY_SECONDS" --size "$RECORD_BYTES")
+  out=$(wait_rows "$produced" 120) || { fail_loudly "latency: rows did not arrive: $out"; job_stop; return; }
+  job_stop
+  stats=$(q "SELECT count(*), count(DISTINCT id),
+       round((count(*) / ((max(ts) - min(ts)) / 1e6))::numeric),
+       round(percentile_cont(0.5) WITHIN GROUP (ORDER BY ms)::numeric, 1),
+       round(percentile_cont(0.9) WITHIN GROUP (ORDER BY ms)::numeric, 1),
+       round(percentile_cont(0.99) WITHIN GROUP (ORDER BY ms)::numeric, 1),
+       round(max(ms)::numeric, 1)
+     FROM (SELECT id, ts, (extract(epoch FROM pg_xact_commit_timestamp(xmin)) * 1e6 - ts) / 1000.0 AS ms
+             FROM bench_lat) x")
+  local rows distinct achieved p50 p90 p99 pmax
+  read -r rows distinct achieved p50 p90 p99 pmax <<<"$stats"
+  if [ "$rows" != "$produced" ] || [ "$distinct" != "$produced" ]; then
+    fail_loudly "latency: $rows rows, $distinct distinct, $produced produced"
+    return
+  fi
+  log "    p50 ${p50} ms, p90 ${p90} ms, p99 ${p99} ms, max ${pmax} ms over $rows rows (achieved $achieved rows/s)"
+  printf 'label\trate\tachieved\trows\tbatch_size\tbatch_timeout_ms\tp50_ms\tp90_ms\tp99_ms\tmax_ms\n' >"$LAT"
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "eoingest exactly_once b=10000 par=1, 1-partition topic" \
+    "$rate" "$achieved" "$rows" 10000 "$BATCH_TIMEOUT_MS" "$p50" "$p90" "$p99" "$pmax" >>"$LAT"
+  job_drop
+}
+
+# ---- profile: one more exactly_once b=10000 par=1 run under perf ----
+run_profile() {
+  local data=$WORK/perf.data
+  log "profile: perf record of the worker during one extra exactly_once b=10000 par=1 run"
+  reset_result
+  rm -f "$data"
+  eoi_once "$(topic_name csv 4)" bench_nopk csv exactly_once 10000 1 0 "$data"
+  [ "$R_STATUS" = ok ] || { fail_loudly "profiled run: $R_NOTE"; return; }
+  [ -s "$data" ] || { log "    perf recorded nothing"; return; }
+  {
+    echo "# $R_ROWS rows in ${R_SECONDS}s under perf (sampling slows it down); worker CPU ${R_PCPU}s"
+    echo "# self time by symbol (perf report --no-children):"
+    perf report -i "$data" --stdio --no-children --sort dso,symbol -g none --percent-limit 0.8 2>/dev/null |
+      grep -v '^#' | grep -v '^$' | head -n 40
+    echo
+    echo "# inclusive time (perf report --children, callers included):"
+    perf report -i "$data" --stdio --children --sort symbol -g none --percent-limit 4 2>/dev/null |
+      grep -v '^#' | grep -v '^$' | head -n 45
+  } >"$PROF"
+  log "    profile written to $PROF"
+  rm -f "$data"
+}
+
+write_meta() {
+  local sofile=$($PG_CONFIG --pkglibdir)/eoingest.so dirty
+  dirty=$(git -C "$REPO" status --porcelain -- src sql Makefile eoingest.control 2>/dev/null | wc -l)
+  {
+    printf 'key\tvalue\n'
+    printf 'command\t%s\n' "$CMDLINE"
+    printf 'date\t%s\n' "$(date -u '+%Y-%m-%d %H:%M UTC')"
+    printf 'wall\t%s\n' "$(printf '%dm%02ds' $(((SECONDS - START) / 60)) $(((SECONDS - START) % 60)))"
+    printf 'records\t%s\n' "$RECORDS"
+    printf 'naive_records\t%s\n' "$NAIVE_RECORDS"
+    printf 'runs\t%s\n' "$RUNS"
+    printf 'record_bytes\t%s\n' "$RECORD_BYTES"
+    printf 'json_bytes\t%s\n' "$JSON_BYTES"
+    printf 'sample_csv\t%s\n' "$SAMPLE_CSV"
+    printf 'cpu_model\t%s\n' "$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)"
+    printf 'cpus\t%s\n' "$(nproc)"
+    printf 'mem\t%s\n' "$(free -g | awk '/^Mem:/ {print $2 " GB"}')"
+    printf 'os\t%s\n' "$(. /etc/os-release && echo "$PRETTY_NAME"), kernel $(uname -r)"
+    printf 'eoingest\t%s\n' "repo $(git -C "$REPO" rev-parse --short HEAD 2>/dev/null)$([ "$dirty" = 0 ] || echo " with $dirty uncommitted change(s) in src/sql"); $([ "$INSTALL" = 1 ] && echo "built and installed by this run" || echo "installed build used as is"): $sofile $(date -u -r "$sofile" '+%Y-%m-%d %H:%M UTC'), md5 $(md5sum <"$sofile" | cut -c1-12)"
+    printf 'pg_version\t%s\n' "$(q 'SHOW server_version')"
+    printf 'kafka_version\t%s\n' "$KAFKA_VERSION"
+    printf 'librdkafka\t%s\n' "$(dpkg-query -W -f '${Version}' librdkafka1 2>/dev/null)"
+    printf 'kcat\t%s\n' "$(dpkg-query -W -f '${Version}' kcat 2>/dev/null)"
+    printf 'pg_settings\t%s\n' "$PG_SETTINGS; bench tables: autovacuum_enabled = off"
+  } >"$META"
+}
+
+# ---- main ----
+log "eoingest benchmark: $RECORDS records x ${RECORD_BYTES} B, $RUNS run(s) per variant$([ "$QUICK" = 1 ] && echo ", quick")$([ "$FULL" = 1 ] && echo ", full matrix")"
+log "run directory $EOINGEST_RUN, Kafka $KAFKA_BROKERS, PostgreSQL port $PGPORT; results to $OUT"
+setup_tools
+start_servers
+prepare_data
+run_baselines
+run_eoingest
+run_latency
+[ "$PROFILE" = 1 ] && run_profile
+job_drop
+write_meta
+cp "$RAW" "$META" "$OUT/"
+if [ -f "$LAT" ]; then cp "$LAT" "$OUT/"; else rm -f "$OUT/latency.tsv"; fi
+if [ -f "$PROF" ]; then cp "$PROF" "$OUT/"; else rm -f "$OUT/profile.txt"; fi
+bench_py report --dir "$OUT"
+log "report: $OUT/latest.md$([ -f "$OUT/latest.png" ] && echo " and $OUT/latest.png")"
+if [ "$FAILS" -gt 0 ]; then
+  echo "!!!!!!!! $FAILS run(s) FAILED; see above and $OUT/latest.md" >&2
+  exit 1
+fi
+log "done in $(((SECONDS - START) / 60))m$(((SECONDS - START) % 60))s"

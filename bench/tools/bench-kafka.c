@@ -1,0 +1,338 @@
+/*
+ * bench-kafka: the benchmark's record generator and producer (librdkafka).
+ *
+ *   bench-kafka [-b BROKERS] rows    --count N [--size B]
+ *   bench-kafka [-b BROKERS] preload TOPIC --count N [--size B] [--format csv|json]
+ *   bench-kafka [-b BROKERS] paced   TOPIC --rate R --seconds S [--size B]
+ *
+ * rows:    prints the N records as CSV lines on stdout (the file for COPY).
+ * preload: produces the same N records to TOPIC, record i to partition
+ *          i % partitions, and waits until every one is acknowledged.
+ * paced:   produces R records per second for S seconds, each carrying its
+ *          produce time (microseconds since the epoch, CLOCK_REALTIME) in
+ *          the ts field; prints the number produced.
+ *
+ * Record i is the sensor reading "sensor_<i>_xxx…,<i>,<i*0.5>": the id is
+ * padded with 'x' so that the CSV line is B bytes (default 100) whatever i.
+ * The json variant carries the same three values (the same row), so it is
+ * about 35 bytes longer:  {"id":"sensor_<i>_xxx…","ts":<i>,"temperature":<i*0.5>}
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <librdkafka/rdkafka.h>
+
+static const char *brokers;
+static long failed;
+static char first_error[256];
+
+static void
+die(const char *fmt, ...)
+{
+	va_list		ap;
+
+	fputs("bench-kafka: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	_exit(1);
+}
+
+static int64_t
+mono_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static int64_t
+epoch_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* The id of record i, padded so that the CSV line has `size` bytes. */
+static int
+format_record(char *buf, size_t cap, int json, long long i, long long ts, int size)
+{
+	char		tail[64];
+	char		id[512];
+	int			taillen;
+	int			idlen;
+	int			pad;
+
+	/* i * 0.5, exactly: 0, 0.5, 1, 1.5, ... */
+	taillen = snprintf(tail, sizeof(tail), (i % 2) ? ",%lld,%lld.5" : ",%lld,%lld", ts, i / 2);
+	idlen = snprintf(id, sizeof(id), "sensor_%lld_", i);
+	pad = size - idlen - taillen;
+	if (pad > 0)
+	{
+		if (idlen + pad >= (int) sizeof(id))
+			die("record size %d too large", size);
+		memset(id + idlen, 'x', (size_t) pad);
+		idlen += pad;
+		id[idlen] = '\0';
+	}
+	if (!json)
+		return snprintf(buf, cap, "%s%s", id, tail);
+	return snprintf(buf, cap, (i % 2) ? "{\"id\":\"%s\",\"ts\":%lld,\"temperature\":%lld.5}"
+					: "{\"id\":\"%s\",\"ts\":%lld,\"temperature\":%lld}", id, ts, i / 2);
+}
+
+static void
+conf_set(rd_kafka_conf_t *conf, const char *k, const char *v)
+{
+	char		errstr[512];
+
+	if (rd_kafka_conf_set(conf, k, v, errstr, sizeof(errstr)) != RD_KAFKA_CONF_OK)
+		die("config %s=%s: %s", k, v, errstr);
+}
+
+static void
+dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
+{
+	(void) rk;
+	(void) opaque;
+	if (m->err && failed++ == 0)
+		snprintf(first_error, sizeof(first_error), "%s", rd_kafka_err2str(m->err));
+}
+
+static rd_kafka_t *
+producer(int paced)
+{
+	rd_kafka_conf_t *conf = rd_kafka_conf_new();
+	char		errstr[512];
+	rd_kafka_t *rk;
+
+	conf_set(conf, "bootstrap.servers", brokers);
+	conf_set(conf, "client.id", "bench-kafka");
+	conf_set(conf, "enable.idempotence", "true");
+	conf_set(conf, "acks", "all");
+	conf_set(conf, "log_level", "3");
+	conf_set(conf, "message.timeout.ms", "120000");
+	if (paced)
+	{
+		/* Latency run: send at once (librdkafka still batches what queues up). */
+		conf_set(conf, "linger.ms", "0");
+	}
+	else
+	{
+		conf_set(conf, "linger.ms", "20");
+		conf_set(conf, "batch.num.messages", "10000");
+		conf_set(conf, "batch.size", "1000000");
+		conf_set(conf, "queue.buffering.max.messages", "1000000");
+		conf_set(conf, "queue.buffering.max.kbytes", "1048576");
+	}
+	rd_kafka_conf_set_dr_msg_cb(conf, dr_cb);
+	rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
+	if (!rk)
+		die("cannot create producer: %s", errstr);
+	return rk;
+}
+
+static int
+partition_count(rd_kafka_t *rk, const char *topic)
+{
+	rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topic, NULL);
+	const struct rd_kafka_metadata *md;
+	rd_kafka_resp_err_t err;
+	int			n;
+
+	err = rd_kafka_metadata(rk, 0, rkt, &md, 30000);
+	if (err)
+		die("metadata of %s: %s", topic, rd_kafka_err2str(err));
+	if (md->topic_cnt != 1 || md->topics[0].err || md->topics[0].partition_cnt < 1)
+		die("topic %s does not exist (create it first)", topic);
+	n = md->topics[0].partition_cnt;
+	rd_kafka_metadata_destroy(md);
+	rd_kafka_topic_destroy(rkt);
+	return n;
+}
+
+static void
+produce(rd_kafka_t *rk, const char *topic, int32_t partition, const char *buf, int len)
+{
+	for (;;)
+	{
+		rd_kafka_resp_err_t err;
+
+		err = rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_PARTITION(partition),
+								RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+								RD_KAFKA_V_VALUE((void *) buf, (size_t) len), RD_KAFKA_V_END);
+		if (err == RD_KAFKA_RESP_ERR_NO_ERROR)
+			return;
+		if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL)
+			die("produce to %s [%d]: %s", topic, (int) partition, rd_kafka_err2str(err));
+		rd_kafka_poll(rk, 10);
+	}
+}
+
+static void
+finish(rd_kafka_t *rk)
+{
+	rd_kafka_resp_err_t err = rd_kafka_flush(rk, 300000);
+
+	if (err)
+		die("flush: %s (%d still queued)", rd_kafka_err2str(err), rd_kafka_outq_len(rk));
+	if (failed)
+		die("%ld message(s) not delivered: %s", failed, first_error);
+	rd_kafka_destroy(rk);
+}
+
+static long long
+num(const char *s, const char *what)
+{
+	char	   *end;
+	long long	v;
+
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (errno || end == s || *end || v < 0)
+		die("invalid %s '%s'", what, s);
+	return v;
+}
+
+static void
+usage(void)
+{
+	fprintf(stderr,
+			"usage: bench-kafka [-b BROKERS] rows --count N [--size B]\n"
+			"       bench-kafka [-b BROKERS] preload TOPIC --count N [--size B] [--format csv|json]\n"
+			"       bench-kafka [-b BROKERS] paced TOPIC --rate R --seconds S [--size B]\n");
+	exit(2);
+}
+
+int
+main(int argc, char **argv)
+{
+	const char *cmd;
+	const char *topic = NULL;
+	long long	count = -1;
+	long long	rate = -1;
+	long long	seconds = -1;
+	int			size = 100;
+	int			json = 0;
+	char		buf[1024];
+	int			i = 1;
+
+	brokers = getenv("KAFKA_BROKERS");
+	if (i + 1 < argc && strcmp(argv[i], "-b") == 0)
+		brokers = argv[i + 1], i += 2;
+	if (i >= argc)
+		usage();
+	cmd = argv[i++];
+	for (; i < argc; i++)
+	{
+		if (strcmp(argv[i], "--count") == 0 && i + 1 < argc)
+			count = num(argv[++i], "count");
+		else if (strcmp(argv[i], "--size") == 0 && i + 1 < argc)
+			size = (int) num(argv[++i], "size");
+		else if (strcmp(argv[i], "--rate") == 0 && i + 1 < argc)
+			rate = num(argv[++i], "rate");
+		else if (strcmp(argv[i], "--seconds") == 0 && i + 1 < argc)
+			seconds = num(argv[++i], "seconds");
+		else if (strcmp(argv[i], "--format") == 0 && i + 1 < argc)
+		{
+			i++;
+			if (strcmp(argv[i], "json") == 0)
+				json = 1;
+			else if (strcmp(argv[i], "csv") != 0)
+				die("unknown format '%s'", argv[i]);
+		}
+		else if (argv[i][0] != '-' && topic == NULL)
+			topic = argv[i];
+		else
+			usage();
+	}
+
+	if (strcmp(cmd, "rows") == 0)
+	{
+		if (count < 0)
+			usage();
+		for (long long r = 0; r < count; r++)
+		{
+			int			len = format_record(buf, sizeof(buf), json, r, r, size);
+
+			buf[len++] = '\n';
+			if (fwrite(buf, 1, (size_t) len, stdout) != (size_t) len)
+				die("write: %s", strerror(errno));
+		}
+		if (fflush(stdout))
+			die("write: %s", strerror(errno));
+		return 0;
+	}
+	if (!brokers || !*brokers)
+		die("no brokers: use -b or set KAFKA_BROKERS");
+
+	if (strcmp(cmd, "preload") == 0)
+	{
+		rd_kafka_t *rk;
+		int			parts;
+
+		if (!topic || count < 0)
+			usage();
+		rk = producer(0);
+		parts = partition_count(rk, topic);
+		for (long long r = 0; r < count; r++)
+		{
+			int			len = format_record(buf, sizeof(buf), json, r, r, size);
+
+			produce(rk, topic, (int32_t) (r % parts), buf, len);
+			if ((r & 4095) == 0)
+				rd_kafka_poll(rk, 0);
+		}
+		finish(rk);
+		return 0;
+	}
+
+	if (strcmp(cmd, "paced") == 0)
+	{
+		rd_kafka_t *rk;
+		int			parts;
+		long long	total;
+		int64_t		start;
+
+		if (!topic || rate <= 0 || seconds <= 0)
+			usage();
+		rk = producer(1);
+		parts = partition_count(rk, topic);
+		total = rate * seconds;
+		start = mono_us();
+		for (long long r = 0; r < total; r++)
+		{
+			/* Record r is due at start + r / rate: never early, catch up if late. */
+			int64_t		due = start + (int64_t) ((double) r * 1e6 / (double) rate);
+			int64_t		now = mono_us();
+			int			len;
+
+			/* Sleep only when ahead by a millisecond: bursts of rate/1000 records. */
+			if (due - now > 1000)
+			{
+				struct timespec ts = {(time_t) ((due - now) / 1000000),
+				(long) ((due - now) % 1000000) * 1000};
+
+				nanosleep(&ts, NULL);
+			}
+			len = format_record(buf, sizeof(buf), 0, r, epoch_us(), size);
+			produce(rk, topic, (int32_t) (r % parts), buf, len);
+			rd_kafka_poll(rk, 0);
+		}
+		finish(rk);
+		printf("%lld\n", total);
+		return 0;
+	}
+	usage();
+	return 2;
+}
