@@ -14,11 +14,12 @@ OBJS = \
 	src/offsets.o \
 	src/csv.o \
 	src/twophase.o \
+	src/upsert.o \
 	src/api.o
 
 DATA = $(wildcard sql/eoingest--*.sql)
 
-REGRESS = setup api formats transform
+REGRESS = setup api formats transform upsert
 REGRESS_OPTS = --use-existing
 
 PG_CPPFLAGS = -I$(srcdir)/src -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare
@@ -30,3 +31,6 @@ include $(PGXS)
 
 # pg_regress runs in the database the launcher watches (eoingest.database).
 CONTRIB_TESTDB = postgres
+
+# Every object depends on every header: small project, no stale builds.
+$(OBJS): $(wildcard src/*.h)

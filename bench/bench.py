@@ -224,8 +224,8 @@ def chart(summary, path, meta):
     rows = list(reversed(rows))
     colors = {"copy": "#555555", "kcat_tx": "#8c6d31", "kcat_chunked": "#bd9e39",
               "naive": "#d62728", "eoingest": "#1f77b4"}
-    fig_h = max(3.0, 0.28 * len(rows) + 1.2)
-    fig, ax = plt.subplots(figsize=(11, fig_h))
+    fig_h = max(3.5, 0.28 * len(rows) + 1.6)
+    fig, ax = plt.subplots(figsize=(12, fig_h))
     y = range(len(rows))
     ax.barh(list(y), [s["rate"] for s in rows],
             color=[colors.get(s["method"], "#1f77b4") for s in rows])
@@ -242,7 +242,8 @@ def chart(summary, path, meta):
         if c:
             ax.axvline(c["rate"], color="black", linestyle=style, linewidth=0.8,
                        label=f"COPY FROM file{' (PK)' if pk == 'yes' else ''}: {c['rate']:,.0f}/s")
-    ax.legend(loc="lower right", fontsize=7)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.08 * 12 / max(len(rows), 12) - 0.06),
+              ncol=2, fontsize=7, frameon=False)
     ax.set_title(f"eoingest benchmark: {fmt_int(fnum(meta.get('records')))} records of "
                  f"~{meta.get('record_bytes', '100')} bytes, {meta.get('cpus', '?')} CPUs", fontsize=9)
     ax.set_xlim(right=max(s["rate"] for s in rows) * 3)
@@ -282,8 +283,8 @@ def report(d):
     for s in summary:
         if s["group"] != group:
             group = s["group"]
-            w(f"| **{group}** | | | | | | | |")
-        label = s["label"] + (" [PK]" if s["pk"] == "yes" else "")
+            w(f"| **{group.replace('|', chr(92) + '|')}** | | | | | | | |")
+        label = (s["label"] + (" [PK]" if s["pk"] == "yes" else "")).replace("|", "\\|")
         if not s.get("rate"):
             state = "not available" if s["na"] else "**FAILED**"
             w(f"| {label} | {state} | | | | | | {s['note'][:160]} |")
@@ -293,7 +294,7 @@ def report(d):
         if s.get("rss_mb"):
             rss = f"{s['rss_mb']:.1f} / {s['hwm_mb']:.0f}" if s.get("hwm_mb") else f"{s['rss_mb']:.1f}"
         runs = f"{s['runs']}" + (f" (+{s['failed']} FAILED)" if s["failed"] else "")
-        w(f"| {label} | {fmt_int(s['rate'])} | {fmt(ratio, 2)} | {fmt(s['cpu_all_us'])} | "
+        w(f"| {label} | {fmt_int(s['rate'])} | {fmt(ratio, 2 if ratio is None or ratio >= 0.1 else 4)} | {fmt(s['cpu_all_us'])} | "
           f"{fmt(s['cpu_proc_us'])} | {fmt_int(s['wal_b'])} | {rss} | {runs} |")
     w("")
     w("Columns: *rows/s* = rows ÷ (start → commit of the last row, from `pg_xact_commit_timestamp`); "
@@ -303,7 +304,7 @@ def report(d):
       "excluded; *(ingesting process)* = the eoingest worker(s), or the backend running COPY; "
       "*WAL B/row* = `pg_current_wal_lsn()` difference ÷ rows; *peak RSS* = the worker's largest "
       "RssAnon (private memory, polled every 0.1 s) / its VmHWM (which also counts the shared buffers it "
-      "touched), the largest of the workers; for COPY the backend, for clients their max RSS.\n")
+      "touched), the largest of the workers; for COPY the backend running it; — where not measured.\n")
 
     if lat:
         w("## End-to-end latency\n")

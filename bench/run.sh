@@ -30,7 +30,7 @@ CMDLINE="bash bench/run.sh${*:+ $*}"
 
 usage() { sed -n '2,25p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit "${1:-2}"; }
 
-RECORDS= RUNS= QUICK=0 FULL=0 INSTALL=1 PROFILE=1 KEEP=0 OUT=
+RECORDS='' RUNS='' QUICK=0 FULL=0 INSTALL=1 PROFILE=1 KEEP=0 OUT=''
 while [ $# -gt 0 ]; do
   case $1 in
     --records) [ $# -ge 2 ] || usage; RECORDS=$2; shift 2 ;;
@@ -96,11 +96,11 @@ fail_loudly() {
 }
 
 # ---- servers are stopped whatever happens ----
-SAMPLER_PID= PERF_PID=
+SAMPLER_PID='' PERF_PID=''
 cleanup() {
   local rc=$?
-  [ -n "$SAMPLER_PID" ] && kill "$SAMPLER_PID" 2>/dev/null || true
-  [ -n "$PERF_PID" ] && kill -INT "$PERF_PID" 2>/dev/null || true
+  if [ -n "$SAMPLER_PID" ]; then kill "$SAMPLER_PID" 2>/dev/null || true; fi
+  if [ -n "$PERF_PID" ]; then kill -INT "$PERF_PID" 2>/dev/null || true; fi
   if [ "$KEEP" = 0 ]; then
     bash "$REPO/test/pg.sh" stop >/dev/null 2>&1 || bash "$REPO/test/pg.sh" stop-immediate || true
     bash "$REPO/test/kafka.sh" stop || true
@@ -178,6 +178,11 @@ start_servers() {
   log "PostgreSQL 15 on port $PGPORT: a fresh cluster in $PGDATA"
   bash "$REPO/test/pg.sh" stop
   rm -rf "$PGDATA"
+  # The build the server loads now is the one measured (workers fork from the
+  # postmaster); note it, and let perf find its symbols even if it is replaced.
+  SO_FILE=$($PG_CONFIG --pkglibdir)/eoingest.so
+  SO_LOADED="$SO_FILE of $(date -u -r "$SO_FILE" '+%Y-%m-%d %H:%M:%S UTC'), md5 $(md5sum <"$SO_FILE" | cut -c1-12)"
+  if [ "$PROFILE" = 1 ]; then perf buildid-cache -a "$SO_FILE" >/dev/null 2>&1 || true; fi
   EOINGEST_PG_EXTRA_CONF=$PG_CONF bash "$REPO/test/pg.sh" init
   bash "$REPO/test/pg.sh" start
   PM_PID=$(head -n 1 "$PGDATA/postmaster.pid")
@@ -185,6 +190,7 @@ start_servers() {
   names=$(printf "'%s'," "${PG_SHOWN[@]}")
   PG_SETTINGS=$(q "SELECT string_agg(n || ' = ' || current_setting(n), ', ' ORDER BY ord)
                      FROM unnest(ARRAY[${names%,}]) WITH ORDINALITY AS u(n, ord)")
+  log "eoingest loaded: $SO_LOADED"
   log "PostgreSQL settings (synchronous_commit = on is the default, stated explicitly):"
   tr ',' '\n' <<<"$PG_SETTINGS" | sed 's/^ */    /'
   log "    the bench tables have autovacuum_enabled = off (each run truncates them anyway)"
@@ -212,7 +218,7 @@ topic_name() { echo "bench_$1_p$2_n${RECORDS}_s${RECORD_BYTES}"; }
 preload() {
   local fmt=$1 parts=$2 topic wm total low_bad count
   topic=$(topic_name "$fmt" "$parts")
-  if wm=$(eoi-kafka -t 10 watermarks "$topic" 2>/dev/null) &&
+  if wm=$(eoi-kafka -t 3 watermarks "$topic" 2>/dev/null) &&
     [ "$(awk '{n += $3} END {print n + 0}' <<<"$wm")" = "$RECORDS" ] &&
     [ "$(awk '$2 != 0 {b++} END {print b + 0}' <<<"$wm")" = 0 ] &&
     [ "$(wc -l <<<"$wm")" = "$parts" ]; then
@@ -252,7 +258,7 @@ prepare_data() {
 
 # ---- one run of each method; each sets the R_* variables ----
 reset_result() {
-  R_STATUS=ok R_NOTE= R_ROWS= R_SECONDS= R_SCPU= R_CCPU=0 R_PCPU= R_WAL= R_RSS= R_HWM=
+  R_STATUS=ok R_NOTE='' R_ROWS='' R_SECONDS='' R_SCPU='' R_CCPU=0 R_PCPU='' R_WAL='' R_RSS='' R_HWM='' R_TEND=''
 }
 
 # verify TABLE EXPECTED T0: rows, distinct ts, the last commit time -> R_ROWS, R_SECONDS.
@@ -276,7 +282,7 @@ copy_once() {
   local table=$1 out lsn0 t0 cpu_a lsn1 cpu_b hwm rss c0 c1
   q "TRUNCATE $table; CHECKPOINT"
   c0=$(bench_py server-cpu "$PM_PID")
-  out=$(bench_py timed "$WORK/client.tm" psql -X -q -A -t -F ' ' -v ON_ERROR_STOP=1 <<SQL
+  out=$(bench_py timed "$WORK/client.tm" -- psql -X -q -A -t -F ' ' -v ON_ERROR_STOP=1 <<SQL
 SELECT pg_current_wal_lsn(), extract(epoch FROM clock_timestamp()), bench.self_cpu();
 COPY $table FROM '$ROWS_FILE' (FORMAT csv);
 SELECT pg_current_wal_lsn(), bench.self_cpu(), bench.self_kb('VmHWM'), bench.self_kb('RssAnon');
@@ -302,11 +308,11 @@ kcat_once() {
   c0=$(bench_py server-cpu "$PM_PID")
   t0=$EPOCHREALTIME
   if [ "$chunk" = 0 ]; then
-    bench_py timed "$WORK/client.tm" bash -o pipefail -c \
+    bench_py timed "$WORK/client.tm" -- bash -o pipefail -c \
       'kcat -C -b "$KAFKA_BROKERS" -t "$1" -o beginning -e -q -f "%s\n" |
          psql -X -q -v ON_ERROR_STOP=1 -c "\\copy $2 FROM pstdin (FORMAT csv)"' _ "$topic" "$table" || rc=$?
   else
-    BENCH_TABLE=$table SHELL=/bin/bash bench_py timed "$WORK/client.tm" bash -o pipefail -c \
+    BENCH_TABLE=$table SHELL=/bin/bash bench_py timed "$WORK/client.tm" -- bash -o pipefail -c \
       'kcat -C -b "$KAFKA_BROKERS" -t "$1" -o beginning -e -q -f "%s\n" |
          split -l "$2" --filter="psql -X -q -v ON_ERROR_STOP=1 -c \"\\\\copy \$BENCH_TABLE FROM pstdin (FORMAT csv)\""' \
       _ "$topic" "$chunk" || rc=$?
@@ -320,16 +326,17 @@ kcat_once() {
 }
 
 naive_once() {
-  local table=$1 topic lsn0 c0 c1 t0 rc=0
+  local table=$1 topic lsn0 c0 c1 t0 out rc=0
   topic=$(topic_name csv 4)
   q "TRUNCATE $table; CHECKPOINT"
   lsn0=$(q "SELECT pg_current_wal_lsn()")
   c0=$(bench_py server-cpu "$PM_PID")
-  t0=$EPOCHREALTIME
-  bench_py timed "$WORK/client.tm" naive-consumer -b "$KAFKA_BROKERS" -t "$topic" -n "$NAIVE_RECORDS" \
-    -d "host=$PGHOST port=$PGPORT user=postgres dbname=postgres" -T "$table" >/dev/null || rc=$?
+  out=$(bench_py timed "$WORK/client.tm" -- naive-consumer -b "$KAFKA_BROKERS" -t "$topic" -n "$NAIVE_RECORDS" \
+    -d "host=$PGHOST port=$PGPORT user=postgres dbname=postgres" -T "$table") || rc=$?
   c1=$(bench_py server-cpu "$PM_PID")
   [ "$rc" = 0 ] || { R_STATUS=FAILED R_NOTE="naive consumer exited with $rc"; return; }
+  # Timed from its first message: the consumer group's join is not counted.
+  read -r _ t0 <<<"$out"
   verify_rows "$table" "$NAIVE_RECORDS" "$t0" || return
   R_WAL=$(wal_since "$lsn0")
   R_SCPU=$(awk -v a="$c0" -v b="$c1" 'BEGIN {print b - a}')
@@ -397,7 +404,7 @@ rss_sampler() {
 # eoi_once TOPIC TABLE FORMAT MODE BATCH PARALLELISM [CONFLICTS%] [PERF_DATA]
 eoi_once() {
   local topic=$1 table=$2 fmt=$3 mode=$4 batch=$5 par=$6 conflicts=${7:-0} perf_data=${8:-}
-  local real_mode=$mode extra="" err lsn0 t0 c0 c1 pids out timeout parts hw sum np oend
+  local real_mode=$mode extra="" err lsn0 t0 c0 c1 pids pid_list out timeout parts hw sum np oend
   case $mode in
     upsert_*) real_mode=upsert extra=", key_columns => ARRAY['ts']" ;;
   esac
@@ -409,7 +416,8 @@ eoi_once() {
   if ! err=$(q "SELECT eoingest.create_job(name => '$JOB', brokers => '$KAFKA_BROKERS', topic => '$topic',
         target => '$table', format => '$fmt', mode => '$real_mode', batch_size => $batch,
         batch_timeout_ms => $BATCH_TIMEOUT_MS, parallelism => $par$extra)" 2>&1); then
-    err=$(echo "$err" | sed 's/^psql:[^E]*ERROR:  //' | head -n 1)
+    err=$(echo "$err" | sed -e 's/^psql:[^E]*ERROR:  //' -e 's/^ERROR:  //' \
+      -e 's/create_job(name => .*key_columns => text\[\])/create_job(…, key_columns => text[])/' | head -n 1)
     case $real_mode in
       two_phase | upsert) R_STATUS=na R_NOTE="create_job: $err" ;;
       *) R_STATUS=FAILED R_NOTE="create_job: $err" ;;
@@ -425,8 +433,9 @@ eoi_once() {
        FROM eoingest.job_status WHERE name = '$JOB'")"
     return
   fi
+  read -ra pid_list <<<"$pids"
   rm -f "$WORK/rss"
-  rss_sampler "$WORK/rss" $pids &
+  rss_sampler "$WORK/rss" "${pid_list[@]}" &
   SAMPLER_PID=$!
   if [ -n "$perf_data" ]; then
     perf record -q -F 250 --call-graph dwarf,16384 -p "${pids// /,}" -o "$perf_data" >/dev/null 2>&1 &
@@ -437,8 +446,8 @@ eoi_once() {
     R_STATUS=FAILED
     R_NOTE="not caught up: $(echo "$out" | tr '\n' ' ' | cut -c1-300)"
   }
-  R_PCPU=$(bench_py cpu $pids)
-  R_HWM=$(bench_py hwm $pids)
+  R_PCPU=$(bench_py cpu "${pid_list[@]}")
+  R_HWM=$(bench_py hwm "${pid_list[@]}")
   c1=$(bench_py server-cpu "$PM_PID")
   R_WAL=$(wal_since "$lsn0")
   if [ -n "$PERF_PID" ]; then
@@ -484,7 +493,7 @@ variant() {
   local group=$1 label=$2 method=$3 fmt=$4 parts=$5 pk=$6 mode=$7 batch=$8 par=$9
   shift 10
   local id="$method:$mode:$fmt:p$parts:$pk:b$batch:w$par" run rate
-  log "$label${pk/#yes/ [PK]}${pk/#no/}"
+  log "$label$(pk_tag "$pk")"
   for ((run = 1; run <= RUNS; run++)); do
     reset_result
     "$@"
@@ -503,13 +512,14 @@ variant() {
         return
         ;;
       *)
-        fail_loudly "$label${pk/#yes/ [PK]}${pk/#no/} run $run: $R_NOTE"
+        fail_loudly "$label$(pk_tag "$pk") run $run: $R_NOTE"
         ;;
     esac
   done
 }
 
 table_for() { if [ "$1" = yes ]; then echo bench_pk; else echo bench_nopk; fi; }
+pk_tag() { if [ "$1" = yes ]; then echo " [PK]"; fi; }
 
 run_baselines() {
   local pk chunk chunks=(10000)
@@ -528,7 +538,7 @@ run_baselines() {
   done
   for pk in no yes; do
     [ "$QUICK" = 1 ] && [ "$pk" = yes ] && continue
-    variant "(c) naive consumer" "naive consumer, insert+commit per message ($NAIVE_RECORDS records)" naive csv 4 \
+    variant "(c) naive consumer ($NAIVE_RECORDS records)" "naive consumer, insert+commit per message" naive csv 4 \
       "$pk" - - - -- naive_once "$(table_for "$pk")"
   done
 }
@@ -642,22 +652,31 @@ run_profile() {
   eoi_once "$(topic_name csv 4)" bench_nopk csv exactly_once 10000 1 0 "$data"
   [ "$R_STATUS" = ok ] || { fail_loudly "profiled run: $R_NOTE"; return; }
   [ -s "$data" ] || { log "    perf recorded nothing"; return; }
+  perf report -i "$data" --stdio --no-children --sort dso,symbol -g none --percent-limit 0.8 \
+    >"$WORK/perf-self.txt" 2>/dev/null || true
+  perf report -i "$data" --stdio --children --sort symbol -g none --percent-limit 4 \
+    >"$WORK/perf-children.txt" 2>/dev/null || true
+  perf report -i "$data" --stdio --no-children --sort dso -g none \
+    >"$WORK/perf-dso.txt" 2>/dev/null || true
   {
     echo "# $R_ROWS rows in ${R_SECONDS}s under perf (sampling slows it down); worker CPU ${R_PCPU}s"
-    echo "# self time by symbol (perf report --no-children):"
-    perf report -i "$data" --stdio --no-children --sort dso,symbol -g none --percent-limit 0.8 2>/dev/null |
-      grep -v '^#' | grep -v '^$' | head -n 40
+    echo "# (all threads of the worker process, librdkafka's included; PostgreSQL's static"
+    echo "# functions have no symbols in Debian's stripped binary and show as addresses)"
+    echo "# self time by library (perf report --no-children --sort dso):"
+    awk '!/^#/ && NF && n++ < 12' "$WORK/perf-dso.txt"
     echo
-    echo "# inclusive time (perf report --children, callers included):"
-    perf report -i "$data" --stdio --children --sort symbol -g none --percent-limit 4 2>/dev/null |
-      grep -v '^#' | grep -v '^$' | head -n 45
-  } >"$PROF"
+    echo "# self time by symbol (perf report --no-children --sort dso,symbol):"
+    awk '!/^#/ && NF && n++ < 40' "$WORK/perf-self.txt"
+    echo
+    echo "# inclusive time of named functions (perf report --children --sort symbol):"
+    awk '!/^#/ && NF && !/\] 0x[0-9a-f]+ / && n++ < 45' "$WORK/perf-children.txt"
+  } | sed 's/[[:space:]-]*$//' >"$PROF"
   log "    profile written to $PROF"
   rm -f "$data"
 }
 
 write_meta() {
-  local sofile=$($PG_CONFIG --pkglibdir)/eoingest.so dirty
+  local dirty
   dirty=$(git -C "$REPO" status --porcelain -- src sql Makefile eoingest.control 2>/dev/null | wc -l)
   {
     printf 'key\tvalue\n'
@@ -674,7 +693,7 @@ write_meta() {
     printf 'cpus\t%s\n' "$(nproc)"
     printf 'mem\t%s\n' "$(free -g | awk '/^Mem:/ {print $2 " GB"}')"
     printf 'os\t%s\n' "$(. /etc/os-release && echo "$PRETTY_NAME"), kernel $(uname -r)"
-    printf 'eoingest\t%s\n' "repo $(git -C "$REPO" rev-parse --short HEAD 2>/dev/null)$([ "$dirty" = 0 ] || echo " with $dirty uncommitted change(s) in src/sql"); $([ "$INSTALL" = 1 ] && echo "built and installed by this run" || echo "installed build used as is"): $sofile $(date -u -r "$sofile" '+%Y-%m-%d %H:%M UTC'), md5 $(md5sum <"$sofile" | cut -c1-12)"
+    printf 'eoingest\t%s\n' "repo at $(git -C "$REPO" rev-parse --short HEAD 2>/dev/null)$([ "$dirty" = 0 ] || echo " with $dirty uncommitted change(s) in src/sql"); $([ "$INSTALL" = 1 ] && echo "built and installed by this run" || echo "the installed build used as is"); loaded at server start: $SO_LOADED"
     printf 'pg_version\t%s\n' "$(q 'SHOW server_version')"
     printf 'kafka_version\t%s\n' "$KAFKA_VERSION"
     printf 'librdkafka\t%s\n' "$(dpkg-query -W -f '${Version}' librdkafka1 2>/dev/null)"

@@ -23,6 +23,9 @@ CREATE TABLE @extschema@.jobs (
     on_error          text NOT NULL,
     search_path       text NOT NULL,
     checkpoint_interval_ms integer NOT NULL DEFAULT 1000,
+    key_columns       text[],
+    key_format        text NOT NULL DEFAULT 'text',
+    offset_commit_interval_ms integer NOT NULL DEFAULT 1000,
     state             text NOT NULL DEFAULT 'stopped'
                       CHECK (state IN ('running', 'stopped', 'failed')),
     last_error        text,
@@ -70,7 +73,10 @@ CREATE FUNCTION @extschema@.create_job(
     parallelism       integer DEFAULT 1,
     options           jsonb DEFAULT '{}',
     on_error          text DEFAULT 'fail',
-    checkpoint_interval_ms integer DEFAULT 1000)
+    checkpoint_interval_ms integer DEFAULT 1000,
+    key_columns       text[] DEFAULT NULL,
+    key_format        text DEFAULT NULL,
+    offset_commit_interval_ms integer DEFAULT 1000)
 RETURNS void
 LANGUAGE C VOLATILE
 AS 'MODULE_PATHNAME', 'eoingest_create_job';

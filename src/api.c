@@ -22,6 +22,7 @@
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "parser/parser.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
@@ -34,6 +35,7 @@
 #include "kafka.h"
 #include "shmem.h"
 #include "sink.h"
+#include "upsert.h"
 
 PG_FUNCTION_INFO_V1(eoingest_create_job);
 PG_FUNCTION_INFO_V1(eoingest_start_job);
@@ -203,6 +205,59 @@ resolve_target(const char *target, EoiFormat format)
 	return qualified;
 }
 
+static List *
+text_array_list(ArrayType *arr)
+{
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n;
+	List	   *result = NIL;
+
+	deconstruct_array(arr, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n);
+	for (int i = 0; i < n; i++)
+	{
+		if (nulls[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("key_columns must not contain nulls")));
+		result = lappend(result, makeString(TextDatumGetCString(elems[i])));
+	}
+	return result;
+}
+
+static Datum
+list_text_array(List *names)
+{
+	Datum	   *elems = palloc(sizeof(Datum) * Max(list_length(names), 1));
+	ListCell   *lc;
+
+	foreach(lc, names)
+		elems[foreach_current_index(lc)] = CStringGetTextDatum(strVal(lfirst(lc)));
+	return PointerGetDatum(construct_array(elems, list_length(names), TEXTOID, -1, false, TYPALIGN_INT));
+}
+
+/*
+ * Mode upsert: the key columns (given, or the target's primary key) must
+ * have a unique index, be filled by the format and decodable from a message
+ * key.  Returns them.
+ */
+static List *
+check_upsert(const char *target, EoiFormat format, EoiFormat key_format, List *key_columns)
+{
+	Relation	rel = eoi_open_target(target, AccessShareLock);
+
+	if (key_columns == NIL)
+		key_columns = eoi_primary_key_columns(rel);
+	if (key_columns == NIL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("mode upsert needs key columns, and \"%s\" has no primary key", target),
+				 errhint("Pass key_columns => ARRAY['col', ...] naming columns of a unique index, or add a primary key.")));
+	eoi_upsert_check(rel, format, key_format, key_columns);
+	table_close(rel, NoLock);
+	return key_columns;
+}
+
 /* Parse and plan the transform now, so that a mistake shows here. */
 static void
 check_transform(const char *transform)
@@ -258,6 +313,10 @@ eoingest_create_job(PG_FUNCTION_ARGS)
 	Jsonb	   *options = PG_ARGISNULL(11) ? NULL : PG_GETARG_JSONB_P(11);
 	char	   *on_error_s = required_text(fcinfo, 12, "on_error");
 	int			checkpoint_interval_ms = int_in_range(fcinfo, 13, "checkpoint_interval_ms", 10, MAX_BATCH_TIMEOUT_MS);
+	List	   *key_columns = PG_ARGISNULL(14) ? NIL : text_array_list(PG_GETARG_ARRAYTYPE_P(14));
+	char	   *key_format_s = optional_text(fcinfo, 15);
+	int			offset_commit_interval_ms = int_in_range(fcinfo, 16, "offset_commit_interval_ms", 10, MAX_BATCH_TIMEOUT_MS);
+	EoiFormat	key_format;
 	EoiFormat	format;
 	EoiMode		mode;
 	char	   *qualified_target = NULL;
@@ -270,11 +329,7 @@ eoingest_create_job(PG_FUNCTION_ARGS)
 	mode = eoi_parse_mode(mode_s);
 	(void) eoi_parse_on_error(on_error_s);
 
-	if (mode == EOI_MODE_UPSERT)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("mode %s is not available in this version of eoingest", mode_s),
-				 errhint("Use exactly_once, two_phase, at_least_once or at_most_once.")));
+	key_format = key_format_s ? eoi_parse_format(key_format_s) : EOI_FORMAT_TEXT;
 	if (strcmp(start_offset, "earliest") != 0 && strcmp(start_offset, "latest") != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -300,6 +355,23 @@ eoingest_create_job(PG_FUNCTION_ARGS)
 		qualified_target = resolve_target(target, format);
 	else
 		check_transform(transform);
+	if (mode == EOI_MODE_UPSERT && target != NULL)
+	{
+		Relation	rel = eoi_open_target(qualified_target, AccessShareLock);
+
+		if (key_columns == NIL)
+			key_columns = eoi_primary_key_columns(rel);
+		table_close(rel, NoLock);
+		/* By default a one-column key is the message key's text, else like the value. */
+		if (key_format_s == NULL && list_length(key_columns) > 1)
+		{
+			key_format = (format == EOI_FORMAT_JSON) ? EOI_FORMAT_JSON : EOI_FORMAT_CSV;
+			key_format_s = key_format == EOI_FORMAT_JSON ? "json" : "csv";
+		}
+		key_columns = check_upsert(qualified_target, format, key_format, key_columns);
+	}
+	if (key_format_s == NULL)
+		key_format_s = "text";
 
 	eoi_kafka_check_options(brokers, options);
 
@@ -312,10 +384,11 @@ eoingest_create_job(PG_FUNCTION_ARGS)
 				 errmsg("eoingest job \"%s\" already exists", name),
 				 errhint("Choose another name, or drop the existing job with eoingest.drop_job('%s').", name)));
 	{
-		Oid			types[15] = {TEXTOID, OIDOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
-		TEXTOID, TEXTOID, INT4OID, INT4OID, INT4OID, JSONBOID, TEXTOID, INT4OID};
-		Datum		args[15];
-		char		nulls[15];
+		Oid			types[18] = {TEXTOID, OIDOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
+			TEXTOID, TEXTOID, INT4OID, INT4OID, INT4OID, JSONBOID, TEXTOID, INT4OID,
+		TEXTARRAYOID, TEXTOID, INT4OID};
+		Datum		args[18];
+		char		nulls[18];
 		const char *search_path = GetConfigOption("search_path", false, false);
 
 		memset(nulls, ' ', sizeof(nulls));
@@ -343,12 +416,20 @@ eoingest_create_job(PG_FUNCTION_ARGS)
 			args[12] = DirectFunctionCall1(jsonb_in, CStringGetDatum("{}"));
 		args[13] = CStringGetTextDatum(search_path ? search_path : "");
 		args[14] = Int32GetDatum(checkpoint_interval_ms);
+		if (key_columns != NIL)
+			args[15] = list_text_array(key_columns);
+		else
+			nulls[15] = 'n';
+		args[16] = CStringGetTextDatum(key_format_s);
+		args[17] = Int32GetDatum(offset_commit_interval_ms);
 
 		if (SPI_execute_with_args("INSERT INTO eoingest.jobs (name, owner, brokers, topic, target,"
 								  " format, mode, transform, start_offset, batch_size, batch_timeout_ms,"
-								  " parallelism, options, on_error, search_path, checkpoint_interval_ms)"
-								  " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, 'fail', $14, $15)",
-								  15, types, args, nulls, false, 0) != SPI_OK_INSERT)
+								  " parallelism, options, on_error, search_path, checkpoint_interval_ms,"
+								  " key_columns, key_format, offset_commit_interval_ms)"
+								  " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, 'fail', $14, $15,"
+								  "         $16, $17, $18)",
+								  18, types, args, nulls, false, 0) != SPI_OK_INSERT)
 			elog(ERROR, "could not insert into eoingest.jobs");
 	}
 	SPI_finish();

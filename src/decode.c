@@ -23,6 +23,7 @@
 #include "mb/pg_wchar.h"
 #include "nodes/makefuncs.h"
 #include "optimizer/optimizer.h"
+#include "parser/parse_relation.h"
 #include "rewrite/rewriteHandler.h"
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
@@ -65,6 +66,7 @@ eoi_columns_for(Relation rel, EoiFormat format, EState *estate)
 	EoiColumns *cols = palloc0(sizeof(EoiColumns));
 
 	cols->format = format;
+	cols->what = "the target has";
 	cols->colnames = palloc0(sizeof(char *) * Max(desc->natts, 1));
 
 	if (format == EOI_FORMAT_TEXT)
@@ -136,6 +138,38 @@ eoi_columns_for(Relation rel, EoiFormat format, EState *estate)
 	return cols;
 }
 
+/*
+ * The columns `names` of `rel`, in that order, for decoding a message key
+ * in `format` (upsert tombstones).  Key columns have no defaults to fill.
+ */
+EoiColumns *
+eoi_columns_named(Relation rel, EoiFormat format, List *names)
+{
+	EoiColumns *cols = palloc0(sizeof(EoiColumns));
+	ListCell   *lc;
+
+	cols->format = format;
+	cols->what = "the key has";
+	cols->colnames = palloc0(sizeof(char *) * Max(list_length(names), 1));
+	foreach(lc, names)
+	{
+		char	   *name = strVal(lfirst(lc));
+
+		if (attnameAttNum(rel, name, false) == InvalidAttrNumber)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_COLUMN),
+					 errmsg("column \"%s\" of \"%s\" does not exist", name, RelationGetRelationName(rel))));
+		cols->names = lappend(cols->names, makeString(pstrdup(name)));
+		cols->colnames[cols->ncolumns++] = pstrdup(name);
+	}
+	if (format == EOI_FORMAT_TEXT && cols->ncolumns != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("key_format text needs exactly one key column, not %d", cols->ncolumns),
+				 errhint("Use key_format csv or json for composite keys.")));
+	return cols;
+}
+
 /* Append `len` bytes of `s` to `out`, escaped for COPY's text format. */
 static void
 append_escaped(StringInfo out, const char *s, size_t len)
@@ -171,8 +205,39 @@ append_escaped(StringInfo out, const char *s, size_t len)
 	appendBinaryStringInfo(out, s + start, len - start);
 }
 
+/* ---- the COPY line writer ---- */
+
 static void
-decode_csv(EoiColumns *cols, const char *value, size_t len, StringInfo out)
+copy_field(EoiRowWriter *writer, int col, const char *data, size_t len)
+{
+	EoiCopyWriter *cw = (EoiCopyWriter *) writer;
+
+	if (col > 0)
+		appendStringInfoChar(cw->out, '\t');
+	if (data == NULL)
+		appendStringInfoString(cw->out, "\\N");
+	else
+		append_escaped(cw->out, data, len);
+}
+
+static void
+copy_end_row(EoiRowWriter *writer)
+{
+	appendStringInfoChar(((EoiCopyWriter *) writer)->out, '\n');
+}
+
+void
+eoi_copy_writer_init(EoiCopyWriter *cw, StringInfo out)
+{
+	cw->writer.field = copy_field;
+	cw->writer.end_row = copy_end_row;
+	cw->out = out;
+}
+
+/* ---- formats ---- */
+
+static void
+decode_csv(EoiColumns *cols, const char *value, size_t len, EoiRowWriter *writer)
 {
 	EoiCsvField *fields = palloc(sizeof(EoiCsvField) * cols->ncolumns);
 	char	   *scratch = palloc(len + 1);
@@ -187,75 +252,65 @@ decode_csv(EoiColumns *cols, const char *value, size_t len, StringInfo out)
 	if (n != cols->ncolumns)
 		ereport(ERROR,
 				(errcode(ERRCODE_BAD_COPY_FILE_FORMAT),
-				 errmsg("CSV message has %s%d fields, the target has %d columns",
+				 errmsg("CSV message has %s%d fields, %s %d columns",
 						n > cols->ncolumns ? "more than " : "", Min(n, cols->ncolumns),
-						cols->ncolumns),
-				 errhint("The fields fill the target's columns in order; use a transform to map them otherwise.")));
+						cols->what, cols->ncolumns),
+				 errhint("The fields fill the columns in order; use a transform to map them otherwise.")));
 
 	for (int i = 0; i < n; i++)
-	{
-		if (i > 0)
-			appendStringInfoChar(out, '\t');
-		if (fields[i].isnull)
-			appendStringInfoString(out, "\\N");
-		else
-			append_escaped(out, fields[i].data, fields[i].len);
-	}
+		writer->field(writer, i, fields[i].isnull ? NULL : fields[i].data, fields[i].len);
 	pfree(fields);
 	pfree(scratch);
 }
 
 static void
-append_json_value(StringInfo out, JsonbValue *v)
+write_json_value(EoiRowWriter *writer, int col, JsonbValue *v)
 {
+	const char *s;
+
 	switch (v->type)
 	{
 		case jbvNull:
-			appendStringInfoString(out, "\\N");
-			break;
+			writer->field(writer, col, NULL, 0);
+			return;
 		case jbvString:
-			append_escaped(out, v->val.string.val, v->val.string.len);
-			break;
+			writer->field(writer, col, v->val.string.val, v->val.string.len);
+			return;
 		case jbvNumeric:
-			appendStringInfoString(out,
-								   DatumGetCString(DirectFunctionCall1(numeric_out,
-																	   NumericGetDatum(v->val.numeric))));
+			s = DatumGetCString(DirectFunctionCall1(numeric_out, NumericGetDatum(v->val.numeric)));
 			break;
 		case jbvBool:
-			appendStringInfoString(out, v->val.boolean ? "true" : "false");
+			s = v->val.boolean ? "true" : "false";
 			break;
 		case jbvBinary:
-			{
-				char	   *s = JsonbToCString(NULL, v->val.binary.data, v->val.binary.len);
-
-				append_escaped(out, s, strlen(s));
-				break;
-			}
+			s = JsonbToCString(NULL, v->val.binary.data, v->val.binary.len);
+			break;
 		default:
 			elog(ERROR, "unexpected jsonb value type %d", (int) v->type);
 	}
+	writer->field(writer, col, s, strlen(s));
 }
 
 static void
-append_default(EoiColumns *cols, int c, StringInfo out, ExprContext *econtext)
+write_default(EoiColumns *cols, int c, EoiRowWriter *writer, ExprContext *econtext)
 {
 	bool		isnull = true;
 	Datum		d = (Datum) 0;
 
-	if (cols->defaults[c] != NULL)
+	if (cols->defaults != NULL && cols->defaults[c] != NULL)
 		d = ExecEvalExprSwitchContext(cols->defaults[c], econtext, &isnull);
 	if (isnull)
-		appendStringInfoString(out, "\\N");
+		writer->field(writer, c, NULL, 0);
 	else
 	{
 		char	   *s = OutputFunctionCall(&cols->outfuncs[c], d);
 
-		append_escaped(out, s, strlen(s));
+		writer->field(writer, c, s, strlen(s));
 	}
 }
 
 static void
-decode_json(EoiColumns *cols, const char *value, size_t len, StringInfo out,
+decode_json(EoiColumns *cols, const char *value, size_t len, EoiRowWriter *writer,
 			ExprContext *econtext)
 {
 	Jsonb	   *jb;
@@ -266,29 +321,27 @@ decode_json(EoiColumns *cols, const char *value, size_t len, StringInfo out,
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
 				 errmsg("JSON message is not an object"),
-				 errhint("Format json maps the keys of an object to the target's columns; use a transform for other shapes.")));
+				 errhint("Format json maps the keys of an object to columns; use a transform for other shapes.")));
 
 	for (int c = 0; c < cols->ncolumns; c++)
 	{
 		JsonbValue	v;
 
-		if (c > 0)
-			appendStringInfoChar(out, '\t');
 		if (getKeyJsonValueFromContainer(&jb->root, cols->colnames[c],
 										 strlen(cols->colnames[c]), &v) != NULL)
-			append_json_value(out, &v);
+			write_json_value(writer, c, &v);
 		else
-			append_default(cols, c, out, econtext);
+			write_default(cols, c, writer, econtext);
 	}
 }
 
 /*
- * Append the COPY line of one message to `out`.  The value must be valid in
- * the database encoding, without NUL bytes: anything else is an error that
- * names the message (the caller's error context).
+ * Decode one message value into one row for `writer`.  The value must be
+ * valid in the database encoding, without NUL bytes: anything else is an
+ * error that names the message (the caller's error context).
  */
 void
-eoi_decode_message(EoiColumns *cols, const char *value, size_t len, StringInfo out,
+eoi_decode_message(EoiColumns *cols, const char *value, size_t len, EoiRowWriter *writer,
 				   ExprContext *econtext)
 {
 	(void) pg_verifymbstr(value, (int) len, false);
@@ -296,14 +349,14 @@ eoi_decode_message(EoiColumns *cols, const char *value, size_t len, StringInfo o
 	switch (cols->format)
 	{
 		case EOI_FORMAT_TEXT:
-			append_escaped(out, value, len);
+			writer->field(writer, 0, value, len);
 			break;
 		case EOI_FORMAT_CSV:
-			decode_csv(cols, value, len, out);
+			decode_csv(cols, value, len, writer);
 			break;
 		case EOI_FORMAT_JSON:
-			decode_json(cols, value, len, out, econtext);
+			decode_json(cols, value, len, writer, econtext);
 			break;
 	}
-	appendStringInfoChar(out, '\n');
+	writer->end_row(writer);
 }

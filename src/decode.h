@@ -24,10 +24,30 @@ typedef struct EoiColumns
 	char	  **colnames;
 	ExprState **defaults;		/* json: evaluated for an absent key, or NULL */
 	FmgrInfo   *outfuncs;		/* json: to print a default */
+	const char *what;			/* for errors: "the target has" */
 } EoiColumns;
 
+/*
+ * Where decoded fields go: COPY text lines, or arrays for upsert.  `data`
+ * NULL means SQL NULL; fields arrive in column order, then end_row.
+ */
+typedef struct EoiRowWriter EoiRowWriter;
+struct EoiRowWriter
+{
+	void		(*field) (EoiRowWriter *writer, int col, const char *data, size_t len);
+	void		(*end_row) (EoiRowWriter *writer);
+};
+
+typedef struct EoiCopyWriter
+{
+	EoiRowWriter writer;
+	StringInfo	out;
+} EoiCopyWriter;
+
 extern EoiColumns *eoi_columns_for(Relation rel, EoiFormat format, EState *estate);
+extern EoiColumns *eoi_columns_named(Relation rel, EoiFormat format, List *names);
+extern void eoi_copy_writer_init(EoiCopyWriter *cw, StringInfo out);
 extern void eoi_decode_message(EoiColumns *cols, const char *value, size_t len,
-							   StringInfo out, ExprContext *econtext);
+							   EoiRowWriter *writer, ExprContext *econtext);
 
 #endif

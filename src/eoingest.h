@@ -11,6 +11,7 @@
 
 #include "postgres.h"
 
+#include "nodes/pg_list.h"
 #include "utils/jsonb.h"
 
 /* Settings (eoingest.c) */
@@ -58,6 +59,9 @@ typedef struct EoiJob
 	int			batch_timeout_ms;
 	int			parallelism;
 	int			checkpoint_interval_ms;	/* two_phase */
+	List	   *key_columns;	/* upsert: of String */
+	EoiFormat	key_format;		/* upsert: how tombstone keys decode */
+	int			offset_commit_interval_ms;	/* upsert */
 	Jsonb	   *options;		/* librdkafka properties */
 	EoiOnError	on_error;
 	char	   *search_path;

@@ -11,6 +11,8 @@
 #include "catalog/pg_authid.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
+#include "nodes/value.h"
+#include "utils/array.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
@@ -115,6 +117,28 @@ text_column(HeapTuple tup, TupleDesc desc, int col, MemoryContext cxt)
 	return MemoryContextStrdup(cxt, TextDatumGetCString(d));
 }
 
+/* A text[] as a List of String, in `cxt`. */
+static List *
+text_array_to_list(Datum d, bool isnull, MemoryContext cxt)
+{
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n;
+	List	   *result = NIL;
+	MemoryContext old;
+
+	if (isnull)
+		return NIL;
+	deconstruct_array(DatumGetArrayTypeP(d), TEXTOID, -1, false, TYPALIGN_INT,
+					  &elems, &nulls, &n);
+	old = MemoryContextSwitchTo(cxt);
+	for (int i = 0; i < n; i++)
+		if (!nulls[i])
+			result = lappend(result, makeString(TextDatumGetCString(elems[i])));
+	MemoryContextSwitchTo(old);
+	return result;
+}
+
 /*
  * Read job `job_id`, allocated in the caller's memory context.  Must be
  * called inside a transaction with a snapshot.  Returns NULL when the job
@@ -135,7 +159,8 @@ eoi_job_load(int32 job_id, bool missing_ok)
 		elog(ERROR, "SPI_connect failed");
 	ret = SPI_execute_with_args("SELECT id, name, owner, brokers, topic, target, format, mode,"
 								"       transform, start_offset, batch_size, batch_timeout_ms,"
-								"       parallelism, options, on_error, search_path, state, checkpoint_interval_ms"
+								"       parallelism, options, on_error, search_path, state, checkpoint_interval_ms,"
+								"       key_columns, key_format, offset_commit_interval_ms"
 								"  FROM eoingest.jobs WHERE id = $1",
 								1, argtypes, args, NULL, true, 1);
 	if (ret != SPI_OK_SELECT)
@@ -172,6 +197,13 @@ eoi_job_load(int32 job_id, bool missing_ok)
 		job->search_path = text_column(tup, desc, 16, cxt);
 		job->state = text_column(tup, desc, 17, cxt);
 		job->checkpoint_interval_ms = DatumGetInt32(SPI_getbinval(tup, desc, 18, &isnull));
+		{
+			Datum		keys = SPI_getbinval(tup, desc, 19, &isnull);
+
+			job->key_columns = text_array_to_list(keys, isnull, cxt);
+		}
+		job->key_format = eoi_parse_format(text_column(tup, desc, 20, cxt));
+		job->offset_commit_interval_ms = DatumGetInt32(SPI_getbinval(tup, desc, 21, &isnull));
 	}
 	SPI_finish();
 	eoi_restore_user(&saved);

@@ -35,6 +35,7 @@
 
 #include "decode.h"
 #include "sink.h"
+#include "upsert.h"
 
 /* COPY's data source callback takes no argument: the batch's lines. */
 static StringInfo copy_source = NULL;
@@ -153,6 +154,9 @@ static void
 decode_batch(EoiBatch *batch, EoiColumns *cols, StringInfo lines,
 			 ExprContext *econtext, MessagePosition *mc)
 {
+	EoiCopyWriter cw;
+
+	eoi_copy_writer_init(&cw, lines);
 	for (int i = 0; i < batch->n; i++)
 	{
 		rd_kafka_message_t *msg = batch->messages[i];
@@ -163,7 +167,7 @@ decode_batch(EoiBatch *batch, EoiColumns *cols, StringInfo lines,
 					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 					 errmsg("message has a null value (a tombstone)"),
 					 errhint("Tombstones delete rows in mode upsert only; use a transform to handle them otherwise.")));
-		eoi_decode_message(cols, msg->payload, msg->len, lines, econtext);
+		eoi_decode_message(cols, msg->payload, msg->len, &cw.writer, econtext);
 		ResetExprContext(econtext);
 	}
 	mc->current = -1;
@@ -255,5 +259,7 @@ eoi_sink_write(const EoiJob *job, EoiBatch *batch)
 {
 	if (job->transform != NULL)
 		return run_transform(job, batch);
+	if (job->mode == EOI_MODE_UPSERT)
+		return eoi_upsert_batch(job, batch);
 	return copy_into_target(job, batch);
 }

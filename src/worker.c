@@ -61,6 +61,8 @@ typedef struct Worker
 	/* The partitions this worker owns, with their committed next offsets. */
 	EoiPosition *owned;
 	int			nowned;
+	int64	   *consumed;		/* upsert: committed rows' next offsets, ahead of owned */
+	TimestampTz next_offset_commit;
 	int			partition_count;	/* of the topic, when last looked */
 	bool		assigned;
 	TimestampTz next_discovery;
@@ -240,6 +242,9 @@ assign_partitions(void)
 	if (w.owned)
 		pfree(w.owned);
 	w.owned = palloc0(sizeof(EoiPosition) * Max(count, 1));
+	if (w.consumed)
+		pfree(w.consumed);
+	w.consumed = palloc0(sizeof(int64) * Max(count, 1));
 	MemoryContextSwitchTo(old);
 	w.nowned = 0;
 
@@ -273,6 +278,8 @@ assign_partitions(void)
 			pos->offset = stored[i].offset;
 	}
 
+	for (int i = 0; i < w.nowned; i++)
+		w.consumed[i] = w.owned[i].offset;
 	eoi_kafka_assign(w.kafka, w.owned, w.nowned);
 	w.partition_count = count;
 	w.assigned = true;
@@ -347,6 +354,43 @@ remember_offsets(const int64 *last_offset)
 			w.owned[i].offset = last_offset[i] + 1;
 }
 
+/*
+ * upsert: the rows are committed, the offsets follow every
+ * offset_commit_interval_ms in a transaction of their own.  A crash in
+ * between replays batches whose upserts are already in: the same final
+ * values are written again.
+ */
+static void
+note_consumed(const int64 *last_offset)
+{
+	for (int i = 0; i < w.nowned; i++)
+		if (last_offset[i] >= 0)
+			w.consumed[i] = Max(w.consumed[i], last_offset[i] + 1);
+}
+
+static void
+checkpoint_consumed(bool force)
+{
+	bool		behind = false;
+
+	if (!force && GetCurrentTimestamp() < w.next_offset_commit)
+		return;
+	w.next_offset_commit = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+													   w.job->offset_commit_interval_ms);
+	for (int i = 0; i < w.nowned; i++)
+		behind |= (w.consumed[i] > w.owned[i].offset);
+	if (!behind)
+		return;
+
+	begin_work("storing offsets");
+	for (int i = 0; i < w.nowned; i++)
+		if (w.consumed[i] > w.owned[i].offset)
+			eoi_offsets_advance(w.job, w.owned[i].partition, w.owned[i].offset, w.consumed[i]);
+	commit_work();
+	for (int i = 0; i < w.nowned; i++)
+		w.owned[i].offset = w.consumed[i];
+}
+
 static uint64
 batch_bytes(EoiBatch *batch)
 {
@@ -387,6 +431,15 @@ write_batch(EoiBatch *batch)
 			commit_work();
 			EOI_FAULT_POINT("after_commit");
 			remember_offsets(last_offset);
+			break;
+
+		case EOI_MODE_UPSERT:
+			begin_work("upserting batch");
+			rows = eoi_sink_write(w.job, batch);
+			commit_work();
+			note_consumed(last_offset);
+			EOI_FAULT_POINT("between_commits");
+			checkpoint_consumed(false);
 			break;
 
 		case EOI_MODE_AT_LEAST_ONCE:
@@ -720,6 +773,8 @@ one_iteration(void)
 							  w.job->batch_timeout_ms);
 	if (batch->n > 0)
 		write_batch(batch);
+	else if (w.job->mode == EOI_MODE_UPSERT)
+		checkpoint_consumed(false);
 }
 
 void

@@ -14,6 +14,28 @@ export EOINGEST_CACHE=${EOINGEST_CACHE:-/var/cache/eoingest}
 export KAFKA_VERSION=${KAFKA_VERSION:-3.9.1}
 export KAFKA_PORT=${KAFKA_PORT:-39092}
 export KAFKA_BROKERS=127.0.0.1:$KAFKA_PORT
+# Authenticated/encrypted listeners of the same broker (test/kafka.sh), with
+# credentials made at start in $KAFKA_SECURITY_DIR (test/kafka/security.sh):
+# SASL_PLAINTEXT + SCRAM-SHA-256 on KAFKA_PORT+2, SSL (server auth only) on
+# KAFKA_PORT+3. The controller listener is KAFKA_PORT+1.
+export KAFKA_SASL_PORT=$((KAFKA_PORT + 2))
+export KAFKA_SSL_PORT=$((KAFKA_PORT + 3))
+export KAFKA_SASL_BROKERS=127.0.0.1:$KAFKA_SASL_PORT
+export KAFKA_SSL_BROKERS=127.0.0.1:$KAFKA_SSL_PORT
+export KAFKA_SECURITY_DIR=$EOINGEST_RUN/kafka-security
+export KAFKA_SASL_MECHANISM=SCRAM-SHA-256
+export KAFKA_SASL_USER=eoingest
+export KAFKA_SASL_PASSWORD_FILE=$KAFKA_SECURITY_DIR/sasl.password
+# CA that signed the broker certificate (for ssl.ca.location), and an unrelated one.
+export KAFKA_SSL_CA=$KAFKA_SECURITY_DIR/ca.pem
+export KAFKA_SSL_WRONG_CA=$KAFKA_SECURITY_DIR/wrong-ca.pem
+# The SASL password is random, made at the first broker start and kept; it is
+# exported if it exists already, and kafka_sasl_password reads it afresh.
+if [ -r "$KAFKA_SASL_PASSWORD_FILE" ]; then
+  read -r KAFKA_SASL_PASSWORD <"$KAFKA_SASL_PASSWORD_FILE" || true
+  export KAFKA_SASL_PASSWORD
+fi
+kafka_sasl_password() { local p; read -r p <"$KAFKA_SASL_PASSWORD_FILE" && printf '%s\n' "$p"; }
 
 export PGBIN=/usr/lib/postgresql/15/bin
 export PG_CONFIG=${PG_CONFIG:-$PGBIN/pg_config}

@@ -1,0 +1,485 @@
+/*-------------------------------------------------------------------------
+ *
+ * upsert.c
+ *	  Writing a batch as upserts and deletes.
+ *
+ * Each message is decoded into a row of text fields (the same decoding as
+ * the COPY path); a message whose value is null (a tombstone) has its key
+ * decoded onto the key columns instead and deletes that row.  Within a
+ * batch only the last message of each key counts, so that later messages
+ * win and ON CONFLICT never meets the same key twice.  The rows then go in
+ * with one INSERT ... SELECT FROM unnest(text arrays) ... ON CONFLICT (key)
+ * DO UPDATE (DO NOTHING when every column is a key column), and the deletes
+ * with one DELETE ... USING unnest(...).  Replaying a batch applies the same
+ * final values again: that is what makes the sink idempotent.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "catalog/pg_index.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "parser/parse_relation.h"
+#include "utils/acl.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+
+#include "decode.h"
+#include "sink.h"
+#include "upsert.h"
+
+/* Rows of text fields, row-major. */
+typedef struct ArrayWriter
+{
+	EoiRowWriter writer;
+	int			ncols;
+	int			nrows;
+	int			capacity;		/* rows */
+	char	  **cells;
+} ArrayWriter;
+
+/* One message's effect: upsert row `row`, or delete key row `row`. */
+typedef struct Op
+{
+	char	   *key;			/* encoded key values, for ordering */
+	int			seq;			/* position in the batch */
+	bool		is_delete;
+	int			row;
+} Op;
+
+static void
+array_field(EoiRowWriter *writer, int col, const char *data, size_t len)
+{
+	ArrayWriter *aw = (ArrayWriter *) writer;
+
+	if (aw->nrows >= aw->capacity)
+	{
+		aw->capacity = Max(aw->capacity * 2, 64);
+		aw->cells = repalloc_huge(aw->cells, sizeof(char *) * aw->capacity * aw->ncols);
+	}
+	aw->cells[aw->nrows * aw->ncols + col] = data ? pnstrdup(data, len) : NULL;
+}
+
+static void
+array_end_row(EoiRowWriter *writer)
+{
+	((ArrayWriter *) writer)->nrows++;
+}
+
+static void
+array_writer_init(ArrayWriter *aw, int ncols)
+{
+	aw->writer.field = array_field;
+	aw->writer.end_row = array_end_row;
+	aw->ncols = ncols;
+	aw->nrows = 0;
+	aw->capacity = 64;
+	aw->cells = palloc(sizeof(char *) * aw->capacity * ncols);
+}
+
+static char *
+cell(ArrayWriter *aw, int row, int col)
+{
+	return aw->cells[row * aw->ncols + col];
+}
+
+/* A key's values in one string, unambiguous: "<len>:<bytes>" or "N". */
+static char *
+encode_key(ArrayWriter *aw, int row, const int *cols, int ncols)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	for (int k = 0; k < ncols; k++)
+	{
+		char	   *v = cell(aw, row, cols[k]);
+
+		if (v == NULL)
+			appendStringInfoString(&buf, "N|");
+		else
+			appendStringInfo(&buf, "%zu:%s|", strlen(v), v);
+	}
+	return buf.data;
+}
+
+static int
+op_cmp(const void *a, const void *b)
+{
+	const Op   *x = a;
+	const Op   *y = b;
+	int			c = strcmp(x->key, y->key);
+
+	if (c != 0)
+		return c;
+	return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+/* A text[] Datum of column `col` for the given rows. */
+static Datum
+column_array(ArrayWriter *aw, int col, const int *rows, int nrows)
+{
+	Datum	   *elems = palloc(sizeof(Datum) * Max(nrows, 1));
+	bool	   *nulls = palloc(sizeof(bool) * Max(nrows, 1));
+	int			dims[1] = {nrows};
+	int			lbs[1] = {1};
+
+	for (int i = 0; i < nrows; i++)
+	{
+		char	   *v = cell(aw, rows[i], col);
+
+		nulls[i] = (v == NULL);
+		elems[i] = nulls[i] ? (Datum) 0 : CStringGetTextDatum(v);
+	}
+	return PointerGetDatum(construct_md_array(elems, nulls, 1, dims, lbs,
+											  TEXTOID, -1, false, TYPALIGN_INT));
+}
+
+static char *
+column_type(Relation rel, const char *name)
+{
+	AttrNumber	attnum = attnameAttNum(rel, name, false);
+	Form_pg_attribute att = TupleDescAttr(RelationGetDescr(rel), attnum - 1);
+
+	return format_type_extended(att->atttypid, att->atttypmod,
+								FORMAT_TYPE_TYPEMOD_GIVEN | FORMAT_TYPE_FORCE_QUALIFY);
+}
+
+static bool
+is_key(List *key_columns, const char *name)
+{
+	ListCell   *lc;
+
+	foreach(lc, key_columns)
+		if (strcmp(strVal(lfirst(lc)), name) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * INSERT INTO target AS t (cols) SELECT u.c::type, ... FROM ROWS FROM (unnest($1), ...)
+ * AS u(cols) ON CONFLICT (keys) DO UPDATE SET c = excluded.c ...
+ */
+static char *
+build_upsert_sql(Relation rel, const char *target, EoiColumns *cols, List *key_columns)
+{
+	StringInfoData sql;
+	ListCell   *lc;
+	bool		first = true;
+
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "INSERT INTO %s AS t (", target);
+	for (int c = 0; c < cols->ncolumns; c++)
+		appendStringInfo(&sql, "%s%s", c ? ", " : "", quote_identifier(cols->colnames[c]));
+	appendStringInfoString(&sql, ") SELECT ");
+	for (int c = 0; c < cols->ncolumns; c++)
+		appendStringInfo(&sql, "%su.%s::%s", c ? ", " : "", quote_identifier(cols->colnames[c]),
+						 column_type(rel, cols->colnames[c]));
+	appendStringInfoString(&sql, " FROM ROWS FROM (");
+	for (int c = 0; c < cols->ncolumns; c++)
+		appendStringInfo(&sql, "%spg_catalog.unnest($%d::pg_catalog.text[])", c ? ", " : "", c + 1);
+	appendStringInfoString(&sql, ") AS u(");
+	for (int c = 0; c < cols->ncolumns; c++)
+		appendStringInfo(&sql, "%s%s", c ? ", " : "", quote_identifier(cols->colnames[c]));
+	appendStringInfoString(&sql, ") ON CONFLICT (");
+	foreach(lc, key_columns)
+		appendStringInfo(&sql, "%s%s", foreach_current_index(lc) ? ", " : "",
+						 quote_identifier(strVal(lfirst(lc))));
+	appendStringInfoChar(&sql, ')');
+	for (int c = 0; c < cols->ncolumns; c++)
+	{
+		const char *q = quote_identifier(cols->colnames[c]);
+
+		if (is_key(key_columns, cols->colnames[c]))
+			continue;
+		appendStringInfo(&sql, "%s%s = excluded.%s", first ? " DO UPDATE SET " : ", ", q, q);
+		first = false;
+	}
+	if (first)
+		appendStringInfoString(&sql, " DO NOTHING");
+	return sql.data;
+}
+
+/* DELETE FROM target t USING ROWS FROM (unnest($1), ...) AS u(keys) WHERE t.k = u.k::type ... */
+static char *
+build_delete_sql(Relation rel, const char *target, EoiColumns *keys)
+{
+	StringInfoData sql;
+
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "DELETE FROM %s AS t USING ROWS FROM (", target);
+	for (int k = 0; k < keys->ncolumns; k++)
+		appendStringInfo(&sql, "%spg_catalog.unnest($%d::pg_catalog.text[])", k ? ", " : "", k + 1);
+	appendStringInfoString(&sql, ") AS u(");
+	for (int k = 0; k < keys->ncolumns; k++)
+		appendStringInfo(&sql, "%s%s", k ? ", " : "", quote_identifier(keys->colnames[k]));
+	appendStringInfoString(&sql, ") WHERE ");
+	for (int k = 0; k < keys->ncolumns; k++)
+	{
+		const char *q = quote_identifier(keys->colnames[k]);
+
+		appendStringInfo(&sql, "%st.%s OPERATOR(pg_catalog.=) u.%s::%s", k ? " AND " : "",
+						 q, q, column_type(rel, keys->colnames[k]));
+	}
+	return sql.data;
+}
+
+/* Where each key column sits among the decoded value columns. */
+static int *
+key_positions(EoiColumns *cols, List *key_columns)
+{
+	int		   *pos = palloc(sizeof(int) * Max(list_length(key_columns), 1));
+	ListCell   *lc;
+
+	foreach(lc, key_columns)
+	{
+		const char *name = strVal(lfirst(lc));
+		int			c;
+
+		for (c = 0; c < cols->ncolumns && strcmp(cols->colnames[c], name) != 0; c++)
+			;
+		if (c == cols->ncolumns)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("key column \"%s\" is not among the columns the format fills", name),
+					 errhint("Key columns must be written by the messages, not generated.")));
+		pos[foreach_current_index(lc)] = c;
+	}
+	return pos;
+}
+
+static uint64
+execute_with_arrays(const char *sql, ArrayWriter *aw, const int *rows, int nrows, int ncols)
+{
+	Oid		   *types = palloc(sizeof(Oid) * ncols);
+	Datum	   *args = palloc(sizeof(Datum) * ncols);
+	int			ret;
+
+	for (int c = 0; c < ncols; c++)
+	{
+		types[c] = TEXTARRAYOID;
+		args[c] = column_array(aw, c, rows, nrows);
+	}
+	ret = SPI_execute_with_args(sql, ncols, types, args, NULL, false, 0);
+	if (ret < 0)
+		elog(ERROR, "upsert statement failed: %s", SPI_result_code_string(ret));
+	return SPI_processed;
+}
+
+/* Error context: the message being decoded. */
+typedef struct DecodePosition
+{
+	EoiBatch   *batch;
+	int			current;
+} DecodePosition;
+
+static void
+decode_error_callback(void *arg)
+{
+	DecodePosition *dp = arg;
+	rd_kafka_message_t *msg;
+
+	if (dp->current < 0 || dp->current >= dp->batch->n)
+		return;
+	msg = dp->batch->messages[dp->current];
+	errcontext("Kafka message at topic \"%s\" partition %d offset %lld",
+			   dp->batch->topic, msg->partition, (long long) msg->offset);
+}
+
+uint64
+eoi_upsert_batch(const EoiJob *job, EoiBatch *batch)
+{
+	Relation	rel = eoi_open_target(job->target, RowExclusiveLock);
+	EState	   *estate = CreateExecutorState();
+	ExprContext *econtext = GetPerTupleExprContext(estate);
+	EoiColumns *cols = eoi_columns_for(rel, job->format, estate);
+	EoiColumns *keys = eoi_columns_named(rel, job->key_format, job->key_columns);
+	int		   *keypos = key_positions(cols, job->key_columns);
+	int			all_keypos[INDEX_MAX_KEYS];
+	ArrayWriter values;
+	ArrayWriter tombstones;
+	Op		   *ops = palloc(sizeof(Op) * Max(batch->n, 1));
+	int		   *upsert_rows = palloc(sizeof(int) * Max(batch->n, 1));
+	int		   *delete_rows = palloc(sizeof(int) * Max(batch->n, 1));
+	int			nupserts = 0;
+	int			ndeletes = 0;
+	uint64		processed = 0;
+	DecodePosition dp = {batch, -1};
+	ErrorContextCallback errcb;
+
+	for (int k = 0; k < keys->ncolumns; k++)
+		all_keypos[k] = k;
+	array_writer_init(&values, cols->ncolumns);
+	array_writer_init(&tombstones, keys->ncolumns);
+
+	errcb.callback = decode_error_callback;
+	errcb.arg = &dp;
+	errcb.previous = error_context_stack;
+	error_context_stack = &errcb;
+	for (int i = 0; i < batch->n; i++)
+	{
+		rd_kafka_message_t *msg = batch->messages[i];
+
+		dp.current = i;
+		ops[i].seq = i;
+		if (msg->payload == NULL)
+		{
+			if (msg->key == NULL)
+				ereport(ERROR,
+						(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+						 errmsg("tombstone message has no key"),
+						 errhint("A null value deletes the row of the message's key; this message has neither.")));
+			eoi_decode_message(keys, msg->key, msg->key_len, &tombstones.writer, econtext);
+			ops[i].is_delete = true;
+			ops[i].row = tombstones.nrows - 1;
+			ops[i].key = encode_key(&tombstones, ops[i].row, all_keypos, keys->ncolumns);
+		}
+		else
+		{
+			eoi_decode_message(cols, msg->payload, msg->len, &values.writer, econtext);
+			ops[i].is_delete = false;
+			ops[i].row = values.nrows - 1;
+			ops[i].key = encode_key(&values, ops[i].row, keypos, keys->ncolumns);
+		}
+		ResetExprContext(econtext);
+	}
+	error_context_stack = errcb.previous;
+
+	/* The last message of each key wins. */
+	qsort(ops, batch->n, sizeof(Op), op_cmp);
+	for (int i = 0; i < batch->n; i++)
+	{
+		if (i + 1 < batch->n && strcmp(ops[i].key, ops[i + 1].key) == 0)
+			continue;
+		if (ops[i].is_delete)
+			delete_rows[ndeletes++] = ops[i].row;
+		else
+			upsert_rows[nupserts++] = ops[i].row;
+	}
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (ndeletes > 0)
+		processed += execute_with_arrays(build_delete_sql(rel, job->target, keys),
+										 &tombstones, delete_rows, ndeletes, keys->ncolumns);
+	if (nupserts > 0)
+		processed += execute_with_arrays(build_upsert_sql(rel, job->target, cols, job->key_columns),
+										 &values, upsert_rows, nupserts, cols->ncolumns);
+	SPI_finish();
+
+	FreeExecutorState(estate);
+	table_close(rel, NoLock);
+	return processed;
+}
+
+/* The target's primary key columns, in key order; NIL if it has none. */
+List *
+eoi_primary_key_columns(Relation rel)
+{
+	Oid			pk = RelationGetPrimaryKeyIndex(rel);
+	List	   *names = NIL;
+	Relation	idx;
+
+	if (!OidIsValid(pk))
+		return NIL;
+	idx = index_open(pk, AccessShareLock);
+	for (int i = 0; i < idx->rd_index->indnkeyatts; i++)
+	{
+		AttrNumber	attnum = idx->rd_index->indkey.values[i];
+
+		names = lappend(names, makeString(pstrdup(get_attname(RelationGetRelid(rel), attnum, false))));
+	}
+	index_close(idx, AccessShareLock);
+	return names;
+}
+
+static bool
+index_matches_key(Relation idx, Relation rel, List *key_columns)
+{
+	Form_pg_index form = idx->rd_index;
+
+	if (!form->indisunique || !form->indimmediate || !form->indisvalid ||
+		form->indnkeyatts != list_length(key_columns) ||
+		!heap_attisnull(idx->rd_indextuple, Anum_pg_index_indpred, NULL) ||
+		!heap_attisnull(idx->rd_indextuple, Anum_pg_index_indexprs, NULL))
+		return false;
+	for (int i = 0; i < form->indnkeyatts; i++)
+	{
+		AttrNumber	attnum = form->indkey.values[i];
+
+		if (attnum <= 0 || !is_key(key_columns, get_attname(RelationGetRelid(rel), attnum, false)))
+			return false;
+	}
+	return true;
+}
+
+/* ON CONFLICT (key) needs a unique index on exactly the key columns. */
+static void
+check_unique_index(Relation rel, List *key_columns)
+{
+	List	   *indexes = RelationGetIndexList(rel);
+	ListCell   *lc;
+
+	foreach(lc, indexes)
+	{
+		Relation	idx = index_open(lfirst_oid(lc), AccessShareLock);
+		bool		matches = index_matches_key(idx, rel, key_columns);
+
+		index_close(idx, AccessShareLock);
+		if (matches)
+			return;
+	}
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_COLUMN_REFERENCE),
+			 errmsg("mode upsert needs a unique index on exactly the key columns of \"%s\"",
+					RelationGetRelationName(rel)),
+			 errhint("Create a unique index (not partial, not deferrable) on the key_columns, or name the columns of an existing one.")));
+}
+
+/*
+ * At create_job: the key columns must be filled by the format, decodable
+ * from a message key, and backed by a unique index (planning the upsert
+ * checks that, and the caller's INSERT, UPDATE and DELETE privileges).
+ */
+void
+eoi_upsert_check(Relation rel, EoiFormat format, EoiFormat key_format, List *key_columns)
+{
+	EoiColumns *cols = eoi_columns_for(rel, format, NULL);
+	EoiColumns *keys = eoi_columns_named(rel, key_format, key_columns);
+	char	   *target = quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
+													RelationGetRelationName(rel));
+	Oid		   *types = palloc(sizeof(Oid) * Max(cols->ncolumns, 1));
+
+	static const struct
+	{
+		AclMode		mode;
+		const char *name;
+	}			needed[] = {{ACL_INSERT, "INSERT"}, {ACL_UPDATE, "UPDATE"}, {ACL_DELETE, "DELETE"}};
+
+	for (int i = 0; i < lengthof(needed); i++)
+		if (pg_class_aclcheck(RelationGetRelid(rel), GetUserId(), needed[i].mode) != ACLCHECK_OK)
+			ereport(ERROR,
+					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					 errmsg("mode upsert needs %s privilege on \"%s\"", needed[i].name,
+							RelationGetRelationName(rel)),
+					 errhint("Upserts insert and update rows, and tombstones delete them: grant INSERT, UPDATE and DELETE.")));
+	(void) key_positions(cols, key_columns);
+	check_unique_index(rel, key_columns);
+	for (int c = 0; c < cols->ncolumns; c++)
+		types[c] = TEXTARRAYOID;
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_prepare(build_upsert_sql(rel, target, cols, key_columns), cols->ncolumns, types) == NULL)
+		elog(ERROR, "could not prepare the upsert: %s", SPI_result_code_string(SPI_result));
+	if (SPI_prepare(build_delete_sql(rel, target, keys), keys->ncolumns, types) == NULL)
+		elog(ERROR, "could not prepare the delete: %s", SPI_result_code_string(SPI_result));
+	SPI_finish();
+}

@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# Build the libFuzzer target for the CSV splitter (src/csv.c) and run it for a
+# bounded time.
+#
+#   bash test/fuzz/run.sh [SECONDS]      (default 60)
+#
+# TAP on stdout (1..1, then ok / not ok), diagnostics on stderr.  Exits
+# non-zero on any crash, sanitizer report, leak, timeout or out-of-memory.
+#
+# Installs clang and the compiler-rt runtime (libclang_rt.fuzzer, asan, ubsan;
+# Debian 12: libclang-rt-14-dev) if they are missing (needs root then).
+# Build output goes to $EOINGEST_RUN/fuzz (never into the repo): the binary
+# csv_fuzz and the log csv_fuzz.log of the last run.  The seed corpus
+# test/fuzz/corpus/csv is copied to a temp dir there first, so the run never
+# writes into the repo; on failure that dir is kept, with the crashing input
+# under artifacts/.  Reproduce one with:
+#   $EOINGEST_RUN/fuzz/csv_fuzz <file>
+#
+#   EOINGEST_FUZZ_ARGS   extra libFuzzer flags (e.g. "-jobs=2 -workers=2")
+set -uo pipefail
+
+FUZZ_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+. "$FUZZ_DIR/../env.sh"
+
+DURATION=${1:-60}
+case "$DURATION" in
+  ''|*[!0-9]*|0) echo "usage: $0 [SECONDS>0]" >&2; exit 2 ;;
+esac
+
+OUT=$EOINGEST_RUN/fuzz
+BIN=$OUT/csv_fuzz
+LOG=$OUT/csv_fuzz.log
+
+echo "1..1"
+diag() { echo "# $*" >&2; }
+fail() {
+  echo "not ok 1 - csv fuzzing: $*"
+  exit 1
+}
+
+# ---- toolchain ----------------------------------------------------------
+apt_install() {
+  if [ "$(id -u)" -ne 0 ]; then
+    diag "missing packages ($*) and not root: install them manually"
+    return 1
+  fi
+  diag "installing $*"
+  export DEBIAN_FRONTEND=noninteractive
+  # try without refreshing the package lists first, then with
+  apt-get install -y -q --no-install-recommends "$@" </dev/null >&2 ||
+    { apt-get update -q </dev/null >&2 &&
+      apt-get install -y -q --no-install-recommends "$@" </dev/null >&2; }
+}
+
+if ! command -v clang >/dev/null 2>&1; then
+  apt_install clang || fail "cannot install clang"
+fi
+fuzzer_rt() {
+  local dir
+  dir=$(clang --print-runtime-dir 2>/dev/null) || return 1
+  [ -f "$dir/libclang_rt.fuzzer-$(uname -m).a" ] && [ -f "$dir/libclang_rt.asan-$(uname -m).a" ]
+}
+if ! fuzzer_rt; then
+  # the runtime matching the clang in use: libclang-rt-14-dev on Debian 12
+  clang_major=$(clang -dumpversion | cut -d. -f1)
+  apt_install "libclang-rt-$clang_major-dev" || fail "cannot install libclang-rt-$clang_major-dev"
+  fuzzer_rt || fail "libclang_rt.fuzzer not found in $(clang --print-runtime-dir)"
+fi
+
+# ---- build --------------------------------------------------------------
+mkdir -p "$OUT" || fail "cannot create $OUT"
+BUILD=(clang -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
+       -g -O1 -Wall -Wextra -I "$EOINGEST_REPO/src"
+       "$EOINGEST_REPO/src/csv.c" "$FUZZ_DIR/csv_fuzz.c" -o "$BIN")
+diag "$(clang --version | head -n 1)"
+diag "build: ${BUILD[*]}"
+t0=$(date +%s.%N)
+"${BUILD[@]}" >&2 || fail "build failed"
+t1=$(date +%s.%N)
+diag "build took $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') s"
+
+# ---- run ----------------------------------------------------------------
+WORK=$(mktemp -d "$OUT/run.XXXXXX") || fail "mktemp failed"
+mkdir -p "$WORK/corpus" "$WORK/artifacts"
+cp -- "$FUZZ_DIR"/corpus/csv/* "$WORK/corpus/" || fail "cannot copy the corpus"
+seeds=$(find "$WORK/corpus" -type f | wc -l)
+
+export ASAN_OPTIONS="detect_leaks=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
+# shellcheck disable=SC2206
+extra=(${EOINGEST_FUZZ_ARGS:-})
+diag "fuzzing for $DURATION s from $seeds seeds; log: $LOG"
+t0=$(date +%s)
+( cd "$WORK" &&
+  timeout -k 10 $((DURATION + 120)) "$BIN" \
+    -max_total_time="$DURATION" -timeout=5 -rss_limit_mb=2048 \
+    -dict="$FUZZ_DIR/csv.dict" -print_final_stats=1 \
+    -artifact_prefix="$WORK/artifacts/" "${extra[@]}" \
+    "$WORK/corpus" ) >"$LOG" 2>&1
+rc=$?
+t1=$(date +%s)
+elapsed=$((t1 - t0))
+
+execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$LOG" | tail -n 1)
+rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$LOG" | tail -n 1)
+rss=$(sed -n 's/^stat::peak_rss_mb: *//p' "$LOG" | tail -n 1)
+last=$(grep -E '^#[0-9]+.* cov: ' "$LOG" | tail -n 1)
+cov=$(sed -n 's/.* cov: \([0-9]*\).*/\1/p' <<<"$last")
+ft=$(sed -n 's/.* ft: \([0-9]*\).*/\1/p' <<<"$last")
+corp=$(sed -n 's/.* corp: \([^ ]*\).*/\1/p' <<<"$last")
+diag "csv_fuzz: ${elapsed}s, ${execs:-?} execs (${rate:-?}/s), cov ${cov:-?} edges, ft ${ft:-?}, corpus ${corp:-?}, peak rss ${rss:-?} MB, exit $rc"
+
+artifacts=$(find "$WORK/artifacts" -type f | wc -l)
+if [ "$rc" -ne 0 ] || [ "$artifacts" -ne 0 ] || ! grep -qE '^#[0-9]+[[:space:]]+DONE ' "$LOG"; then
+  diag "---- tail of $LOG ----"
+  tail -n 60 "$LOG" | sed 's/^/# /' >&2
+  diag "kept $WORK (artifacts: $(find "$WORK/artifacts" -type f -printf '%f ' ))"
+  fail "libFuzzer exit $rc, $artifacts artifact(s) in $WORK/artifacts"
+fi
+rm -rf -- "$WORK"
+echo "ok 1 - csv fuzzing ran $DURATION s clean"
