@@ -165,7 +165,13 @@ error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque)
 {
 	EoiKafka   *kafka = opaque;
 
-	/* Runs in our thread, from rd_kafka_consumer_poll(): only record it. */
+	/*
+	 * Runs in our thread, from rd_kafka_consumer_poll(): only record it.
+	 * "All brokers are down" follows the broker's own reason (bad
+	 * credentials, untrusted certificate): keep the reason.
+	 */
+	if (err == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN && kafka->last_error[0] != '\0')
+		return;
 	snprintf(kafka->last_error, sizeof(kafka->last_error), "%s: %s",
 			 rd_kafka_err2name(err), reason);
 }

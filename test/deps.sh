@@ -5,7 +5,7 @@ set -euo pipefail
 PKGS=(
   postgresql-15 postgresql-server-dev-15 postgresql-15-pgtap
   librdkafka-dev kcat
-  clang make gcc
+  clang libclang-rt-14-dev make gcc
   maven openjdk-17-jre-headless
   procps
 )

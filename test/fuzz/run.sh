@@ -20,6 +20,7 @@
 set -uo pipefail
 
 FUZZ_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=../env.sh
 . "$FUZZ_DIR/../env.sh"
 
 DURATION=${1:-60}
@@ -69,6 +70,7 @@ fi
 
 # ---- build --------------------------------------------------------------
 mkdir -p "$OUT" || fail "cannot create $OUT"
+# shellcheck disable=SC2054  # the commas are part of -fsanitize=
 BUILD=(clang -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
        -g -O1 -Wall -Wextra -I "$EOINGEST_REPO/src"
        "$EOINGEST_REPO/src/csv.c" "$FUZZ_DIR/csv_fuzz.c" -o "$BIN")
