@@ -7,7 +7,7 @@ PKGS=(
   librdkafka-dev kcat
   clang libclang-rt-14-dev make gcc
   maven openjdk-17-jre-headless
-  procps
+  procps openssl
 )
 
 missing=()
