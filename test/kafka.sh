@@ -201,7 +201,7 @@ cmd_start() {
     cid=$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')
     read -r password <"$KAFKA_SASL_PASSWORD_FILE"
     rm -f "$KAFKA_SCRAM_MARKER"
-    if ! timeout 120 "${jvm[@]}" kafka.tools.StorageTool format -t "$cid" \
+    if ! timeout 120 "${jvm[@]}" kafka.tools.StorageTool format --cluster-id="$cid" \
         -c "$KAFKA_CONF/server.properties" \
         --add-scram "$KAFKA_SASL_MECHANISM=[name=$KAFKA_SASL_USER,password=$password]" \
         >"$KAFKA_LOGS/format.out" 2>&1 </dev/null; then
