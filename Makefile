@@ -15,11 +15,13 @@ OBJS = \
 	src/csv.o \
 	src/twophase.o \
 	src/upsert.o \
+	src/deadletter.o \
+	src/positions.o \
 	src/api.o
 
 DATA = $(wildcard sql/eoingest--*.sql)
 
-REGRESS = setup api formats transform upsert
+REGRESS = setup api formats transform upsert deadletters
 REGRESS_OPTS = --use-existing
 
 PG_CPPFLAGS = -I$(srcdir)/src -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare

@@ -26,6 +26,7 @@ CREATE TABLE @extschema@.jobs (
     key_columns       text[],
     key_format        text NOT NULL DEFAULT 'text',
     offset_commit_interval_ms integer NOT NULL DEFAULT 1000,
+    max_message_bytes integer NOT NULL DEFAULT 10485760,
     state             text NOT NULL DEFAULT 'stopped'
                       CHECK (state IN ('running', 'stopped', 'failed')),
     last_error        text,
@@ -53,11 +54,30 @@ CREATE TABLE @extschema@.checkpoints (
     decided_at  timestamptz NOT NULL DEFAULT pg_catalog.now()
 );
 
+-- Records that could not be decoded or stored (on_error => 'dead_letter'),
+-- written in the transaction that moves the offsets past them.
+CREATE TABLE @extschema@.dead_letters (
+    id           bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    job          text NOT NULL,
+    topic        text NOT NULL,
+    "partition"  integer NOT NULL,
+    "offset"     bigint NOT NULL,
+    key          bytea,
+    value        bytea,
+    "timestamp"  timestamptz,
+    error        text NOT NULL,
+    sqlstate     text NOT NULL,
+    failed_at    timestamptz NOT NULL DEFAULT pg_catalog.now()
+);
+CREATE INDEX ON @extschema@.dead_letters (job, id);
+
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.jobs', '');
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.dead_letters', '');
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.checkpoints', '');
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.offsets', '');
 
-REVOKE ALL ON @extschema@.jobs, @extschema@.offsets, @extschema@.checkpoints FROM PUBLIC;
+REVOKE ALL ON @extschema@.jobs, @extschema@.offsets, @extschema@.checkpoints,
+              @extschema@.dead_letters FROM PUBLIC;
 
 CREATE FUNCTION @extschema@.create_job(
     name              text,
@@ -72,11 +92,12 @@ CREATE FUNCTION @extschema@.create_job(
     batch_timeout_ms  integer DEFAULT 1000,
     parallelism       integer DEFAULT 1,
     options           jsonb DEFAULT '{}',
-    on_error          text DEFAULT 'fail',
+    on_error          text DEFAULT 'dead_letter',
     checkpoint_interval_ms integer DEFAULT 1000,
     key_columns       text[] DEFAULT NULL,
     key_format        text DEFAULT NULL,
-    offset_commit_interval_ms integer DEFAULT 1000)
+    offset_commit_interval_ms integer DEFAULT 1000,
+    max_message_bytes integer DEFAULT 10485760)
 RETURNS void
 LANGUAGE C VOLATILE
 AS 'MODULE_PATHNAME', 'eoingest_create_job';
@@ -95,6 +116,20 @@ CREATE FUNCTION @extschema@.drop_job(name text)
 RETURNS void
 LANGUAGE C STRICT VOLATILE
 AS 'MODULE_PATHNAME', 'eoingest_drop_job';
+
+-- Put a job's dead letters (all, or those ids) through its write path
+-- again, once the cause is fixed; returns how many were replayed.
+CREATE FUNCTION @extschema@.replay_dead_letters(job text, ids bigint[] DEFAULT NULL)
+RETURNS bigint
+LANGUAGE C VOLATILE
+AS 'MODULE_PATHNAME', 'eoingest_replay_dead_letters';
+
+-- Where a stopped job resumes: 'earliest', 'latest', a timestamp, or
+-- explicit offsets as a JSON object {"partition": offset}.
+CREATE FUNCTION @extschema@.reset_offsets(job text, "to" text)
+RETURNS integer
+LANGUAGE C STRICT VOLATILE
+AS 'MODULE_PATHNAME', 'eoingest_reset_offsets';
 
 -- The batch being written, for transforms.  Only callable inside a worker.
 CREATE FUNCTION @extschema@.batch(
@@ -122,7 +157,8 @@ CREATE FUNCTION @extschema@._worker_status(
     OUT batches         bigint,
     OUT last_commit_at  timestamptz,
     OUT last_error      text,
-    OUT last_error_at   timestamptz)
+    OUT last_error_at   timestamptz,
+    OUT dead_letters    bigint)
 RETURNS SETOF record
 LANGUAGE C STRICT VOLATILE
 AS 'MODULE_PATHNAME', 'eoingest_worker_status';
@@ -145,6 +181,7 @@ SELECT j.name,
        s.rows,
        s.bytes,
        s.batches,
+       s.dead_letters,
        s.last_commit_at,
        COALESCE(s.last_error, j.last_error) AS last_error,
        s.last_error_at,

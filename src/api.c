@@ -317,6 +317,7 @@ eoingest_create_job(PG_FUNCTION_ARGS)
 	char	   *key_format_s = optional_text(fcinfo, 15);
 	int			offset_commit_interval_ms = int_in_range(fcinfo, 16, "offset_commit_interval_ms", 10, MAX_BATCH_TIMEOUT_MS);
 	EoiFormat	key_format;
+	int			max_message_bytes = int_in_range(fcinfo, 17, "max_message_bytes", 1, MaxAllocSize - VARHDRSZ);
 	EoiFormat	format;
 	EoiMode		mode;
 	char	   *qualified_target = NULL;
@@ -335,11 +336,6 @@ eoingest_create_job(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("unknown start_offset \"%s\"", start_offset),
 				 errhint("Choose earliest or latest.")));
-	if (strcmp(on_error_s, "fail") != 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("on_error %s is not available in this version of eoingest", on_error_s),
-				 errhint("Use fail: a bad record stops the job with its position in job_status.")));
 
 	if (target == NULL && transform == NULL)
 		ereport(ERROR,
@@ -384,11 +380,11 @@ eoingest_create_job(PG_FUNCTION_ARGS)
 				 errmsg("eoingest job \"%s\" already exists", name),
 				 errhint("Choose another name, or drop the existing job with eoingest.drop_job('%s').", name)));
 	{
-		Oid			types[18] = {TEXTOID, OIDOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
+		Oid			types[20] = {TEXTOID, OIDOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
 			TEXTOID, TEXTOID, INT4OID, INT4OID, INT4OID, JSONBOID, TEXTOID, INT4OID,
-		TEXTARRAYOID, TEXTOID, INT4OID};
-		Datum		args[18];
-		char		nulls[18];
+		TEXTARRAYOID, TEXTOID, INT4OID, TEXTOID, INT4OID};
+		Datum		args[20];
+		char		nulls[20];
 		const char *search_path = GetConfigOption("search_path", false, false);
 
 		memset(nulls, ' ', sizeof(nulls));
@@ -422,14 +418,16 @@ eoingest_create_job(PG_FUNCTION_ARGS)
 			nulls[15] = 'n';
 		args[16] = CStringGetTextDatum(key_format_s);
 		args[17] = Int32GetDatum(offset_commit_interval_ms);
+		args[18] = CStringGetTextDatum(on_error_s);
+		args[19] = Int32GetDatum(max_message_bytes);
 
 		if (SPI_execute_with_args("INSERT INTO eoingest.jobs (name, owner, brokers, topic, target,"
 								  " format, mode, transform, start_offset, batch_size, batch_timeout_ms,"
 								  " parallelism, options, on_error, search_path, checkpoint_interval_ms,"
-								  " key_columns, key_format, offset_commit_interval_ms)"
-								  " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, 'fail', $14, $15,"
-								  "         $16, $17, $18)",
-								  18, types, args, nulls, false, 0) != SPI_OK_INSERT)
+								  " key_columns, key_format, offset_commit_interval_ms, max_message_bytes)"
+								  " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $19, $14, $15,"
+								  "         $16, $17, $18, $20)",
+								  20, types, args, nulls, false, 0) != SPI_OK_INSERT)
 			elog(ERROR, "could not insert into eoingest.jobs");
 	}
 	SPI_finish();
@@ -598,8 +596,8 @@ eoingest_worker_status(PG_FUNCTION_ARGS)
 	for (int i = 0; i < nslots; i++)
 	{
 		EoiWorkerSlot *s = &copy[i];
-		Datum		values[12];
-		bool		nulls[12] = {false};
+		Datum		values[13];
+		bool		nulls[13] = {false};
 
 		if (!s->in_use || s->pid == 0)
 			continue;
@@ -618,6 +616,7 @@ eoingest_worker_status(PG_FUNCTION_ARGS)
 		nulls[10] = (s->last_error[0] == '\0');
 		values[11] = TimestampTzGetDatum(s->last_error_at);
 		nulls[11] = (s->last_error_at == 0);
+		values[12] = Int64GetDatum((int64) s->dead_letters);
 		tuplestore_putvalues(store, tupdesc, values, nulls);
 	}
 

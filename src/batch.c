@@ -26,6 +26,33 @@
 PG_FUNCTION_INFO_V1(eoingest_batch);
 
 EoiBatch   *eoi_current_batch = NULL;
+int			eoi_failed_message = -1;
+
+/* For error context callbacks: name the message and remember it. */
+void
+eoi_message_errcontext(EoiBatch *batch, int index)
+{
+	rd_kafka_message_t *msg;
+
+	if (index < 0 || index >= batch->n)
+		return;
+	msg = batch->messages[index];
+	eoi_failed_message = index;
+	errcontext("Kafka message at topic \"%s\" partition %d offset %lld",
+			   batch->topic, msg->partition, (long long) msg->offset);
+}
+
+/* Messages [from, to) of a batch, as a batch that does not own them. */
+EoiBatch
+eoi_batch_slice(EoiBatch *batch, int from, int to)
+{
+	EoiBatch	slice = *batch;
+
+	slice.messages = batch->messages + from;
+	slice.n = to - from;
+	slice.capacity = slice.n;
+	return slice;
+}
 
 static void
 batch_release(void *arg)
@@ -61,9 +88,12 @@ eoi_batch_create(MemoryContext cxt, int capacity, const char *topic)
 Datum
 eoi_message_timestamp(rd_kafka_message_t *msg, bool *isnull)
 {
-	rd_kafka_timestamp_type_t tstype;
-	int64		ms = rd_kafka_message_timestamp(msg, &tstype);
+	rd_kafka_timestamp_type_t tstype = RD_KAFKA_TIMESTAMP_NOT_AVAILABLE;
+	int64		ms = -1;
 
+	/* Messages rebuilt from eoingest.dead_letters carry no librdkafka state. */
+	if (msg->_private != NULL)
+		ms = rd_kafka_message_timestamp(msg, &tstype);
 	*isnull = (tstype == RD_KAFKA_TIMESTAMP_NOT_AVAILABLE || ms < 0);
 	if (*isnull)
 		return (Datum) 0;
@@ -92,7 +122,8 @@ headers_as_jsonb(rd_kafka_message_t *msg, bool *isnull)
 	size_t		size;
 
 	*isnull = true;
-	if (rd_kafka_message_headers(msg, &hdrs) != RD_KAFKA_RESP_ERR_NO_ERROR)
+	if (msg->_private == NULL ||
+		rd_kafka_message_headers(msg, &hdrs) != RD_KAFKA_RESP_ERR_NO_ERROR)
 		return (Datum) 0;
 
 	initStringInfo(&buf);

@@ -27,6 +27,16 @@ typedef struct EoiBatch
 /* The batch a transform may read through eoingest.batch(); NULL otherwise. */
 extern EoiBatch *eoi_current_batch;
 
+/*
+ * The message an error was about, as an index into the batch being
+ * written, or -1: set by the error context callbacks of the write path, so
+ * that a failed batch can set that one message aside.
+ */
+extern int	eoi_failed_message;
+
+extern void eoi_message_errcontext(EoiBatch *batch, int index);
+extern EoiBatch eoi_batch_slice(EoiBatch *batch, int from, int to);
+
 extern EoiBatch *eoi_batch_create(MemoryContext cxt, int capacity, const char *topic);
 
 extern Datum eoi_message_timestamp(rd_kafka_message_t *msg, bool *isnull);

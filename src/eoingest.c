@@ -27,6 +27,7 @@ void		_PG_init(void);
 char	   *eoingest_database = NULL;
 int			eoingest_max_workers = 32;
 char	   *eoingest_fault_point = NULL;
+int			eoingest_lock_timeout = 10000;
 
 #if PG_VERSION_NUM >= 150000
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
@@ -70,6 +71,15 @@ eoi_define_settings(void)
 							32, 1, 1024,
 							PGC_POSTMASTER,
 							0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("eoingest.lock_timeout",
+							"Longest wait of a worker for a lock before it rolls back, reports and retries.",
+							"A target locked by someone else shows in job_status instead of stalling silently. 0 waits forever.",
+							&eoingest_lock_timeout,
+							10000, 0, INT_MAX,
+							PGC_SIGHUP,
+							GUC_UNIT_MS,
 							NULL, NULL, NULL);
 
 	DefineCustomStringVariable("eoingest.fault_point",

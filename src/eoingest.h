@@ -18,6 +18,7 @@
 extern char *eoingest_database;
 extern int	eoingest_max_workers;
 extern char *eoingest_fault_point;
+extern int	eoingest_lock_timeout;
 
 /* The ingestion modes: the rows of the seed article's consistency table. */
 typedef enum EoiMode
@@ -62,6 +63,7 @@ typedef struct EoiJob
 	List	   *key_columns;	/* upsert: of String */
 	EoiFormat	key_format;		/* upsert: how tombstone keys decode */
 	int			offset_commit_interval_ms;	/* upsert */
+	int			max_message_bytes;	/* larger values are bad records */
 	Jsonb	   *options;		/* librdkafka properties */
 	EoiOnError	on_error;
 	char	   *search_path;

@@ -144,25 +144,54 @@ text_array_to_list(Datum d, bool isnull, MemoryContext cxt)
  * called inside a transaction with a snapshot.  Returns NULL when the job
  * does not exist and missing_ok.
  */
+static EoiJob *job_load(const char *where, Oid argtype, Datum arg);
+
 EoiJob *
 eoi_job_load(int32 job_id, bool missing_ok)
+{
+	EoiJob	   *job = job_load("id = $1", INT4OID, Int32GetDatum(job_id));
+
+	if (job == NULL && !missing_ok)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("eoingest job %d does not exist", job_id)));
+	return job;
+}
+
+/* Job `name`, or an error that says so. */
+EoiJob *
+eoi_job_load_by_name(const char *name)
+{
+	EoiJob	   *job = job_load("name = $1", TEXTOID, CStringGetTextDatum(name));
+
+	if (job == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("eoingest job \"%s\" does not exist", name),
+				 errhint("eoingest.job_status lists the jobs.")));
+	return job;
+}
+
+static EoiJob *
+job_load(const char *where, Oid argtype, Datum arg)
 {
 	MemoryContext cxt = CurrentMemoryContext;
 	EoiSavedUser saved;
 	EoiJob	   *job = NULL;
-	Oid			argtypes[1] = {INT4OID};
-	Datum		args[1] = {Int32GetDatum(job_id)};
+	Oid			argtypes[1] = {argtype};
+	Datum		args[1] = {arg};
+	char	   *sql;
 	int			ret;
 
 	eoi_become_extension_owner(&saved);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	ret = SPI_execute_with_args("SELECT id, name, owner, brokers, topic, target, format, mode,"
-								"       transform, start_offset, batch_size, batch_timeout_ms,"
-								"       parallelism, options, on_error, search_path, state, checkpoint_interval_ms,"
-								"       key_columns, key_format, offset_commit_interval_ms"
-								"  FROM eoingest.jobs WHERE id = $1",
-								1, argtypes, args, NULL, true, 1);
+	sql = psprintf("SELECT id, name, owner, brokers, topic, target, format, mode,"
+				   "       transform, start_offset, batch_size, batch_timeout_ms,"
+				   "       parallelism, options, on_error, search_path, state, checkpoint_interval_ms,"
+				   "       key_columns, key_format, offset_commit_interval_ms, max_message_bytes"
+				   "  FROM eoingest.jobs WHERE %s", where);
+	ret = SPI_execute_with_args(sql, 1, argtypes, args, NULL, true, 1);
 	if (ret != SPI_OK_SELECT)
 		elog(ERROR, "could not read eoingest.jobs: %s", SPI_result_code_string(ret));
 
@@ -204,13 +233,9 @@ eoi_job_load(int32 job_id, bool missing_ok)
 		}
 		job->key_format = eoi_parse_format(text_column(tup, desc, 20, cxt));
 		job->offset_commit_interval_ms = DatumGetInt32(SPI_getbinval(tup, desc, 21, &isnull));
+		job->max_message_bytes = DatumGetInt32(SPI_getbinval(tup, desc, 22, &isnull));
 	}
 	SPI_finish();
 	eoi_restore_user(&saved);
-
-	if (job == NULL && !missing_ok)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("eoingest job %d does not exist", job_id)));
 	return job;
 }

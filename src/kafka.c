@@ -302,6 +302,37 @@ eoi_kafka_watermarks(EoiKafka *kafka, int32 partition, int64 *low, int64 *high,
 						kafka->topic, partition, rd_kafka_err2str(err))));
 }
 
+/*
+ * The earliest offset whose timestamp is at or after `ms` (milliseconds
+ * since the epoch); the high watermark when there is none.
+ */
+int64
+eoi_kafka_offset_for_time(EoiKafka *kafka, int32 partition, int64 ms, int timeout_ms)
+{
+	rd_kafka_topic_partition_list_t *list = rd_kafka_topic_partition_list_new(1);
+	rd_kafka_resp_err_t err;
+	int64		offset;
+
+	rd_kafka_topic_partition_list_add(list, kafka->topic, partition)->offset = ms;
+	err = rd_kafka_offsets_for_times(kafka->rk, list, timeout_ms);
+	if (err == RD_KAFKA_RESP_ERR_NO_ERROR)
+		err = list->elems[0].err;
+	offset = list->elems[0].offset;
+	rd_kafka_topic_partition_list_destroy(list);
+	if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("could not look up offsets by time in Kafka topic \"%s\" partition %d: %s",
+						kafka->topic, partition, rd_kafka_err2str(err))));
+	if (offset < 0)
+	{
+		int64		low;
+
+		eoi_kafka_watermarks(kafka, partition, &low, &offset, timeout_ms);
+	}
+	return offset;
+}
+
 static rd_kafka_topic_partition_list_t *
 position_list(EoiKafka *kafka, const EoiPosition *positions, int n)
 {

@@ -30,6 +30,8 @@ extern void eoi_kafka_close(EoiKafka *kafka);
 extern int	eoi_kafka_partition_count(EoiKafka *kafka, int timeout_ms);
 extern void eoi_kafka_watermarks(EoiKafka *kafka, int32 partition,
 								 int64 *low, int64 *high, int timeout_ms);
+extern int64 eoi_kafka_offset_for_time(EoiKafka *kafka, int32 partition, int64 ms,
+									   int timeout_ms);
 extern void eoi_kafka_assign(EoiKafka *kafka, const EoiPosition *positions, int n);
 extern void eoi_kafka_seek(EoiKafka *kafka, const EoiPosition *positions, int n);
 extern int	eoi_kafka_poll(EoiKafka *kafka, rd_kafka_message_t **messages,

@@ -40,6 +40,7 @@ typedef struct EoiWorkerSlot
 	uint64		rows;
 	uint64		bytes;
 	uint64		batches;
+	uint64		dead_letters;
 	TimestampTz last_commit_at;
 	TimestampTz last_error_at;
 	char		last_error[EOI_ERROR_LEN];

@@ -17,6 +17,7 @@
 #include "postgres.h"
 
 #include "access/table.h"
+#include "access/xact.h"
 #include "catalog/namespace.h"
 #include "commands/copy.h"
 #include "commands/copyfrom_internal.h"
@@ -30,9 +31,11 @@
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 #include "utils/regproc.h"
+#include "utils/resowner.h"
 #include "utils/rel.h"
 #include "utils/rls.h"
 
+#include "deadletter.h"
 #include "decode.h"
 #include "sink.h"
 #include "upsert.h"
@@ -54,15 +57,10 @@ message_error_callback(void *arg)
 {
 	MessagePosition *mc = arg;
 	int			i = mc->current;
-	rd_kafka_message_t *msg;
 
 	if (mc->cstate != NULL && mc->cstate->cur_lineno > 0)
 		i = (int) mc->cstate->cur_lineno - 1;
-	if (i < 0 || i >= mc->batch->n)
-		return;
-	msg = mc->batch->messages[i];
-	errcontext("Kafka message at topic \"%s\" partition %d offset %lld",
-			   mc->batch->topic, msg->partition, (long long) msg->offset);
+	eoi_message_errcontext(mc->batch, i);
 }
 
 static int
@@ -173,6 +171,38 @@ decode_batch(EoiBatch *batch, EoiColumns *cols, StringInfo lines,
 	mc->current = -1;
 }
 
+/*
+ * The target must keep the columns it had when this process first wrote
+ * to it: a table altered under a running job fails the job (its offsets
+ * stay where they are) rather than sending every message to dead letters.
+ */
+void
+eoi_check_target_unchanged(Relation rel, EoiColumns *cols)
+{
+	static List *first_names = NIL;
+	static Oid	first_relid = InvalidOid;
+	List	   *names = NIL;
+	MemoryContext old;
+
+	for (int c = 0; c < cols->ncolumns; c++)
+		names = lappend(names, makeString(cols->colnames[c]));
+	if (first_relid == RelationGetRelid(rel) && equal(names, first_names))
+		return;
+	if (first_relid == InvalidOid || !IsBackgroundWorker)
+	{
+		old = MemoryContextSwitchTo(TopMemoryContext);
+		first_relid = RelationGetRelid(rel);
+		first_names = copyObject(names);
+		MemoryContextSwitchTo(old);
+		return;
+	}
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("target \"%s\" was altered while the job was running",
+					RelationGetRelationName(rel)),
+			 errhint("Check that the job's format still fits the table, then run eoingest.start_job() again.")));
+}
+
 static uint64
 copy_into_target(const EoiJob *job, EoiBatch *batch)
 {
@@ -187,6 +217,7 @@ copy_into_target(const EoiJob *job, EoiBatch *batch)
 	List	   *options;
 	uint64		processed;
 
+	eoi_check_target_unchanged(rel, cols);
 	(void) add_target_rte(pstate, rel, cols->names);
 	check_insert(pstate, rel);
 
@@ -222,12 +253,19 @@ copy_into_target(const EoiJob *job, EoiBatch *batch)
 static uint64
 run_transform(const EoiJob *job, EoiBatch *batch)
 {
+	/* One plan per process: a worker runs one job; replay may run others. */
 	static SPIPlanPtr plan = NULL;
+	static int32 plan_job = 0;
 	uint64		rows;
 	int			ret;
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
+	if (plan != NULL && plan_job != job->id)
+	{
+		SPI_freeplan(plan);
+		plan = NULL;
+	}
 	if (plan == NULL)
 	{
 		plan = SPI_prepare(job->transform, 0, NULL);
@@ -236,6 +274,7 @@ run_transform(const EoiJob *job, EoiBatch *batch)
 				 job->name, SPI_result_code_string(SPI_result));
 		if (SPI_keepplan(plan) != 0)
 			elog(ERROR, "could not keep the transform's plan");
+		plan_job = job->id;
 	}
 	eoi_current_batch = batch;
 	ret = SPI_execute_plan(plan, NULL, NULL, false, 0);
@@ -254,12 +293,137 @@ run_transform(const EoiJob *job, EoiBatch *batch)
  * Write the batch's rows; returns how many rows were written.  Runs in the
  * caller's transaction, with a snapshot, as the job's owner.
  */
+/* A message larger than max_message_bytes is a bad record. */
+static void
+check_sizes(const EoiJob *job, EoiBatch *batch)
+{
+	for (int i = 0; i < batch->n; i++)
+	{
+		rd_kafka_message_t *msg = batch->messages[i];
+
+		if (msg->len + msg->key_len > (size_t) job->max_message_bytes)
+		{
+			eoi_failed_message = i;
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("message of %zu bytes is larger than max_message_bytes (%d)",
+							msg->len + msg->key_len, job->max_message_bytes),
+					 errcontext("Kafka message at topic \"%s\" partition %d offset %lld",
+								batch->topic, msg->partition, (long long) msg->offset)));
+		}
+	}
+}
+
 uint64
 eoi_sink_write(const EoiJob *job, EoiBatch *batch)
 {
+	check_sizes(job, batch);
 	if (job->transform != NULL)
 		return run_transform(job, batch);
 	if (job->mode == EOI_MODE_UPSERT)
 		return eoi_upsert_batch(job, batch);
 	return copy_into_target(job, batch);
+}
+
+/*
+ * Try to write messages [from, to) in a subtransaction.  Returns true and
+ * adds to *rows on success; on an error of one record, rolls back and
+ * returns false with the error and the failing message (or -1 if the error
+ * does not say); any other error is thrown on.
+ */
+static bool
+try_write(const EoiJob *job, EoiBatch *batch, int from, int to, uint64 *rows,
+		  ErrorData **error, int *failed)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	EoiBatch	slice = eoi_batch_slice(batch, from, to);
+	bool		ok = true;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(cxt);
+	eoi_failed_message = -1;
+	PG_TRY();
+	{
+		*rows += eoi_sink_write(job, &slice);
+		ReleaseCurrentSubTransaction();
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		eoi_current_batch = NULL;
+		if (!eoi_is_record_error(edata->sqlerrcode))
+		{
+			MemoryContextSwitchTo(cxt);
+			CurrentResourceOwner = owner;
+			ReThrowError(edata);
+		}
+		*error = edata;
+		*failed = (eoi_failed_message >= 0 && eoi_failed_message < slice.n) ?
+			from + eoi_failed_message : -1;
+		ok = false;
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(cxt);
+	CurrentResourceOwner = owner;
+	return ok;
+}
+
+/*
+ * Write messages [from, to), setting aside the ones that fail into
+ * eoingest.dead_letters.  When the error names its message, the messages
+ * before it go in and the rest is tried again; otherwise the range is
+ * halved until the failing message is alone.
+ */
+static void
+write_isolating(const EoiJob *job, EoiBatch *batch, int from, int to,
+				uint64 *rows, int *dead)
+{
+	while (from < to)
+	{
+		ErrorData  *error = NULL;
+		int			failed = -1;
+		int			mid;
+
+		if (try_write(job, batch, from, to, rows, &error, &failed))
+			return;
+
+		if (failed < 0 && to - from == 1)
+			failed = from;
+		if (failed >= 0)
+		{
+			write_isolating(job, batch, from, failed, rows, dead);
+			eoi_dead_letter_store(job, batch->topic, batch->messages[failed], error);
+			(*dead)++;
+			from = failed + 1;
+			continue;
+		}
+		mid = from + (to - from) / 2;
+		write_isolating(job, batch, from, mid, rows, dead);
+		write_isolating(job, batch, mid, to, rows, dead);
+		return;
+	}
+}
+
+/*
+ * Write the batch as the job's on_error says: with fail, an error fails
+ * the whole batch; with dead_letter, the batch goes in whole when it can
+ * (the fast path: one subtransaction), and only when it cannot are the
+ * failing records isolated and kept as dead letters.
+ */
+uint64
+eoi_sink_write_batch(const EoiJob *job, EoiBatch *batch, int *dead)
+{
+	uint64		rows = 0;
+
+	*dead = 0;
+	if (job->on_error == EOI_ON_ERROR_FAIL)
+		return eoi_sink_write(job, batch);
+	write_isolating(job, batch, 0, batch->n, &rows, dead);
+	return rows;
 }

@@ -285,13 +285,8 @@ static void
 decode_error_callback(void *arg)
 {
 	DecodePosition *dp = arg;
-	rd_kafka_message_t *msg;
 
-	if (dp->current < 0 || dp->current >= dp->batch->n)
-		return;
-	msg = dp->batch->messages[dp->current];
-	errcontext("Kafka message at topic \"%s\" partition %d offset %lld",
-			   dp->batch->topic, msg->partition, (long long) msg->offset);
+	eoi_message_errcontext(dp->batch, dp->current);
 }
 
 uint64
@@ -315,6 +310,7 @@ eoi_upsert_batch(const EoiJob *job, EoiBatch *batch)
 	DecodePosition dp = {batch, -1};
 	ErrorContextCallback errcb;
 
+	eoi_check_target_unchanged(rel, cols);
 	for (int k = 0; k < keys->ncolumns; k++)
 		all_keypos[k] = k;
 	array_writer_init(&values, cols->ncolumns);

@@ -124,7 +124,7 @@ slot_set_state(EoiWorkerState state, const char *error)
 }
 
 static void
-slot_count_batch(int messages, uint64 rows, uint64 bytes)
+slot_count_batch(int messages, uint64 rows, uint64 bytes, int dead)
 {
 	LWLockAcquire(eoi_shared->lock, LW_EXCLUSIVE);
 	w.slot->state = EOI_WORKER_RUNNING;
@@ -133,6 +133,7 @@ slot_count_batch(int messages, uint64 rows, uint64 bytes)
 	w.slot->rows += rows;
 	w.slot->bytes += bytes;
 	w.slot->batches++;
+	w.slot->dead_letters += dead;
 	w.slot->last_commit_at = GetCurrentTimestamp();
 	w.slot->last_error[0] = '\0';
 	w.slot->last_error_at = 0;
@@ -414,6 +415,7 @@ write_batch(EoiBatch *batch)
 	int			nmessages;
 	uint64		rows = 0;
 	uint64		bytes;
+	int			dead = 0;
 
 	prepare_batch(batch, last_offset);
 	nmessages = batch->n;
@@ -425,7 +427,7 @@ write_batch(EoiBatch *batch)
 	{
 		case EOI_MODE_EXACTLY_ONCE:
 			begin_work("writing batch");
-			rows = eoi_sink_write(w.job, batch);
+			rows = eoi_sink_write_batch(w.job, batch, &dead);
 			advance_offsets(last_offset);
 			EOI_FAULT_POINT("before_commit");
 			commit_work();
@@ -435,7 +437,7 @@ write_batch(EoiBatch *batch)
 
 		case EOI_MODE_UPSERT:
 			begin_work("upserting batch");
-			rows = eoi_sink_write(w.job, batch);
+			rows = eoi_sink_write_batch(w.job, batch, &dead);
 			commit_work();
 			note_consumed(last_offset);
 			EOI_FAULT_POINT("between_commits");
@@ -444,7 +446,7 @@ write_batch(EoiBatch *batch)
 
 		case EOI_MODE_AT_LEAST_ONCE:
 			begin_work("writing batch");
-			rows = eoi_sink_write(w.job, batch);
+			rows = eoi_sink_write_batch(w.job, batch, &dead);
 			commit_work();
 			EOI_FAULT_POINT("between_commits");
 			begin_work("storing offsets");
@@ -460,7 +462,7 @@ write_batch(EoiBatch *batch)
 			remember_offsets(last_offset);
 			EOI_FAULT_POINT("between_commits");
 			begin_work("writing batch");
-			rows = eoi_sink_write(w.job, batch);
+			rows = eoi_sink_write_batch(w.job, batch, &dead);
 			commit_work();
 			break;
 
@@ -470,7 +472,7 @@ write_batch(EoiBatch *batch)
 					 errmsg("mode %s is not supported by this version of eoingest",
 							eoi_mode_name(w.job->mode))));
 	}
-	slot_count_batch(nmessages, rows, bytes);
+	slot_count_batch(nmessages, rows, bytes, dead);
 	w.failures = 0;
 }
 
@@ -538,6 +540,8 @@ run_epoch(void)
 	int			nmessages = 0;
 	uint64		rows = 0;
 	uint64		bytes = 0;
+	int			dead = 0;
+	int			batch_dead;
 
 	LWLockAcquire(eoi_shared->lock, LW_SHARED);
 	epoch = w.slot->current_epoch;
@@ -565,7 +569,8 @@ run_epoch(void)
 		if (batch->n > 0)
 		{
 			begin_step("writing batch (two_phase)");
-			rows += eoi_sink_write(w.job, batch);
+			rows += eoi_sink_write_batch(w.job, batch, &batch_dead);
+			dead += batch_dead;
 			advance_offsets(last_offset);
 			end_step();
 			remember_offsets(last_offset);
@@ -603,7 +608,7 @@ run_epoch(void)
 	if (wait_for_decision(epoch))
 	{
 		if (nmessages > 0)
-			slot_count_batch(nmessages, rows, bytes);
+			slot_count_batch(nmessages, rows, bytes, dead);
 		w.failures = 0;
 	}
 	else
@@ -717,6 +722,15 @@ handle_failure(MemoryContext error_context)
 /* ---- main ---- */
 
 static void
+apply_lock_timeout(void)
+{
+	char		value[32];
+
+	snprintf(value, sizeof(value), "%d", eoingest_lock_timeout);
+	SetConfigOption("lock_timeout", value, PGC_USERSET, PGC_S_SESSION);
+}
+
+static void
 load_job(int32 job_id)
 {
 	MemoryContext old;
@@ -732,6 +746,7 @@ load_job(int32 job_id)
 
 	/* The transform's unqualified names resolve as they did at create_job. */
 	SetConfigOption("search_path", w.job->search_path, PGC_USERSET, PGC_S_SESSION);
+	apply_lock_timeout();
 	pgstat_report_appname(psprintf("eoingest %s/%d", w.job->name, w.index));
 }
 
@@ -745,6 +760,7 @@ one_iteration(void)
 	{
 		ConfigReloadPending = false;
 		ProcessConfigFile(PGC_SIGHUP);
+		apply_lock_timeout();
 	}
 
 	if (!w.assigned && w.job->mode == EOI_MODE_TWO_PHASE)

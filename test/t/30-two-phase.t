@@ -58,15 +58,15 @@ eoi-kafka create-topic "$topic" 4 >/dev/null
 ingest_job "$job" two_phase "$topic"
 sql "SELECT eoingest.start_job('$job')" >/dev/null
 (
-  for ((i = 0; i < 30; i++)); do
-    eoi-kafka produce-seq "$topic" --count 1000 --start $((i * 1000)) --format csv >/dev/null
-    sleep 0.1
+  for ((i = 0; i < 60; i++)); do
+    eoi-kafka produce-seq "$topic" --count 500 --start $((i * 500)) --format csv >/dev/null
+    sleep 0.2
   done
 ) &
 producer=$!
 crashes=0
 for round in 1 2 3; do
-  wait_until 60 "SELECT count(*) > 0 FROM pg_prepared_xacts WHERE gid LIKE 'eoingest:%'" >/dev/null 2>&1 || true
+  wait_until 20 "SELECT count(*) > 0 FROM pg_prepared_xacts WHERE gid LIKE 'eoingest:%'" >/dev/null 2>&1 || true
   "$EOINGEST_TEST_DIR/pg.sh" stop-immediate && "$EOINGEST_TEST_DIR/pg.sh" start && crashes=$((crashes + 1))
 done
 wait "$producer"

@@ -1,0 +1,221 @@
+/*-------------------------------------------------------------------------
+ *
+ * deadletter.c
+ *	  Dead letters: a record that cannot be decoded or stored is kept in
+ *	  eoingest.dead_letters, in the transaction that moves the offsets past
+ *	  it, so that it is never dropped silently.  replay_dead_letters() puts
+ *	  them through the job's write path again once the cause is fixed.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+
+#include "deadletter.h"
+#include "job.h"
+#include "sink.h"
+
+PG_FUNCTION_INFO_V1(eoingest_replay_dead_letters);
+
+/*
+ * Errors that belong to one record (its bytes, its values, its
+ * constraints, what the transform or a trigger raised for it), as opposed
+ * to errors of the job or the server, which no record should be blamed for.
+ */
+bool
+eoi_is_record_error(int sqlerrcode)
+{
+	switch (ERRCODE_TO_CATEGORY(sqlerrcode))
+	{
+		case ERRCODE_DATA_EXCEPTION:
+		case ERRCODE_INTEGRITY_CONSTRAINT_VIOLATION:
+		case ERRCODE_WITH_CHECK_OPTION_VIOLATION:
+		case ERRCODE_PLPGSQL_ERROR:
+		case ERRCODE_EXTERNAL_ROUTINE_EXCEPTION:
+		case ERRCODE_EXTERNAL_ROUTINE_INVOCATION_EXCEPTION:
+			return true;
+		default:
+			break;
+	}
+	return sqlerrcode == ERRCODE_DATATYPE_MISMATCH ||
+		sqlerrcode == ERRCODE_PROGRAM_LIMIT_EXCEEDED ||
+		sqlerrcode == ERRCODE_CHARACTER_NOT_IN_REPERTOIRE;
+}
+
+static Datum
+bytes_datum(const void *data, size_t len, char *null)
+{
+	bytea	   *b;
+
+	*null = data ? ' ' : 'n';
+	if (data == NULL)
+		return (Datum) 0;
+	b = palloc(VARHDRSZ + len);
+	SET_VARSIZE(b, VARHDRSZ + len);
+	memcpy(VARDATA(b), data, len);
+	return PointerGetDatum(b);
+}
+
+static char *
+error_text(ErrorData *edata)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, edata->message);
+	if (edata->detail)
+		appendStringInfo(&buf, " DETAIL: %s", edata->detail);
+	if (edata->context)
+		appendStringInfo(&buf, " CONTEXT: %s", edata->context);
+	return buf.data;
+}
+
+/* Keep one failed record, in the current transaction. */
+void
+eoi_dead_letter_store(const EoiJob *job, const char *topic, rd_kafka_message_t *msg,
+					  ErrorData *edata)
+{
+	EoiSavedUser saved;
+	Oid			types[9] = {TEXTOID, TEXTOID, INT4OID, INT8OID, BYTEAOID, BYTEAOID,
+	TIMESTAMPTZOID, TEXTOID, TEXTOID};
+	Datum		args[9];
+	char		nulls[9] = "         ";
+	bool		isnull;
+
+	args[0] = CStringGetTextDatum(job->name);
+	args[1] = CStringGetTextDatum(topic);
+	args[2] = Int32GetDatum(msg->partition);
+	args[3] = Int64GetDatum(msg->offset);
+	args[4] = bytes_datum(msg->key, msg->key_len, &nulls[4]);
+	args[5] = bytes_datum(msg->payload, msg->len, &nulls[5]);
+	args[6] = eoi_message_timestamp(msg, &isnull);
+	nulls[6] = isnull ? 'n' : ' ';
+	args[7] = CStringGetTextDatum(error_text(edata));
+	args[8] = CStringGetTextDatum(unpack_sql_state(edata->sqlerrcode));
+
+	eoi_become_extension_owner(&saved);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute_with_args("INSERT INTO eoingest.dead_letters"
+							  " (job, topic, \"partition\", \"offset\", key, value, \"timestamp\", error, sqlstate)"
+							  " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+							  9, types, args, nulls, false, 0) != SPI_OK_INSERT)
+		elog(ERROR, "could not insert into eoingest.dead_letters");
+	SPI_finish();
+	eoi_restore_user(&saved);
+}
+
+/*
+ * eoingest.replay_dead_letters(job, ids): write the job's dead letters
+ * (all, or those ids) through its write path, in the caller's transaction
+ * and with the caller's privileges, and delete them.  All or nothing: a
+ * record that still fails raises its error, and nothing is replayed.
+ */
+Datum
+eoingest_replay_dead_letters(PG_FUNCTION_ARGS)
+{
+	ArrayType  *ids = PG_ARGISNULL(1) ? NULL : PG_GETARG_ARRAYTYPE_P(1);
+	char	   *name;
+	EoiSavedUser saved;
+	EoiJob	   *job;
+	Oid			types[2] = {TEXTOID, INT8ARRAYOID};
+	Datum		args[2];
+	char		nulls[2] = "  ";
+	MemoryContext cxt = CurrentMemoryContext;
+	EoiBatch	batch;
+	int64	   *dl_ids;
+	uint64		n;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("job must not be null")));
+	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	eoi_become_extension_owner(&saved);
+	job = eoi_job_load_by_name(name);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	args[0] = CStringGetTextDatum(name);
+	args[1] = ids ? PointerGetDatum(ids) : (Datum) 0;
+	nulls[1] = ids ? ' ' : 'n';
+	if (SPI_execute_with_args("SELECT id, topic, \"partition\", \"offset\", key, value"
+							  "  FROM eoingest.dead_letters"
+							  " WHERE job = $1 AND ($2 IS NULL OR id = ANY ($2))"
+							  " ORDER BY id FOR UPDATE",
+							  2, types, args, nulls, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read eoingest.dead_letters");
+	n = SPI_processed;
+
+	batch.n = (int) n;
+	batch.capacity = (int) n;
+	batch.topic = job->topic;
+	batch.messages = MemoryContextAllocZero(cxt, sizeof(rd_kafka_message_t *) * Max(n, 1));
+	dl_ids = MemoryContextAlloc(cxt, sizeof(int64) * Max(n, 1));
+	for (uint64 i = 0; i < n; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		rd_kafka_message_t *msg = MemoryContextAllocZero(cxt, sizeof(rd_kafka_message_t));
+		bool		isnull;
+		Datum		d;
+
+		dl_ids[i] = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
+		msg->partition = DatumGetInt32(SPI_getbinval(tup, desc, 3, &isnull));
+		msg->offset = DatumGetInt64(SPI_getbinval(tup, desc, 4, &isnull));
+		d = SPI_getbinval(tup, desc, 5, &isnull);
+		if (!isnull)
+		{
+			bytea	   *b = DatumGetByteaPCopy(d);
+
+			msg->key = MemoryContextAlloc(cxt, VARSIZE_ANY_EXHDR(b) + 1);
+			memcpy(msg->key, VARDATA_ANY(b), VARSIZE_ANY_EXHDR(b));
+			msg->key_len = VARSIZE_ANY_EXHDR(b);
+		}
+		d = SPI_getbinval(tup, desc, 6, &isnull);
+		if (!isnull)
+		{
+			bytea	   *b = DatumGetByteaPCopy(d);
+
+			msg->payload = MemoryContextAlloc(cxt, VARSIZE_ANY_EXHDR(b) + 1);
+			memcpy(msg->payload, VARDATA_ANY(b), VARSIZE_ANY_EXHDR(b));
+			msg->len = VARSIZE_ANY_EXHDR(b);
+		}
+		batch.messages[i] = msg;
+	}
+	SPI_finish();
+	eoi_restore_user(&saved);
+
+	if (n > 0)
+	{
+		/* The rows go in as the caller, the dead letters go as ours. */
+		(void) eoi_sink_write(job, &batch);
+
+		eoi_become_extension_owner(&saved);
+		if (SPI_connect() != SPI_OK_CONNECT)
+			elog(ERROR, "SPI_connect failed");
+		{
+			Datum	   *elems = palloc(sizeof(Datum) * n);
+			Oid			dtypes[1] = {INT8ARRAYOID};
+			Datum		dargs[1];
+
+			for (uint64 i = 0; i < n; i++)
+				elems[i] = Int64GetDatum(dl_ids[i]);
+			dargs[0] = PointerGetDatum(construct_array(elems, (int) n, INT8OID, 8, true, TYPALIGN_DOUBLE));
+			if (SPI_execute_with_args("DELETE FROM eoingest.dead_letters WHERE id = ANY ($1)",
+									  1, dtypes, dargs, NULL, false, 0) != SPI_OK_DELETE)
+				elog(ERROR, "could not delete from eoingest.dead_letters");
+		}
+		SPI_finish();
+		eoi_restore_user(&saved);
+	}
+	PG_RETURN_INT64((int64) n);
+}

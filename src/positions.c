@@ -1,0 +1,186 @@
+/*-------------------------------------------------------------------------
+ *
+ * positions.c
+ *	  eoingest.reset_offsets(): the owner chooses where a stopped job
+ *	  resumes.  eoingest never moves a job's offsets by itself except as
+ *	  the rows they account for commit; this is the one way to skip or
+ *	  re-read, and it is explicit.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/jsonb.h"
+#include "utils/timestamp.h"
+
+#include "job.h"
+#include "kafka.h"
+#include "shmem.h"
+
+PG_FUNCTION_INFO_V1(eoingest_reset_offsets);
+
+#define RESET_TIMEOUT_MS 10000
+
+static bool
+job_has_worker(int32 job_id)
+{
+	bool		found = false;
+
+	LWLockAcquire(eoi_shared->lock, LW_SHARED);
+	for (int i = 0; i < eoi_shared->nslots; i++)
+		if (eoi_shared->slots[i].in_use && eoi_shared->slots[i].job_id == job_id)
+			found = true;
+	LWLockRelease(eoi_shared->lock);
+	return found;
+}
+
+/* Explicit positions: a JSON object {"partition": offset, ...}. */
+static void
+positions_from_json(const char *to, int count, int64 *offsets)
+{
+	Jsonb	   *jb = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(to)));
+	JsonbIterator *it;
+	JsonbValue	v;
+	JsonbIteratorToken tok;
+	int32		partition = -1;
+
+	if (!JB_ROOT_IS_OBJECT(jb))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("explicit offsets must be a JSON object of partition to offset"),
+				 errhint("For example: '{\"0\": 1200, \"1\": 980}'.")));
+	it = JsonbIteratorInit(&jb->root);
+	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+	{
+		if (tok == WJB_KEY)
+		{
+			char	   *key = pnstrdup(v.val.string.val, v.val.string.len);
+			char	   *end;
+			long		p = strtol(key, &end, 10);
+
+			if (*end != '\0' || p < 0 || p >= count)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("\"%s\" is not a partition of the topic, which has %d", key, count)));
+			partition = (int32) p;
+		}
+		else if (tok == WJB_VALUE)
+		{
+			int64		offset;
+
+			if (v.type != jbvNumeric)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("the offset of partition %d must be a number", partition)));
+			offset = DatumGetInt64(DirectFunctionCall1(numeric_int8, NumericGetDatum(v.val.numeric)));
+			if (offset < 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("the offset of partition %d must not be negative", partition)));
+			offsets[partition] = offset;
+		}
+	}
+}
+
+static void
+store_positions(const EoiJob *job, int count, const int64 *offsets)
+{
+	EoiSavedUser saved;
+
+	eoi_become_extension_owner(&saved);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	for (int32 p = 0; p < count; p++)
+	{
+		Oid			types[4] = {TEXTOID, TEXTOID, INT4OID, INT8OID};
+		Datum		args[4] = {CStringGetTextDatum(job->name), CStringGetTextDatum(job->topic),
+		Int32GetDatum(p), Int64GetDatum(offsets[p])};
+
+		if (offsets[p] < 0)
+			continue;
+		if (SPI_execute_with_args("INSERT INTO eoingest.offsets (job, topic, \"partition\", next_offset)"
+								  " VALUES ($1, $2, $3, $4)"
+								  " ON CONFLICT (job, topic, \"partition\")"
+								  " DO UPDATE SET next_offset = excluded.next_offset, updated_at = pg_catalog.now()",
+								  4, types, args, NULL, false, 0) != SPI_OK_INSERT)
+			elog(ERROR, "could not update eoingest.offsets");
+	}
+	SPI_finish();
+	eoi_restore_user(&saved);
+}
+
+/*
+ * eoingest.reset_offsets(job, to): to is 'earliest', 'latest', a timestamp
+ * (the first record at or after it), or a JSON object of explicit offsets
+ * per partition (the partitions not named keep theirs).  Only for a job
+ * that is not running.  Returns the number of partitions set.
+ */
+Datum
+eoingest_reset_offsets(PG_FUNCTION_ARGS)
+{
+	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	char	   *to = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	EoiJob	   *job = eoi_job_load_by_name(name);
+	EoiKafka   *kafka;
+	int64	   *volatile offsets = NULL;
+	volatile int count = 0;
+	int			set = 0;
+
+	if (strcmp(job->state, "running") == 0 || job_has_worker(job->id))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_IN_USE),
+				 errmsg("eoingest job \"%s\" is running", name),
+				 errhint("Stop it first with eoingest.stop_job('%s'), and wait until job_status shows it stopped.", name)));
+
+	kafka = eoi_kafka_open(job, 0);
+	PG_TRY();
+	{
+		count = eoi_kafka_partition_count(kafka, RESET_TIMEOUT_MS);
+		if (count < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_OBJECT),
+					 errmsg("Kafka topic \"%s\" does not exist", job->topic)));
+		offsets = palloc(sizeof(int64) * Max(count, 1));
+		for (int32 p = 0; p < count; p++)
+			offsets[p] = -1;
+
+		if (to[0] == '{')
+			positions_from_json(to, count, offsets);
+		else if (strcmp(to, "earliest") == 0 || strcmp(to, "latest") == 0)
+		{
+			for (int32 p = 0; p < count; p++)
+			{
+				int64		low,
+							high;
+
+				eoi_kafka_watermarks(kafka, p, &low, &high, RESET_TIMEOUT_MS);
+				offsets[p] = (to[0] == 'e') ? low : high;
+			}
+		}
+		else
+		{
+			TimestampTz ts = DatumGetTimestampTz(DirectFunctionCall3(timestamptz_in,
+																	 CStringGetDatum(to),
+																	 ObjectIdGetDatum(InvalidOid),
+																	 Int32GetDatum(-1)));
+			int64		ms = (ts + (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY) / 1000;
+
+			for (int32 p = 0; p < count; p++)
+				offsets[p] = eoi_kafka_offset_for_time(kafka, p, ms, RESET_TIMEOUT_MS);
+		}
+	}
+	PG_FINALLY();
+	{
+		eoi_kafka_close(kafka);
+	}
+	PG_END_TRY();
+
+	store_positions(job, count, offsets);
+	for (int32 p = 0; p < count; p++)
+		set += (offsets[p] >= 0);
+	PG_RETURN_INT32(set);
+}
