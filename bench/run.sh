@@ -96,7 +96,7 @@ fail_loudly() {
 }
 
 # ---- servers are stopped whatever happens ----
-SAMPLER_PID='' PERF_PID=''
+SAMPLER_PID='' PERF_PID='' STATES_PID=''
 cleanup() {
   local rc=$?
   if [ -n "$SAMPLER_PID" ]; then kill "$SAMPLER_PID" 2>/dev/null || true; fi
@@ -258,7 +258,28 @@ prepare_data() {
 
 # ---- one run of each method; each sets the R_* variables ----
 reset_result() {
-  R_STATUS=ok R_NOTE='' R_ROWS='' R_SECONDS='' R_SCPU='' R_CCPU=0 R_PCPU='' R_WAL='' R_RSS='' R_HWM='' R_TEND=''
+  R_STATUS=ok R_NOTE='' R_ROWS='' R_SECONDS='' R_SCPU='' R_CCPU=0 R_PCPU='' R_WAL='' R_RSS='' R_HWM=''
+  R_BCPU='' R_OCPU='' SNAP0=''
+}
+
+# CPU seconds so far of the PostgreSQL server, of the whole machine (busy time from
+# /proc/stat) and of the Kafka broker; snap_end sets R_SCPU and R_BCPU, and R_OCPU
+# (everything else: another test run sharing the machine shows up there).
+snap_begin() { SNAP0=$(bench_py snap "$PM_PID" "$(cat "$EOINGEST_RUN/kafka.pid")"); }
+snap_end() {
+  local s1 s0_server s0_machine s0_broker s1_server s1_machine s1_broker
+  s1=$(bench_py snap "$PM_PID" "$(cat "$EOINGEST_RUN/kafka.pid")")
+  read -r s0_server s0_machine s0_broker <<<"$SNAP0"
+  read -r s1_server s1_machine s1_broker <<<"$s1"
+  R_SCPU=$(awk -v a="$s0_server" -v b="$s1_server" 'BEGIN {printf "%.2f", b - a}')
+  R_BCPU=$(awk -v a="$s0_broker" -v b="$s1_broker" 'BEGIN {printf "%.2f", b - a}')
+  R_MCPU=$(awk -v a="$s0_machine" -v b="$s1_machine" 'BEGIN {printf "%.2f", b - a}')
+}
+# After the client's CPU is known (R_CCPU).
+other_cpu() {
+  [ -n "${R_MCPU:-}" ] && [ -n "$R_SCPU" ] || return 0
+  R_OCPU=$(awk -v m="$R_MCPU" -v s="$R_SCPU" -v b="$R_BCPU" -v c="$R_CCPU" \
+    'BEGIN {o = m - s - b - c; printf "%.2f", o < 0 ? 0 : o}')
 }
 
 # verify TABLE EXPECTED T0: rows, distinct ts, the last commit time -> R_ROWS, R_SECONDS.
@@ -272,27 +293,25 @@ verify_rows() {
     R_NOTE="$table has $cnt rows and $dst distinct ts; expected $expected of each"
     return 1
   fi
-  R_TEND=$tend
   R_SECONDS=$(awk -v a="$t0" -v b="$tend" 'BEGIN {printf "%.3f", b - a}')
 }
 
 wal_since() { q "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '$1')"; }
 
 copy_once() {
-  local table=$1 out lsn0 t0 cpu_a lsn1 cpu_b hwm rss c0 c1
+  local table=$1 out lsn0 t0 cpu_a lsn1 cpu_b hwm rss
   q "TRUNCATE $table; CHECKPOINT"
-  c0=$(bench_py server-cpu "$PM_PID")
+  snap_begin
   out=$(bench_py timed "$WORK/client.tm" -- psql -X -q -A -t -F ' ' -v ON_ERROR_STOP=1 <<SQL
 SELECT pg_current_wal_lsn(), extract(epoch FROM clock_timestamp()), bench.self_cpu();
 COPY $table FROM '$ROWS_FILE' (FORMAT csv);
 SELECT pg_current_wal_lsn(), bench.self_cpu(), bench.self_kb('VmHWM'), bench.self_kb('RssAnon');
 SQL
   ) || { R_STATUS=FAILED R_NOTE="COPY failed: $out"; return; }
-  c1=$(bench_py server-cpu "$PM_PID")
+  snap_end
   { read -r lsn0 t0 cpu_a; read -r lsn1 cpu_b hwm rss; } <<<"$out"
   verify_rows "$table" "$RECORDS" "$t0" || return
   R_WAL=$(q "SELECT pg_wal_lsn_diff('$lsn1', '$lsn0')")
-  R_SCPU=$(awk -v a="$c0" -v b="$c1" 'BEGIN {print b - a}')
   R_CCPU=$(awk '{print $1 + $2}' "$WORK/client.tm")
   R_PCPU=$(awk -v a="$cpu_a" -v b="$cpu_b" 'BEGIN {print b - a}')
   R_HWM=$hwm R_RSS=$rss
@@ -301,11 +320,11 @@ SQL
 # kcat_once TABLE CHUNK: CHUNK 0 = everything in one \copy (one transaction),
 # else split into CHUNK-line \copy runs, one psql and one transaction each.
 kcat_once() {
-  local table=$1 chunk=$2 topic lsn0 c0 c1 t0 rc=0
+  local table=$1 chunk=$2 topic lsn0 t0 rc=0
   topic=$(topic_name csv 4)
   q "TRUNCATE $table; CHECKPOINT"
   lsn0=$(q "SELECT pg_current_wal_lsn()")
-  c0=$(bench_py server-cpu "$PM_PID")
+  snap_begin
   t0=$EPOCHREALTIME
   if [ "$chunk" = 0 ]; then
     bench_py timed "$WORK/client.tm" -- bash -o pipefail -c \
@@ -317,29 +336,27 @@ kcat_once() {
          split -l "$2" --filter="psql -X -q -v ON_ERROR_STOP=1 -c \"\\\\copy \$BENCH_TABLE FROM pstdin (FORMAT csv)\""' \
       _ "$topic" "$chunk" || rc=$?
   fi
-  c1=$(bench_py server-cpu "$PM_PID")
+  snap_end
   [ "$rc" = 0 ] || { R_STATUS=FAILED R_NOTE="kcat | psql pipeline exited with $rc"; return; }
   verify_rows "$table" "$RECORDS" "$t0" || return
   R_WAL=$(wal_since "$lsn0")
-  R_SCPU=$(awk -v a="$c0" -v b="$c1" 'BEGIN {print b - a}')
   R_CCPU=$(awk '{print $1 + $2}' "$WORK/client.tm")
 }
 
 naive_once() {
-  local table=$1 topic lsn0 c0 c1 t0 out rc=0
+  local table=$1 topic lsn0 t0 out rc=0
   topic=$(topic_name csv 4)
   q "TRUNCATE $table; CHECKPOINT"
   lsn0=$(q "SELECT pg_current_wal_lsn()")
-  c0=$(bench_py server-cpu "$PM_PID")
+  snap_begin
   out=$(bench_py timed "$WORK/client.tm" -- naive-consumer -b "$KAFKA_BROKERS" -t "$topic" -n "$NAIVE_RECORDS" \
     -d "host=$PGHOST port=$PGPORT user=postgres dbname=postgres" -T "$table") || rc=$?
-  c1=$(bench_py server-cpu "$PM_PID")
+  snap_end
   [ "$rc" = 0 ] || { R_STATUS=FAILED R_NOTE="naive consumer exited with $rc"; return; }
   # Timed from its first message: the consumer group's join is not counted.
   read -r _ t0 <<<"$out"
   verify_rows "$table" "$NAIVE_RECORDS" "$t0" || return
   R_WAL=$(wal_since "$lsn0")
-  R_SCPU=$(awk -v a="$c0" -v b="$c1" 'BEGIN {print b - a}')
   R_CCPU=$(awk '{print $1 + $2}' "$WORK/client.tm")
 }
 
@@ -404,7 +421,7 @@ rss_sampler() {
 # eoi_once TOPIC TABLE FORMAT MODE BATCH PARALLELISM [CONFLICTS%] [PERF_DATA]
 eoi_once() {
   local topic=$1 table=$2 fmt=$3 mode=$4 batch=$5 par=$6 conflicts=${7:-0} perf_data=${8:-}
-  local real_mode=$mode extra="" err lsn0 t0 c0 c1 pids pid_list out timeout parts hw sum np oend
+  local real_mode=$mode extra="" err lsn0 t0 pids pid_list out timeout parts hw sum np oend
   case $mode in
     upsert_*) real_mode=upsert extra=", key_columns => ARRAY['ts']" ;;
   esac
@@ -415,7 +432,8 @@ eoi_once() {
   fi
   if ! err=$(q "SELECT eoingest.create_job(name => '$JOB', brokers => '$KAFKA_BROKERS', topic => '$topic',
         target => '$table', format => '$fmt', mode => '$real_mode', batch_size => $batch,
-        batch_timeout_ms => $BATCH_TIMEOUT_MS, parallelism => $par$extra)" 2>&1); then
+        batch_timeout_ms => $BATCH_TIMEOUT_MS, parallelism => $par,
+        options => '${VARIANT_OPTIONS:-"{}"}'::jsonb$extra)" 2>&1); then
     err=$(echo "$err" | sed -e 's/^psql:[^E]*ERROR:  //' -e 's/^ERROR:  //' \
       -e 's/create_job(name => .*key_columns => text\[\])/create_job(…, key_columns => text[])/' | head -n 1)
     case $real_mode in
@@ -425,7 +443,7 @@ eoi_once() {
     return
   fi
   q "CHECKPOINT"
-  c0=$(bench_py server-cpu "$PM_PID")
+  snap_begin
   read -r lsn0 t0 _ <<<"$(q "SELECT pg_current_wal_lsn(), extract(epoch FROM clock_timestamp()),
                                eoingest.start_job('$JOB')")"
   if ! pids=$(job_pids "$par"); then
@@ -438,35 +456,49 @@ eoi_once() {
   rss_sampler "$WORK/rss" "${pid_list[@]}" &
   SAMPLER_PID=$!
   if [ -n "$perf_data" ]; then
-    perf record -q -F 250 --call-graph dwarf,16384 -p "${pids// /,}" -o "$perf_data" >/dev/null 2>&1 &
+    perf record -q -F 250 --call-graph dwarf,16384 --buildid-mmap -p "${pids// /,}" -o "$perf_data" \
+      >/dev/null 2>&1 &
     PERF_PID=$!
+    state_sampler "${pid_list[0]}" "$RECORDS" >"$WORK/states.txt" 2>&1 &
+    STATES_PID=$!
   fi
   timeout=$((120 + RECORDS / 2000))
   out=$(wait_rows "$RECORDS" "$timeout") || {
     R_STATUS=FAILED
     R_NOTE="not caught up: $(echo "$out" | tr '\n' ' ' | cut -c1-300)"
   }
+  # two_phase: the rows become visible at COMMIT PREPARED, after the worker counted them.
+  if [ "$R_STATUS" = ok ] && [ "$real_mode" = two_phase ] &&
+    ! wait_sql 60 "SELECT count(*) >= $RECORDS FROM $table"; then
+    R_STATUS=FAILED R_NOTE="the worker reported $RECORDS rows but they did not all become visible within 60 s"
+  fi
   R_PCPU=$(bench_py cpu "${pid_list[@]}")
   R_HWM=$(bench_py hwm "${pid_list[@]}")
-  c1=$(bench_py server-cpu "$PM_PID")
+  snap_end
   R_WAL=$(wal_since "$lsn0")
   if [ -n "$PERF_PID" ]; then
     kill -INT "$PERF_PID" 2>/dev/null || true
     wait "$PERF_PID" 2>/dev/null || true
     PERF_PID=
   fi
+  if [ -n "$STATES_PID" ]; then
+    wait "$STATES_PID" 2>/dev/null || true
+    STATES_PID=
+  fi
   kill "$SAMPLER_PID" 2>/dev/null || true
   wait "$SAMPLER_PID" 2>/dev/null || true
   SAMPLER_PID=
   R_RSS=$(cat "$WORK/rss" 2>/dev/null || true)
-  job_stop
-  [ "$R_STATUS" = ok ] || return
-  R_SCPU=$(awk -v a="$c0" -v b="$c1" 'BEGIN {print b - a}')
-  verify_rows "$table" "$RECORDS" "$t0" || return
-  # Every stored offset: the sum equals the topic's log end, one row per partition.
+  # Every stored offset: the sum equals the topic's log end, one row per partition
+  # (at_least_once may store its offsets a little after the rows: wait for them).
   hw=$(eoi-kafka watermarks "$topic")
   sum=$(awk '{n += $3} END {print n + 0}' <<<"$hw")
   parts=$(wc -l <<<"$hw")
+  [ "$R_STATUS" = ok ] &&
+    wait_sql 30 "SELECT coalesce(sum(next_offset), -1) = $sum FROM eoingest.offsets WHERE job = '$JOB'" || true
+  job_stop
+  [ "$R_STATUS" = ok ] || return
+  verify_rows "$table" "$RECORDS" "$t0" || return
   read -r np oend <<<"$(q "SELECT count(*) || ' ' || coalesce(sum(next_offset), -1)
                            FROM eoingest.offsets WHERE job = '$JOB'")"
   if [ "$np" != "$parts" ] || [ "$oend" != "$sum" ]; then
@@ -479,33 +511,55 @@ eoi_once() {
     stale=$(q "SELECT count(*) FROM $table WHERE pg_xact_commit_timestamp(xmin) < to_timestamp($t0)")
     [ "$stale" = 0 ] || { R_STATUS=FAILED R_NOTE="$stale rows were not rewritten by the upsert"; return; }
   fi
-  # The run ends at the last commit of rows or offsets.
-  R_SECONDS=$(q "SELECT round((greatest($R_TEND, (SELECT extract(epoch FROM max(pg_xact_commit_timestamp(xmin)))
-                                                  FROM eoingest.offsets WHERE job = '$JOB')) - $t0)::numeric, 3)")
+  # R_SECONDS (from verify_rows): start_job -> commit of the last row, as for the other methods.
+}
+
+# state_sampler PID EXPECTED: what the worker's main thread is doing, from
+# pg_stat_activity every 10 ms, until the job has written EXPECTED rows.
+state_sampler() {
+  psql -X -q -A -t -F ' ' -v ON_ERROR_STOP=1 <<SQL
+CREATE TEMP TABLE samples (state text, wait text);
+DO \$\$
+BEGIN
+  LOOP
+    PERFORM pg_stat_clear_snapshot();
+    INSERT INTO samples
+      SELECT coalesce(state, '?'), coalesce(wait_event_type || ':' || wait_event, '-')
+        FROM pg_stat_activity WHERE pid = $1;
+    EXIT WHEN (SELECT coalesce(sum(rows), 0) FROM eoingest.job_status WHERE name = '$JOB') >= $2;
+    PERFORM pg_sleep(0.01);
+  END LOOP;
+END \$\$;
+SELECT lpad(round(100.0 * count(*) / sum(count(*)) OVER (), 1) || '%', 7), state, wait
+  FROM samples GROUP BY state, wait ORDER BY count(*) DESC;
+SQL
 }
 
 # ---- variants ----
-RAW_COLUMNS="variant label group method format parts pk mode batch par run status rows seconds server_cpu client_cpu proc_cpu wal rss_anon_kb hwm_kb note"
+VARIANT_OPTIONS=''   # eoingest: the job's options (librdkafka properties), '' for none
+RAW_COLUMNS="variant label group method format parts pk mode batch par options run status rows seconds server_cpu client_cpu proc_cpu broker_cpu other_cpu wal rss_anon_kb hwm_kb note"
 printf '%s\n' "${RAW_COLUMNS// /$'\t'}" >"$RAW"
 
 # variant GROUP LABEL METHOD FORMAT PARTS PK MODE BATCH PAR -- FUNCTION ARGS...
 variant() {
   local group=$1 label=$2 method=$3 fmt=$4 parts=$5 pk=$6 mode=$7 batch=$8 par=$9
   shift 10
-  local id="$method:$mode:$fmt:p$parts:$pk:b$batch:w$par" run rate
+  local id="$method:$mode:$fmt:p$parts:$pk:b$batch:w$par${VARIANT_OPTIONS:+:$VARIANT_OPTIONS}" run rate
   log "$label$(pk_tag "$pk")"
   for ((run = 1; run <= RUNS; run++)); do
     reset_result
     "$@"
+    other_cpu
     R_NOTE=$(tr '\t\n' '  ' <<<"$R_NOTE")
-    printf '%s\n' "$id" "$label" "$group" "$method" "$fmt" "$parts" "$pk" "$mode" "$batch" "$par" "$run" \
-      "$R_STATUS" "$R_ROWS" "$R_SECONDS" "$R_SCPU" "$R_CCPU" "$R_PCPU" "$R_WAL" "$R_RSS" "$R_HWM" "$R_NOTE" |
+    printf '%s\n' "$id" "$label" "$group" "$method" "$fmt" "$parts" "$pk" "$mode" "$batch" "$par" "$VARIANT_OPTIONS" \
+      "$run" "$R_STATUS" "$R_ROWS" "$R_SECONDS" "$R_SCPU" "$R_CCPU" "$R_PCPU" "$R_BCPU" "$R_OCPU" "$R_WAL" \
+      "$R_RSS" "$R_HWM" "$R_NOTE" |
       paste -s -d '\t' >>"$RAW"
     case $R_STATUS in
       ok)
         rate=$(awk -v r="$R_ROWS" -v s="$R_SECONDS" 'BEGIN {printf "%\047d", r / s}')
         log "    run $run: $rate rows/s ($R_ROWS rows in ${R_SECONDS}s; CPU server ${R_SCPU}s client ${R_CCPU}s" \
-          "worker/backend ${R_PCPU:-—}s; WAL $R_WAL B${R_RSS:+; RssAnon peak ${R_RSS} kB}${R_HWM:+ VmHWM ${R_HWM} kB})"
+          "worker/backend ${R_PCPU:-—}s broker ${R_BCPU}s other ${R_OCPU:-?}s; WAL $R_WAL B${R_RSS:+; RssAnon peak ${R_RSS} kB}${R_HWM:+ VmHWM ${R_HWM} kB})"
         ;;
       na)
         log "    not available: $R_NOTE"
@@ -543,14 +597,21 @@ run_baselines() {
   done
 }
 
-eoi_variant() { # MODE FORMAT PARTS PK BATCH PAR [CONFLICTS]
+eoi_variant() { # MODE FORMAT PARTS PK BATCH PAR [CONFLICTS [OPTIONS]]
   local mode=$1 fmt=$2 parts=$3 pk=$4 batch=$5 par=$6 conflicts=${7:-0} label
+  VARIANT_OPTIONS=${8:-}
   label="eoingest $mode b=$batch par=$par"
   [ "$fmt" != csv ] && label+=" $fmt"
   [ "$parts" != 4 ] && label+=" ($parts-partition topic)"
+  [ -n "$VARIANT_OPTIONS" ] && label+=" options $(tr -d '{}" ' <<<"$VARIANT_OPTIONS" | tr ':' '=')"
   variant "(d) eoingest" "$label" eoingest "$fmt" "$parts" "$pk" "$mode" "$batch" "$par" -- \
     eoi_once "$(topic_name "$fmt" "$parts")" "$(table_for "$pk")" "$fmt" "$mode" "$batch" "$par" "$conflicts"
+  VARIANT_OPTIONS=''
 }
+
+# librdkafka prefetch settings that keep the worker fed (see bench/README.md).
+PREFETCH_A='{"queued.min.messages": 1000000}'
+PREFETCH_B='{"queued.min.messages": 1000000, "queued.max.messages.kbytes": 32768}'
 
 run_eoingest() {
   local pk batch par mode batches=(1000 10000 100000) pars=(1 2) pks=(no yes)
@@ -564,6 +625,7 @@ run_eoingest() {
     eoi_variant upsert_100 csv 4 yes 10000 1 100
     eoi_variant exactly_once json 4 no 10000 1
     eoi_variant exactly_once csv 1 no 10000 1
+    eoi_variant exactly_once csv 4 no 10000 1 0 "$PREFETCH_B"
     return
   fi
   # exactly_once: the whole matrix.
@@ -587,6 +649,11 @@ run_eoingest() {
       for par in "${pars[@]}"; do eoi_variant "$mode" csv 4 yes "$batch" "$par" "${mode#upsert_}"; done
     done
   done
+  # The same job with librdkafka's prefetch thresholds raised through the job's options.
+  for par in "${pars[@]}"; do
+    eoi_variant exactly_once csv 4 no 10000 "$par" 0 "$PREFETCH_A"
+    eoi_variant exactly_once csv 4 no 10000 "$par" 0 "$PREFETCH_B"
+  done
   # The format and the partition count.
   for pk in "${pks[@]}"; do
     [ "$FULL" = 1 ] || [ "$pk" = no ] || continue
@@ -596,17 +663,19 @@ run_eoingest() {
 }
 
 # ---- latency at half the maximum rate ----
+# run_latency DIVISOR: at 1/DIVISOR of the rate exactly_once b=10000 par=1 reached.
 run_latency() {
-  local id="eoingest:exactly_once:csv:p4:no:b10000:w1" best rate topic produced out stats
-  best=$(awk -F '\t' -v id="$id" '$1 == id && $12 == "ok" {print $13 / $14}' "$RAW" | sort -g |
+  local divisor=$1 id="eoingest:exactly_once:csv:p4:no:b10000:w1" best rate topic produced out stats
+  best=$(awk -F '\t' -v id="$id" 'NR == 1 {for (i = 1; i <= NF; i++) c[$i] = i; next}
+      $1 == id && $c["status"] == "ok" {print $c["rows"] / $c["seconds"]}' "$RAW" | sort -g |
     awk '{a[NR] = $1} END {if (NR) print (NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2)}')
   if [ -z "$best" ]; then
     fail_loudly "latency: no successful exactly_once b=10000 par=1 run to take the rate from"
     return
   fi
-  rate=$(awk -v b="$best" 'BEGIN {printf "%d", b / 2}')
+  rate=$(awk -v b="$best" -v d="$divisor" 'BEGIN {printf "%d", b / d}')
   topic=bench_latency
-  log "latency: exactly_once b=10000 timeout=${BATCH_TIMEOUT_MS}ms par=1 at $rate rows/s (half of $(printf "%.0f" "$best")) for ${LATENCY_SECONDS}s"
+  log "latency: exactly_once b=10000 timeout=${BATCH_TIMEOUT_MS}ms par=1 at $rate rows/s (1/$divisor of $(printf "%.0f" "$best")) for ${LATENCY_SECONDS}s"
   job_drop
   eoi-kafka delete-topic "$topic" >/dev/null 2>&1 || true
   eoi-kafka create-topic "$topic" 1 >/dev/null
@@ -637,9 +706,10 @@ run_latency() {
     return
   fi
   log "    p50 ${p50} ms, p90 ${p90} ms, p99 ${p99} ms, max ${pmax} ms over $rows rows (achieved $achieved rows/s)"
-  printf 'label\trate\tachieved\trows\tbatch_size\tbatch_timeout_ms\tp50_ms\tp90_ms\tp99_ms\tmax_ms\n' >"$LAT"
-  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "eoingest exactly_once b=10000 par=1, 1-partition topic" \
-    "$rate" "$achieved" "$rows" 10000 "$BATCH_TIMEOUT_MS" "$p50" "$p90" "$p99" "$pmax" >>"$LAT"
+  [ -s "$LAT" ] ||
+    printf 'label\tfraction\trate\tachieved\trows\tbatch_size\tbatch_timeout_ms\tp50_ms\tp90_ms\tp99_ms\tmax_ms\n' >"$LAT"
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "eoingest exactly_once b=10000 par=1, 1-partition topic" \
+    "1/$divisor" "$rate" "$achieved" "$rows" 10000 "$BATCH_TIMEOUT_MS" "$p50" "$p90" "$p99" "$pmax" >>"$LAT"
   job_drop
 }
 
@@ -662,6 +732,10 @@ run_profile() {
     echo "# $R_ROWS rows in ${R_SECONDS}s under perf (sampling slows it down); worker CPU ${R_PCPU}s"
     echo "# (all threads of the worker process, librdkafka's included; PostgreSQL's static"
     echo "# functions have no symbols in Debian's stripped binary and show as addresses)"
+    echo "# what the worker's main thread was doing (pg_stat_activity sampled every 10 ms):"
+    echo "#   idle = inside the Kafka poll (librdkafka), active = decoding, COPY, commit"
+    sed 's/^/  /' "$WORK/states.txt"
+    echo
     echo "# self time by library (perf report --no-children --sort dso):"
     awk '!/^#/ && NF && n++ < 12' "$WORK/perf-dso.txt"
     echo
@@ -710,8 +784,9 @@ start_servers
 prepare_data
 run_baselines
 run_eoingest
-run_latency
-[ "$PROFILE" = 1 ] && run_profile
+run_latency 2
+run_latency 4
+if [ "$PROFILE" = 1 ]; then run_profile; fi
 job_drop
 write_meta
 cp "$RAW" "$META" "$OUT/"

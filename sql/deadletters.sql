@@ -52,12 +52,12 @@ SELECT ok((SELECT value IS NULL FROM eoingest.dead_letters WHERE job = 'dl_csv' 
 SELECT ok(test.wait_for($$SELECT (SELECT next_offset FROM eoingest.offsets WHERE job = 'dl_csv') = 14$$), 'offsets move past the dead letters');
 SELECT ok(test.wait_for($$SELECT dead_letters = 12 AND rows = 2 FROM eoingest.job_status WHERE name = 'dl_csv'$$), 'job_status counts them');
 
-SELECT ok(test.wait_for($$SELECT count(*) = 2 FROM dl_json$$) AND
-          (SELECT array_agg("offset" ORDER BY "offset") = '{1,2,3}' FROM eoingest.dead_letters WHERE job = 'dl_json'),
+SELECT ok(test.wait_for($$SELECT (SELECT count(*) FROM dl_json) = 2 AND
+          (SELECT array_agg("offset" ORDER BY "offset") = '{1,2,3}' FROM eoingest.dead_letters WHERE job = 'dl_json')$$),
     'malformed JSON, a non-object and a wrong type are dead letters');
 
-SELECT ok(test.wait_for($$SELECT count(*) = 3 FROM dl_transformed$$) AND
-          (SELECT array_agg("offset") = '{1}' AND bool_and(sqlstate = '22012') FROM eoingest.dead_letters WHERE job = 'dl_transform'),
+SELECT ok(test.wait_for($$SELECT (SELECT count(*) FROM dl_transformed) = 3 AND
+          (SELECT array_agg("offset") = '{1}' AND bool_and(sqlstate = '22012') FROM eoingest.dead_letters WHERE job = 'dl_transform')$$),
     'an error raised by the transform sets that record aside');
 
 SELECT ok(test.wait_for($$SELECT state = 'failed' FROM eoingest.job_status WHERE name = 'dl_fail'$$), 'on_error fail stops the job');

@@ -7,7 +7,8 @@
 CREATE TABLE @extschema@.jobs (
     id                integer GENERATED ALWAYS AS IDENTITY UNIQUE,
     name              text PRIMARY KEY
-                      CHECK (pg_catalog.length(name) BETWEEN 1 AND 63),
+                      CHECK (pg_catalog.length(name) OPERATOR(pg_catalog.>=) 1
+                             AND pg_catalog.length(name) OPERATOR(pg_catalog.<=) 63),
     owner             oid NOT NULL,
     brokers           text NOT NULL,
     topic             text NOT NULL,
@@ -28,7 +29,7 @@ CREATE TABLE @extschema@.jobs (
     offset_commit_interval_ms integer NOT NULL DEFAULT 1000,
     max_message_bytes integer NOT NULL DEFAULT 10485760,
     state             text NOT NULL DEFAULT 'stopped'
-                      CHECK (state IN ('running', 'stopped', 'failed')),
+                      CHECK (state OPERATOR(pg_catalog.=) ANY (ARRAY['running', 'stopped', 'failed'])),
     last_error        text,
     created_at        timestamptz NOT NULL DEFAULT pg_catalog.now()
 );
@@ -39,8 +40,8 @@ CREATE TABLE @extschema@.offsets (
     job          text NOT NULL REFERENCES @extschema@.jobs (name)
                  ON UPDATE CASCADE ON DELETE CASCADE,
     topic        text NOT NULL,
-    "partition"  integer NOT NULL CHECK ("partition" >= 0),
-    next_offset  bigint NOT NULL CHECK (next_offset >= 0),
+    "partition"  integer NOT NULL CHECK ("partition" OPERATOR(pg_catalog.>=) 0),
+    next_offset  bigint NOT NULL CHECK (next_offset OPERATOR(pg_catalog.>=) 0),
     updated_at   timestamptz NOT NULL DEFAULT pg_catalog.now(),
     PRIMARY KEY (job, topic, "partition")
 );
@@ -59,6 +60,7 @@ CREATE TABLE @extschema@.checkpoints (
 CREATE TABLE @extschema@.dead_letters (
     id           bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     job          text NOT NULL,
+    owner        oid NOT NULL,
     topic        text NOT NULL,
     "partition"  integer NOT NULL,
     "offset"     bigint NOT NULL,
@@ -70,6 +72,12 @@ CREATE TABLE @extschema@.dead_letters (
     failed_at    timestamptz NOT NULL DEFAULT pg_catalog.now()
 );
 CREATE INDEX ON @extschema@.dead_letters (job, id);
+
+-- Dead letters hold the records' data: a role granted SELECT on the table
+-- sees the rows of the jobs it owns (or whose owner it is a member of).
+ALTER TABLE @extschema@.dead_letters ENABLE ROW LEVEL SECURITY;
+CREATE POLICY owner_rows ON @extschema@.dead_letters
+    USING (pg_catalog.pg_has_role(owner, 'USAGE'));
 
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.jobs', '');
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.dead_letters', '');
@@ -144,6 +152,12 @@ RETURNS SETOF record
 LANGUAGE C VOLATILE
 AS 'MODULE_PATHNAME', 'eoingest_batch';
 
+-- options with the values of credential properties replaced by ********.
+CREATE FUNCTION @extschema@._mask_options(options jsonb)
+RETURNS jsonb
+LANGUAGE C STRICT IMMUTABLE
+AS 'MODULE_PATHNAME', 'eoingest_mask_options';
+
 -- Live state of the workers, from shared memory.
 CREATE FUNCTION @extschema@._worker_status(
     OUT job_id          integer,
@@ -163,15 +177,15 @@ RETURNS SETOF record
 LANGUAGE C STRICT VOLATILE
 AS 'MODULE_PATHNAME', 'eoingest_worker_status';
 
-REVOKE ALL ON FUNCTION @extschema@._worker_status() FROM PUBLIC;
 
--- One row per job and worker index.
+-- One row per job and worker index, for the jobs the current role owns
+-- (or is a member of the owner of); all jobs for pg_monitor and superusers.
 CREATE VIEW @extschema@.job_status AS
 SELECT j.name,
        w.i AS worker,
        CASE
-           WHEN j.state = 'running' AND s.pid IS NOT NULL THEN s.state
-           WHEN j.state = 'running' THEN 'starting'
+           WHEN j.state OPERATOR(pg_catalog.=) 'running' AND s.pid IS NOT NULL THEN s.state
+           WHEN j.state OPERATOR(pg_catalog.=) 'running' THEN 'starting'
            WHEN s.pid IS NOT NULL THEN 'stopping'
            ELSE j.state
        END AS state,
@@ -187,10 +201,33 @@ SELECT j.name,
        s.last_error_at,
        j.mode,
        j.topic,
-       j.target
+       j.target,
+       pg_catalog.pg_get_userbyid(j.owner) AS owner
   FROM @extschema@.jobs j
- CROSS JOIN LATERAL pg_catalog.generate_series(0, j.parallelism - 1) AS w(i)
+ CROSS JOIN LATERAL pg_catalog.generate_series(0, j.parallelism OPERATOR(pg_catalog.-) 1) AS w(i)
   LEFT JOIN @extschema@._worker_status() s
-         ON s.job_id = j.id AND s.worker = w.i;
+         ON s.job_id OPERATOR(pg_catalog.=) j.id AND s.worker OPERATOR(pg_catalog.=) w.i
+ WHERE pg_catalog.pg_has_role(j.owner, 'USAGE')
+    OR pg_catalog.pg_has_role('pg_monitor', 'USAGE');
 
-REVOKE ALL ON @extschema@.job_status FROM PUBLIC;
+-- The job definitions; Kafka credentials in options are masked for every
+-- role but the job's owner (and members of it) and superusers.
+CREATE VIEW @extschema@.job_definitions AS
+SELECT j.name, pg_catalog.pg_get_userbyid(j.owner) AS owner, j.brokers, j.topic, j.target,
+       j.format, j.mode, j.transform, j.start_offset, j.batch_size, j.batch_timeout_ms,
+       j.parallelism,
+       CASE WHEN pg_catalog.pg_has_role(j.owner, 'USAGE') THEN j.options
+            ELSE @extschema@._mask_options(j.options) END AS options,
+       j.on_error, j.checkpoint_interval_ms, j.key_columns, j.key_format,
+       j.offset_commit_interval_ms, j.max_message_bytes, j.state, j.last_error, j.created_at
+  FROM @extschema@.jobs j;
+
+REVOKE ALL ON @extschema@.job_status, @extschema@.job_definitions FROM PUBLIC;
+
+-- Nothing is granted to PUBLIC: an administrator grants what a role may use
+-- (see README, Security).
+REVOKE ALL ON ALL FUNCTIONS IN SCHEMA @extschema@ FROM PUBLIC;
+-- Harmless for anyone, and needed by the views and by transforms: the
+-- worker status shows each role only the jobs it may see.
+GRANT EXECUTE ON FUNCTION @extschema@._worker_status(), @extschema@._mask_options(jsonb),
+                          @extschema@.batch() TO PUBLIC;

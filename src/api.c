@@ -23,6 +23,8 @@
 #include "miscadmin.h"
 #include "parser/parser.h"
 #include "utils/array.h"
+#include "catalog/pg_authid.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
@@ -42,6 +44,7 @@ PG_FUNCTION_INFO_V1(eoingest_start_job);
 PG_FUNCTION_INFO_V1(eoingest_stop_job);
 PG_FUNCTION_INFO_V1(eoingest_drop_job);
 PG_FUNCTION_INFO_V1(eoingest_worker_status);
+PG_FUNCTION_INFO_V1(eoingest_mask_options);
 
 #define MAX_BATCH_SIZE 1000000
 #define MAX_BATCH_TIMEOUT_MS 3600000
@@ -322,6 +325,8 @@ eoingest_create_job(PG_FUNCTION_ARGS)
 	EoiMode		mode;
 	char	   *qualified_target = NULL;
 	EoiSavedUser saved;
+	/* The transform's names resolve as they do for the caller now. */
+	const char *search_path = pstrdup(GetConfigOption("search_path", false, false));
 
 	check_database();
 	check_job_name(name);
@@ -385,7 +390,6 @@ eoingest_create_job(PG_FUNCTION_ARGS)
 		TEXTARRAYOID, TEXTOID, INT4OID, TEXTOID, INT4OID};
 		Datum		args[20];
 		char		nulls[20];
-		const char *search_path = GetConfigOption("search_path", false, false);
 
 		memset(nulls, ' ', sizeof(nulls));
 		args[0] = CStringGetTextDatum(name);
@@ -435,30 +439,50 @@ eoingest_create_job(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
-/*
- * Set the wanted state of a job; the launcher acts on it after commit.
- * Returns false (nothing changed) when the job was in that state already.
- */
-static void
-set_job_state(const char *name, const char *state, bool clear_error)
+/* The job's owner, or an error that the job does not exist. */
+static Oid
+job_owner(const char *name)
 {
 	EoiSavedUser saved;
-	Oid			types[2] = {TEXTOID, TEXTOID};
-	Datum		args[2] = {CStringGetTextDatum(name), CStringGetTextDatum(state)};
+	Oid			types[1] = {TEXTOID};
+	Datum		args[1] = {CStringGetTextDatum(name)};
+	Oid			owner = InvalidOid;
 
 	eoi_become_extension_owner(&saved);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute_with_args(clear_error ?
-							  "UPDATE eoingest.jobs SET state = $2, last_error = NULL WHERE name = $1" :
-							  "UPDATE eoingest.jobs SET state = $2 WHERE name = $1",
-							  2, types, args, NULL, false, 0) != SPI_OK_UPDATE)
-		elog(ERROR, "could not update eoingest.jobs");
-	if (SPI_processed == 0)
+	if (SPI_execute_with_args("SELECT owner FROM eoingest.jobs WHERE name = $1",
+							  1, types, args, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read eoingest.jobs");
+	if (SPI_processed == 1)
+	{
+		bool		isnull;
+
+		owner = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	}
+	SPI_finish();
+	eoi_restore_user(&saved);
+	if (!OidIsValid(owner))
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("eoingest job \"%s\" does not exist", name),
 				 errhint("eoingest.job_status lists the jobs.")));
+	return owner;
+}
+
+/* Run one statement on eoingest.jobs about job `name`, as the extension. */
+static void
+update_job(const char *sql, const char *name, const char *state)
+{
+	EoiSavedUser saved;
+	Oid			types[2] = {TEXTOID, TEXTOID};
+	Datum		args[2] = {CStringGetTextDatum(name), CStringGetTextDatum(state ? state : "")};
+
+	eoi_become_extension_owner(&saved);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute_with_args(sql, state ? 2 : 1, types, args, NULL, false, 0) < 0)
+		elog(ERROR, "could not update eoingest.jobs");
 	SPI_finish();
 	eoi_restore_user(&saved);
 	wake_launcher_at_commit();
@@ -471,44 +495,30 @@ set_job_state(const char *name, const char *state, bool clear_error)
 static void
 check_can_start(const char *name)
 {
-	EoiSavedUser saved;
-	Oid			types[1] = {TEXTOID};
-	Datum		args[1] = {CStringGetTextDatum(name)};
-	bool		two_phase = false;
-	int			parallelism = 0;
+	EoiJob	   *job = eoi_job_load_by_name(name);
 
-	eoi_become_extension_owner(&saved);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute_with_args("SELECT mode = 'two_phase', parallelism FROM eoingest.jobs WHERE name = $1",
-							  1, types, args, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not read eoingest.jobs");
-	if (SPI_processed == 1)
-	{
-		bool		isnull;
-
-		two_phase = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-		parallelism = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
-	}
-	SPI_finish();
-	eoi_restore_user(&saved);
-
-	if (two_phase && max_prepared_xacts < parallelism)
+	if (job->mode == EOI_MODE_TWO_PHASE && max_prepared_xacts < job->parallelism)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("two_phase job \"%s\" needs %d prepared transactions, but max_prepared_transactions is %d",
-						name, parallelism, max_prepared_xacts),
+						name, job->parallelism, max_prepared_xacts),
 				 errhint("Set max_prepared_transactions to at least %d (plus what other clients use) and restart the server.",
-						 parallelism)));
+						 job->parallelism)));
 }
 
+/*
+ * start_job, stop_job and drop_job record what the owner wants; the
+ * launcher, woken when the transaction commits, does it.  All idempotent.
+ */
 Datum
 eoingest_start_job(PG_FUNCTION_ARGS)
 {
 	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
 
+	eoi_check_job_owner(name, job_owner(name));
 	check_can_start(name);
-	set_job_state(name, "running", true);
+	update_job("UPDATE eoingest.jobs SET state = $2, last_error = NULL WHERE name = $1",
+			   name, "running");
 	PG_RETURN_VOID();
 }
 
@@ -517,7 +527,9 @@ eoingest_stop_job(PG_FUNCTION_ARGS)
 {
 	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
 
-	set_job_state(name, "stopped", false);
+	eoi_check_job_owner(name, job_owner(name));
+	update_job("UPDATE eoingest.jobs SET state = $2 WHERE name = $1 AND state = 'running'",
+			   name, "stopped");
 	PG_RETURN_VOID();
 }
 
@@ -525,24 +537,9 @@ Datum
 eoingest_drop_job(PG_FUNCTION_ARGS)
 {
 	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	EoiSavedUser saved;
-	Oid			types[1] = {TEXTOID};
-	Datum		args[1] = {CStringGetTextDatum(name)};
 
-	eoi_become_extension_owner(&saved);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute_with_args("DELETE FROM eoingest.jobs WHERE name = $1",
-							  1, types, args, NULL, false, 0) != SPI_OK_DELETE)
-		elog(ERROR, "could not delete from eoingest.jobs");
-	if (SPI_processed == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("eoingest job \"%s\" does not exist", name),
-				 errhint("eoingest.job_status lists the jobs.")));
-	SPI_finish();
-	eoi_restore_user(&saved);
-	wake_launcher_at_commit();
+	eoi_check_job_owner(name, job_owner(name));
+	update_job("DELETE FROM eoingest.jobs WHERE name = $1", name, NULL);
 	PG_RETURN_VOID();
 }
 
@@ -561,6 +558,47 @@ worker_state_name(EoiWorkerState state)
 			return "waiting";
 	}
 	return "unknown";
+}
+
+/* The current role sees the workers of jobs it could steer, or all as pg_monitor. */
+static bool
+may_see(Oid owner)
+{
+	return superuser() || has_privs_of_role(GetUserId(), owner) ||
+		has_privs_of_role(GetUserId(), ROLE_PG_MONITOR);
+}
+
+/*
+ * eoingest._mask_options(options): the values of credential properties
+ * replaced by ********, for roles that are not the job's owner.
+ */
+Datum
+eoingest_mask_options(PG_FUNCTION_ARGS)
+{
+	Jsonb	   *options = PG_GETARG_JSONB_P(0);
+	JsonbParseState *state = NULL;
+	JsonbIterator *it;
+	JsonbValue	v;
+	JsonbValue *result = NULL;
+	JsonbIteratorToken tok;
+	bool		secret = false;
+
+	if (!JB_ROOT_IS_OBJECT(options))
+		PG_RETURN_JSONB_P(options);
+	it = JsonbIteratorInit(&options->root);
+	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+	{
+		if (tok == WJB_KEY)
+			secret = eoi_kafka_property_is_secret(pnstrdup(v.val.string.val, v.val.string.len));
+		else if (tok == WJB_VALUE && secret)
+		{
+			v.type = jbvString;
+			v.val.string.val = "********";
+			v.val.string.len = 8;
+		}
+		result = pushJsonbValue(&state, tok, tok < WJB_BEGIN_ARRAY ? &v : NULL);
+	}
+	PG_RETURN_JSONB_P(JsonbValueToJsonb(result));
 }
 
 Datum
@@ -599,7 +637,7 @@ eoingest_worker_status(PG_FUNCTION_ARGS)
 		Datum		values[13];
 		bool		nulls[13] = {false};
 
-		if (!s->in_use || s->pid == 0)
+		if (!s->in_use || s->pid == 0 || !may_see(s->owner))
 			continue;
 		values[0] = Int32GetDatum(s->job_id);
 		values[1] = Int32GetDatum(s->worker_index);

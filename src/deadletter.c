@@ -85,10 +85,10 @@ eoi_dead_letter_store(const EoiJob *job, const char *topic, rd_kafka_message_t *
 					  ErrorData *edata)
 {
 	EoiSavedUser saved;
-	Oid			types[9] = {TEXTOID, TEXTOID, INT4OID, INT8OID, BYTEAOID, BYTEAOID,
-	TIMESTAMPTZOID, TEXTOID, TEXTOID};
-	Datum		args[9];
-	char		nulls[9] = "         ";
+	Oid			types[10] = {TEXTOID, TEXTOID, INT4OID, INT8OID, BYTEAOID, BYTEAOID,
+	TIMESTAMPTZOID, TEXTOID, TEXTOID, OIDOID};
+	Datum		args[10];
+	char		nulls[10] = "          ";
 	bool		isnull;
 
 	args[0] = CStringGetTextDatum(job->name);
@@ -101,14 +101,15 @@ eoi_dead_letter_store(const EoiJob *job, const char *topic, rd_kafka_message_t *
 	nulls[6] = isnull ? 'n' : ' ';
 	args[7] = CStringGetTextDatum(error_text(edata));
 	args[8] = CStringGetTextDatum(unpack_sql_state(edata->sqlerrcode));
+	args[9] = ObjectIdGetDatum(job->owner);
 
 	eoi_become_extension_owner(&saved);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	if (SPI_execute_with_args("INSERT INTO eoingest.dead_letters"
-							  " (job, topic, \"partition\", \"offset\", key, value, \"timestamp\", error, sqlstate)"
-							  " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-							  9, types, args, nulls, false, 0) != SPI_OK_INSERT)
+							  " (job, topic, \"partition\", \"offset\", key, value, \"timestamp\", error, sqlstate, owner)"
+							  " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+							  10, types, args, nulls, false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "could not insert into eoingest.dead_letters");
 	SPI_finish();
 	eoi_restore_user(&saved);
@@ -140,8 +141,9 @@ eoingest_replay_dead_letters(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("job must not be null")));
 	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	eoi_become_extension_owner(&saved);
 	job = eoi_job_load_by_name(name);
+	eoi_check_job_owner(name, job->owner);
+	eoi_become_extension_owner(&saved);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	args[0] = CStringGetTextDatum(name);

@@ -14,7 +14,9 @@
 #include "nodes/value.h"
 #include "utils/array.h"
 #include "miscadmin.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/jsonb.h"
 
 #include "job.h"
@@ -92,18 +94,43 @@ eoi_parse_on_error(const char *on_error)
 	return (EoiOnError) i;
 }
 
+/*
+ * Run as the bootstrap superuser, with search_path pg_catalog only: the
+ * statements eoingest runs on its own tables must not resolve a function or
+ * operator that the caller (or a job owner) put on their search_path.
+ */
 void
 eoi_become_extension_owner(EoiSavedUser *saved)
 {
 	GetUserIdAndSecContext(&saved->userid, &saved->sec_context);
 	SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID,
 						   saved->sec_context | SECURITY_LOCAL_USERID_CHANGE);
+	saved->guc_nest_level = NewGUCNestLevel();
+	(void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
 }
 
 void
 eoi_restore_user(EoiSavedUser *saved)
 {
+	AtEOXact_GUC(true, saved->guc_nest_level);
 	SetUserIdAndSecContext(saved->userid, saved->sec_context);
+}
+
+/*
+ * Only the job's owner, a member of the owner's role, or a superuser may
+ * steer a job; only a superuser may steer a superuser's job.
+ */
+void
+eoi_check_job_owner(const char *name, Oid owner)
+{
+	if (superuser())
+		return;
+	if (superuser_arg(owner) || !has_privs_of_role(GetUserId(), owner))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("must be owner of eoingest job \"%s\"", name),
+				 errhint("Ask the job's owner or a superuser.")));
 }
 
 static char *

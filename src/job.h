@@ -20,16 +20,19 @@ extern const char *eoi_mode_name(EoiMode mode);
 
 
 /*
- * eoingest's own tables are not readable by job owners; the worker and the
+ * eoingest's own tables are not writable by job owners; the worker and the
  * job functions read and write them as the bootstrap superuser, and only
- * them.  Everything else runs as the job's owner.
+ * them, with a pinned search_path.  Everything else runs as the job's owner
+ * (in a worker) or the caller (in a job function).
  */
 typedef struct EoiSavedUser
 {
 	Oid			userid;
 	int			sec_context;
+	int			guc_nest_level;
 } EoiSavedUser;
 
 extern void eoi_become_extension_owner(EoiSavedUser *saved);
 extern void eoi_restore_user(EoiSavedUser *saved);
+extern void eoi_check_job_owner(const char *name, Oid owner);
 #endif

@@ -31,6 +31,8 @@ struct EoiKafka
 	rd_kafka_topic_t *rkt;
 	char	   *topic;
 	char		last_error[512];
+	rd_kafka_resp_err_t auth_error;	/* set when the broker refused us */
+	bool		assigned;		/* partitions are assigned */
 };
 
 /* Properties eoingest sets itself: a user's value would break a guarantee. */
@@ -57,6 +59,16 @@ is_managed(const char *name)
 	return false;
 }
 
+/* Properties whose values are credentials: never echoed in a message. */
+bool
+eoi_kafka_property_is_secret(const char *name)
+{
+	return strstr(name, "password") != NULL || strstr(name, "secret") != NULL ||
+		strncmp(name, "sasl.oauthbearer.", 17) == 0 || strcmp(name, "sasl.username") == 0 ||
+		strcmp(name, "ssl.key.pem") == 0 || strcmp(name, "ssl_key") == 0 ||
+		strcmp(name, "ssl.keystore.password") == 0;
+}
+
 static void
 conf_set_or_error(rd_kafka_conf_t *conf, const char *name, const char *value)
 {
@@ -67,6 +79,8 @@ conf_set_or_error(rd_kafka_conf_t *conf, const char *name, const char *value)
 	if (res == RD_KAFKA_CONF_OK)
 		return;
 	rd_kafka_conf_destroy(conf);
+	if (eoi_kafka_property_is_secret(name))
+		strlcpy(errstr, "(the value is not shown: it is a credential)", sizeof(errstr));
 	if (res == RD_KAFKA_CONF_UNKNOWN)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -172,6 +186,9 @@ error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque)
 	 */
 	if (err == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN && kafka->last_error[0] != '\0')
 		return;
+	if (err == RD_KAFKA_RESP_ERR__AUTHENTICATION || err == RD_KAFKA_RESP_ERR__SSL ||
+		err == RD_KAFKA_RESP_ERR_SASL_AUTHENTICATION_FAILED)
+		kafka->auth_error = err;
 	snprintf(kafka->last_error, sizeof(kafka->last_error), "%s: %s",
 			 rd_kafka_err2name(err), reason);
 }
@@ -253,6 +270,40 @@ eoi_kafka_last_error(EoiKafka *kafka)
  * exist (yet).  Broker trouble is an error of class 08, which the worker
  * treats as transient.
  */
+/*
+ * A refused login or an untrusted certificate will not cure itself: the
+ * job fails with the broker's reason rather than retrying forever.
+ */
+static void
+check_refused(EoiKafka *kafka)
+{
+	if (kafka->auth_error == RD_KAFKA_RESP_ERR_NO_ERROR)
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_AUTHORIZATION_SPECIFICATION),
+			 errmsg("the Kafka brokers refused the job's connection: %s", kafka->last_error),
+			 errhint("Check the security settings in the job's options (sasl.*, ssl.*), then start the job again.")));
+}
+
+/*
+ * Let librdkafka deliver its queued error events (to error_cb).  Only while
+ * nothing is assigned, so that no message can come out of the queue.
+ */
+static void
+serve_events(EoiKafka *kafka)
+{
+	if (kafka->assigned)
+		return;
+	for (int i = 0; i < 100; i++)
+	{
+		rd_kafka_message_t *msg = rd_kafka_consumer_poll(kafka->rk, 0);
+
+		if (msg == NULL)
+			break;
+		rd_kafka_message_destroy(msg);
+	}
+}
+
 int
 eoi_kafka_partition_count(EoiKafka *kafka, int timeout_ms)
 {
@@ -261,6 +312,11 @@ eoi_kafka_partition_count(EoiKafka *kafka, int timeout_ms)
 	int			count;
 
 	err = rd_kafka_metadata(kafka->rk, 0, kafka->rkt, &md, timeout_ms);
+	if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
+	{
+		serve_events(kafka);
+		check_refused(kafka);
+	}
 	if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
 		ereport(ERROR,
 				(errcode(ERRCODE_CONNECTION_FAILURE),
@@ -356,11 +412,20 @@ eoi_kafka_assign(EoiKafka *kafka, const EoiPosition *positions, int n)
 
 	err = rd_kafka_assign(kafka->rk, list);
 	rd_kafka_topic_partition_list_destroy(list);
+	kafka->assigned = (err == RD_KAFKA_RESP_ERR_NO_ERROR && n > 0);
 	if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
 		ereport(ERROR,
 				(errcode(ERRCODE_CONNECTION_FAILURE),
 				 errmsg("could not assign partitions of Kafka topic \"%s\": %s",
 						kafka->topic, rd_kafka_err2str(err))));
+}
+
+/* Drop the assignment and whatever was prefetched for it. */
+void
+eoi_kafka_unassign(EoiKafka *kafka)
+{
+	(void) rd_kafka_assign(kafka->rk, NULL);
+	kafka->assigned = false;
 }
 
 /*
@@ -465,6 +530,12 @@ eoi_kafka_poll(EoiKafka *kafka, rd_kafka_message_t **messages, int max_messages,
 		rd_kafka_message_t *msg;
 
 		msg = rd_kafka_consumer_poll(kafka->rk, (int) Min(remaining, 100));
+		if (msg == NULL && kafka->auth_error != RD_KAFKA_RESP_ERR_NO_ERROR)
+		{
+			for (int i = 0; i < n; i++)
+				rd_kafka_message_destroy(messages[i]);
+			check_refused(kafka);
+		}
 		if (msg == NULL)
 		{
 			if (remaining <= 0)

@@ -24,6 +24,7 @@ typedef struct EoiPosition
 } EoiPosition;
 
 extern void eoi_kafka_check_options(const char *brokers, Jsonb *options);
+extern bool eoi_kafka_property_is_secret(const char *name);
 extern EoiKafka *eoi_kafka_open(const EoiJob *job, int worker_index);
 extern void eoi_kafka_close(EoiKafka *kafka);
 
@@ -33,6 +34,7 @@ extern void eoi_kafka_watermarks(EoiKafka *kafka, int32 partition,
 extern int64 eoi_kafka_offset_for_time(EoiKafka *kafka, int32 partition, int64 ms,
 									   int timeout_ms);
 extern void eoi_kafka_assign(EoiKafka *kafka, const EoiPosition *positions, int n);
+extern void eoi_kafka_unassign(EoiKafka *kafka);
 extern void eoi_kafka_seek(EoiKafka *kafka, const EoiPosition *positions, int n);
 extern int	eoi_kafka_poll(EoiKafka *kafka, rd_kafka_message_t **messages,
 						   int max_messages, int timeout_ms);

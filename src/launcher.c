@@ -28,6 +28,7 @@
 #include "storage/latch.h"
 #include "storage/proc.h"
 #include "tcop/tcopprot.h"
+#include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
@@ -98,6 +99,37 @@ launcher_attach(void)
 }
 
 /*
+ * A job whose owner was dropped or may no longer log in cannot run (its
+ * worker connects as the owner): fail it with a clear error rather than
+ * let the worker die at every start.
+ */
+static void
+fail_jobs_without_owner(void)
+{
+	int			ret;
+
+	ret = SPI_execute("UPDATE eoingest.jobs j"
+					  "   SET state = 'failed',"
+					  "       last_error = CASE WHEN bad.rolname IS NULL"
+					  "         THEN pg_catalog.format('the job''s owner (role OID %s) was dropped;"
+					  " a superuser can drop the job, or recreate it under another role', j.owner)"
+					  "         ELSE pg_catalog.format('the job''s owner %I may not log in (NOLOGIN);"
+					  " grant it LOGIN again, then start the job', bad.rolname) END"
+					  "  FROM (SELECT j2.id, r.rolname FROM eoingest.jobs j2"
+					  "          LEFT JOIN pg_catalog.pg_roles r ON r.oid OPERATOR(pg_catalog.=) j2.owner"
+					  "         WHERE j2.state OPERATOR(pg_catalog.=) 'running'"
+					  "           AND (r.oid IS NULL OR NOT r.rolcanlogin)) bad"
+					  " WHERE j.id OPERATOR(pg_catalog.=) bad.id",
+					  false, 0);
+	if (ret != SPI_OK_UPDATE)
+		elog(ERROR, "could not check job owners: %s", SPI_result_code_string(ret));
+	if (SPI_processed > 0)
+		ereport(LOG,
+				(errmsg("eoingest: " UINT64_FORMAT " job(s) failed because their owner was dropped or lost LOGIN",
+						SPI_processed)));
+}
+
+/*
  * Read the jobs, as an array in tick_context.  No extension in the database
  * means no jobs.
  */
@@ -119,6 +151,7 @@ read_jobs(int *njobs)
 
 		if (SPI_connect() != SPI_OK_CONNECT)
 			elog(ERROR, "SPI_connect failed");
+		fail_jobs_without_owner();
 		ret = SPI_execute("SELECT id, owner, parallelism, state = 'running',"
 						  "       mode = 'two_phase', name"
 						  "  FROM eoingest.jobs ORDER BY id", true, 0);
@@ -278,7 +311,7 @@ worker_exists(int32 job_id, int worker_index)
 }
 
 static int
-claim_slot(int32 job_id, int worker_index, uint64 *generation)
+claim_slot(int32 job_id, Oid owner, int worker_index, uint64 *generation)
 {
 	int			found = -1;
 
@@ -293,6 +326,7 @@ claim_slot(int32 job_id, int worker_index, uint64 *generation)
 		slot->in_use = true;
 		slot->generation = eoi_shared->next_generation++;
 		slot->job_id = job_id;
+		slot->owner = owner;
 		slot->worker_index = worker_index;
 		*generation = slot->generation;
 		found = i;
@@ -311,7 +345,7 @@ launch_worker(LauncherJob *job, int worker_index)
 	RestartBackoff *b;
 	int			slotno;
 
-	slotno = claim_slot(job->id, worker_index, &args.generation);
+	slotno = claim_slot(job->id, job->owner, worker_index, &args.generation);
 	if (slotno < 0)
 	{
 		ereport(WARNING,
@@ -462,6 +496,8 @@ eoingest_launcher_main(Datum main_arg)
 
 	launcher_attach();
 	BackgroundWorkerInitializeConnection(eoingest_database, NULL, 0);
+	/* The launcher runs as a superuser: resolve nothing a user created. */
+	SetConfigOption("search_path", "pg_catalog, pg_temp", PGC_SUSET, PGC_S_OVERRIDE);
 	pgstat_report_appname("eoingest launcher");
 	ereport(LOG,
 			(errmsg("eoingest launcher started in database \"%s\"", eoingest_database)));

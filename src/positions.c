@@ -130,6 +130,7 @@ eoingest_reset_offsets(PG_FUNCTION_ARGS)
 	volatile int count = 0;
 	int			set = 0;
 
+	eoi_check_job_owner(name, job->owner);
 	if (strcmp(job->state, "running") == 0 || job_has_worker(job->id))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_IN_USE),

@@ -31,6 +31,7 @@ typedef struct EoiWorkerSlot
 	bool		in_use;			/* claimed by the launcher */
 	uint64		generation;		/* tells a slot's successive owners apart */
 	int32		job_id;
+	Oid			owner;			/* the job's owner, for who may see the slot */
 	int			worker_index;
 	pid_t		pid;			/* 0 until the worker attaches, and after */
 	EoiWorkerState state;

@@ -222,6 +222,8 @@ assign_partitions(void)
 	int			nstored;
 	bool		job_has_positions;
 
+	/* Start over: nothing prefetched survives, errors can be read. */
+	eoi_kafka_unassign(w.kafka);
 	count = eoi_kafka_partition_count(w.kafka, METADATA_TIMEOUT_MS);
 	w.next_discovery = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), DISCOVERY_INTERVAL_MS);
 	if (count < 0)

@@ -25,7 +25,9 @@ modes=(exactly_once two_phase upsert at_least_once at_most_once)
 plan $((${#modes[@]} * 2 + 2))
 
 sql "CREATE EXTENSION IF NOT EXISTS eoingest" >/dev/null 2>&1
-results=()
+# run() executes in a subshell (process substitution): it appends its result here.
+rows=$EOINGEST_RUN/consistency.rows
+: >"$rows"
 
 # produce_wave MODE TOPIC FIRST COUNT
 produce_wave() {
@@ -118,8 +120,7 @@ run() {
   fi
   sql "SELECT eoingest.drop_job('$job')" >/dev/null
   sql "DROP TABLE $job" >/dev/null
-  results+=("$mode $scenario $events $lost $dup $wrong")
-  echo "$mode $scenario $events $lost $dup $wrong"
+  echo "$mode $scenario $events $lost $dup $wrong" | tee -a "$rows"
 }
 
 guarantee_holds() {
@@ -150,15 +151,14 @@ ok $([ "$dup" = 0 ] && [ "$lost" -gt 0 ] && echo 0 || echo 1) \
 {
   echo "| mode | what happened | times | lost | duplicated | keys wrong |"
   echo "|---|---|---|---|---|---|"
-  for r in "${results[@]}"; do
-    read -r mode scenario events lost dup wrong <<<"$r"
+  while read -r mode scenario events lost dup wrong; do
     case $scenario in
       kill) what="worker SIGKILLed" ;;
       immediate) what="PostgreSQL stopped -m immediate" ;;
       fault:*) what="killed at fault point ${scenario#fault:}" ;;
     esac
     echo "| $mode | $what | $events | $lost | $dup | $wrong |"
-  done
+  done <"$rows"
 } | tee "$EOINGEST_RUN/consistency-table.md" | while IFS= read -r line; do diag "$line"; done
 
 done_testing
