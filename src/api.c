@@ -35,6 +35,7 @@
 #include "decode.h"
 #include "job.h"
 #include "kafka.h"
+#include "offsets.h"
 #include "shmem.h"
 #include "sink.h"
 #include "upsert.h"
@@ -662,4 +663,108 @@ eoingest_worker_status(PG_FUNCTION_ARGS)
 	rsinfo->setResult = store;
 	rsinfo->setDesc = tupdesc;
 	return (Datum) 0;
+}
+
+/* ---- alter_job ---- */
+
+PG_FUNCTION_INFO_V1(eoingest_alter_job);
+
+/*
+ * eoingest.alter_job(name, batch_size, batch_timeout_ms, options,
+ * transform, on_error, target, mode): change what is given (NULL keeps
+ * it).  Everything is checked as create_job checks it.  A running job's
+ * workers are restarted by the launcher with the new settings within a
+ * second (an open batch rolls back and is read again).  The target and the
+ * mode of a job that has committed offsets cannot change: the offsets
+ * account for rows in that table, written with that mode's guarantee.
+ */
+Datum
+eoingest_alter_job(PG_FUNCTION_ARGS)
+{
+	char	   *name;
+	EoiJob	   *job;
+	StringInfoData sql;
+	Datum		args[8];
+	Oid			types[8] = {TEXTOID, INT4OID, INT4OID, JSONBOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID};
+	char		nulls[8] = "        ";
+	EoiSavedUser saved;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("name must not be null")));
+	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	job = eoi_job_load_by_name(name);
+	eoi_check_job_owner(name, job->owner);
+
+	args[0] = CStringGetTextDatum(name);
+	for (int i = 1; i < 8; i++)
+	{
+		nulls[i] = PG_ARGISNULL(i) ? 'n' : ' ';
+		args[i] = PG_ARGISNULL(i) ? (Datum) 0 : PG_GETARG_DATUM(i);
+	}
+	if (!PG_ARGISNULL(1))
+		(void) int_in_range(fcinfo, 1, "batch_size", 1, MAX_BATCH_SIZE);
+	if (!PG_ARGISNULL(2))
+		(void) int_in_range(fcinfo, 2, "batch_timeout_ms", 1, MAX_BATCH_TIMEOUT_MS);
+	if (!PG_ARGISNULL(3))
+		eoi_kafka_check_options(job->brokers, PG_GETARG_JSONB_P(3));
+	if (!PG_ARGISNULL(4))
+	{
+		if (job->target != NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("job \"%s\" writes into a target, not through a transform", name),
+					 errhint("Create a new job with the transform.")));
+		check_transform(text_to_cstring(PG_GETARG_TEXT_PP(4)));
+	}
+	if (!PG_ARGISNULL(5))
+		(void) eoi_parse_on_error(text_to_cstring(PG_GETARG_TEXT_PP(5)));
+	if (!PG_ARGISNULL(6) || !PG_ARGISNULL(7))
+	{
+		EoiPosition dummy;
+
+		{
+			/* offsets of this job exist: the target and mode are settled */
+			bool		has_offsets = eoi_offsets_read(job, &dummy, 1) > 0;
+
+			if (has_offsets)
+				ereport(ERROR,
+						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+						 errmsg("the target and mode of job \"%s\" cannot change: it has committed offsets", name),
+						 errdetail("The stored offsets account for rows written into %s in mode %s.",
+								   job->target ? job->target : "its transform's tables", eoi_mode_name(job->mode)),
+						 errhint("Create a new job (with start_offset, or reset_offsets, where it should begin), or drop this one.")));
+		}
+		if (!PG_ARGISNULL(7))
+			(void) eoi_parse_mode(text_to_cstring(PG_GETARG_TEXT_PP(7)));
+		if (!PG_ARGISNULL(6))
+		{
+			EoiFormat	format = job->format;
+
+			args[6] = CStringGetTextDatum(resolve_target(text_to_cstring(PG_GETARG_TEXT_PP(6)), format));
+		}
+	}
+
+	initStringInfo(&sql);
+	appendStringInfoString(&sql,
+						   "UPDATE eoingest.jobs SET"
+						   " batch_size = coalesce($2, batch_size),"
+						   " batch_timeout_ms = coalesce($3, batch_timeout_ms),"
+						   " options = coalesce($4, options),"
+						   " transform = coalesce($5, transform),"
+						   " on_error = coalesce($6, on_error),"
+						   " target = coalesce($7, target),"
+						   " mode = coalesce($8, mode),"
+						   " config_version = config_version + 1"
+						   " WHERE name = $1");
+	eoi_become_extension_owner(&saved);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute_with_args(sql.data, 8, types, args, nulls, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not update eoingest.jobs");
+	SPI_finish();
+	eoi_restore_user(&saved);
+	wake_launcher_at_commit();
+	PG_RETURN_VOID();
 }

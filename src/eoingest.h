@@ -14,6 +14,9 @@
 #include "nodes/pg_list.h"
 #include "utils/jsonb.h"
 
+/* The SQL objects this library expects (eoingest.control's default_version). */
+#define EOI_EXTENSION_VERSION "0.2"
+
 /* Settings (eoingest.c) */
 extern char *eoingest_database;
 extern int	eoingest_max_workers;

@@ -365,6 +365,17 @@ eoi_kafka_watermarks(EoiKafka *kafka, int32 partition, int64 *low, int64 *high,
 }
 
 /*
+ * The watermarks librdkafka learned from its last fetch response for this
+ * partition, without asking the broker; false if it has none yet.
+ */
+bool
+eoi_kafka_cached_watermarks(EoiKafka *kafka, int32 partition, int64 *low, int64 *high)
+{
+	return rd_kafka_get_watermark_offsets(kafka->rk, kafka->topic, partition, low, high) ==
+		RD_KAFKA_RESP_ERR_NO_ERROR && *high >= 0;
+}
+
+/*
  * The earliest offset whose timestamp is at or after `ms` (milliseconds
  * since the epoch); the high watermark when there is none.
  */

@@ -31,6 +31,8 @@ extern void eoi_kafka_close(EoiKafka *kafka);
 extern int	eoi_kafka_partition_count(EoiKafka *kafka, int timeout_ms);
 extern void eoi_kafka_watermarks(EoiKafka *kafka, int32 partition,
 								 int64 *low, int64 *high, int timeout_ms);
+extern bool eoi_kafka_cached_watermarks(EoiKafka *kafka, int32 partition,
+										int64 *low, int64 *high);
 extern int64 eoi_kafka_offset_for_time(EoiKafka *kafka, int32 partition, int64 ms,
 									   int timeout_ms);
 extern void eoi_kafka_assign(EoiKafka *kafka, const EoiPosition *positions, int n);

@@ -51,6 +51,7 @@ typedef struct LauncherJob
 	bool		running;
 	bool		two_phase;
 	char	   *name;
+	int32		config_version;
 } LauncherJob;
 
 /* Backoff of one (job, worker index) whose worker died. */
@@ -99,6 +100,42 @@ launcher_attach(void)
 }
 
 /*
+ * Is the extension installed, at the version this library speaks?  An
+ * older one runs no job until ALTER EXTENSION eoingest UPDATE (said once).
+ */
+static bool
+extension_ready(void)
+{
+	static bool warned = false;
+	Oid			ext = get_extension_oid("eoingest", true);
+	char	   *version;
+
+	if (!OidIsValid(ext))
+		return false;
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute("SELECT extversion FROM pg_catalog.pg_extension WHERE extname = 'eoingest'",
+					true, 1) != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "could not read the version of extension eoingest");
+	version = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	if (strcmp(version, EOI_EXTENSION_VERSION) == 0)
+	{
+		SPI_finish();
+		warned = false;
+		return true;
+	}
+	if (!warned)
+		ereport(WARNING,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("eoingest jobs do not run: extension eoingest is at version %s, the library at %s",
+						version, EOI_EXTENSION_VERSION),
+				 errhint("Run ALTER EXTENSION eoingest UPDATE in database \"%s\".", eoingest_database)));
+	warned = true;
+	SPI_finish();
+	return false;
+}
+
+/*
  * A job whose owner was dropped or may no longer log in cannot run (its
  * worker connects as the owner): fail it with a clear error rather than
  * let the worker die at every start.
@@ -144,7 +181,7 @@ read_jobs(int *njobs)
 	PushActiveSnapshot(GetTransactionSnapshot());
 	pgstat_report_activity(STATE_RUNNING, "reading eoingest.jobs");
 
-	extension_present = OidIsValid(get_extension_oid("eoingest", true));
+	extension_present = extension_ready();
 	if (extension_present)
 	{
 		int			ret;
@@ -153,7 +190,7 @@ read_jobs(int *njobs)
 			elog(ERROR, "SPI_connect failed");
 		fail_jobs_without_owner();
 		ret = SPI_execute("SELECT id, owner, parallelism, state = 'running',"
-						  "       mode = 'two_phase', name"
+						  "       mode = 'two_phase', name, config_version"
 						  "  FROM eoingest.jobs ORDER BY id", true, 0);
 		if (ret != SPI_OK_SELECT)
 			elog(ERROR, "could not read eoingest.jobs: %s", SPI_result_code_string(ret));
@@ -172,6 +209,7 @@ read_jobs(int *njobs)
 			jobs[i].running = DatumGetBool(SPI_getbinval(tup, desc, 4, &isnull));
 			jobs[i].two_phase = DatumGetBool(SPI_getbinval(tup, desc, 5, &isnull));
 			jobs[i].name = MemoryContextStrdup(tick_context, SPI_getvalue(tup, desc, 6));
+			jobs[i].config_version = DatumGetInt32(SPI_getbinval(tup, desc, 7, &isnull));
 		}
 		*njobs = (int) SPI_processed;
 		SPI_finish();
@@ -292,7 +330,8 @@ reap_and_terminate(LauncherJob *jobs, int njobs)
 		}
 
 		job = find_job(jobs, njobs, slot->job_id);
-		if (job == NULL || !job->running || slot->worker_index >= job->parallelism)
+		if (job == NULL || !job->running || slot->worker_index >= job->parallelism ||
+			job->config_version != slot->config_version)
 			terminate_slot(i);
 	}
 }
@@ -311,7 +350,7 @@ worker_exists(int32 job_id, int worker_index)
 }
 
 static int
-claim_slot(int32 job_id, Oid owner, int worker_index, uint64 *generation)
+claim_slot(LauncherJob *job, int worker_index, uint64 *generation)
 {
 	int			found = -1;
 
@@ -325,8 +364,9 @@ claim_slot(int32 job_id, Oid owner, int worker_index, uint64 *generation)
 		memset(slot, 0, sizeof(EoiWorkerSlot));
 		slot->in_use = true;
 		slot->generation = eoi_shared->next_generation++;
-		slot->job_id = job_id;
-		slot->owner = owner;
+		slot->job_id = job->id;
+		slot->owner = job->owner;
+		slot->config_version = job->config_version;
 		slot->worker_index = worker_index;
 		*generation = slot->generation;
 		found = i;
@@ -345,7 +385,7 @@ launch_worker(LauncherJob *job, int worker_index)
 	RestartBackoff *b;
 	int			slotno;
 
-	slotno = claim_slot(job->id, job->owner, worker_index, &args.generation);
+	slotno = claim_slot(job, worker_index, &args.generation);
 	if (slotno < 0)
 	{
 		ereport(WARNING,

@@ -147,3 +147,27 @@ eoi_offsets_advance(const EoiJob *job, int32 partition, int64 expected, int64 ne
 						   (long long) expected)));
 	offsets_spi_end(&saved);
 }
+
+/* Record a partition's log end as the worker last saw it (eoingest.lag). */
+void
+eoi_offsets_note_watermarks(const EoiJob *job, int32 partition, int64 low, int64 high)
+{
+	EoiSavedUser saved;
+	Oid			types[5] = {TEXTOID, TEXTOID, INT4OID, INT8OID, INT8OID};
+	Datum		args[5] = {
+		CStringGetTextDatum(job->name), CStringGetTextDatum(job->topic),
+		Int32GetDatum(partition), Int64GetDatum(low), Int64GetDatum(high)
+	};
+
+	offsets_spi_begin(&saved);
+	if (SPI_execute_with_args("INSERT INTO eoingest.watermarks AS w"
+							  " (job, topic, \"partition\", low_watermark, high_watermark, measured_at)"
+							  " VALUES ($1, $2, $3, $4, $5, pg_catalog.now())"
+							  " ON CONFLICT (job, topic, \"partition\") DO UPDATE"
+							  "   SET low_watermark = excluded.low_watermark,"
+							  "       high_watermark = excluded.high_watermark,"
+							  "       measured_at = excluded.measured_at",
+							  5, types, args, NULL, false, 0) != SPI_OK_INSERT)
+		elog(ERROR, "could not update eoingest.watermarks");
+	offsets_spi_end(&saved);
+}

@@ -15,6 +15,8 @@
 extern int	eoi_offsets_read(const EoiJob *job, EoiPosition *positions, int max);
 extern bool eoi_offsets_any(const EoiJob *job);
 extern void eoi_offsets_insert(const EoiJob *job, const EoiPosition *position);
+extern void eoi_offsets_note_watermarks(const EoiJob *job, int32 partition,
+										int64 low, int64 high);
 extern void eoi_offsets_advance(const EoiJob *job, int32 partition,
 								int64 expected, int64 next_offset);
 

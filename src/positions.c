@@ -13,8 +13,12 @@
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
+#include "offsets.h"
+#include "pgstat.h"
+#include "storage/latch.h"
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
+#include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
 #include "job.h"
@@ -184,4 +188,89 @@ eoingest_reset_offsets(PG_FUNCTION_ARGS)
 	for (int32 p = 0; p < count; p++)
 		set += (offsets[p] >= 0);
 	PG_RETURN_INT32(set);
+}
+
+/* ---- wait_for_catchup ---- */
+
+PG_FUNCTION_INFO_V1(eoingest_wait_for_catchup);
+
+/* Have all partitions' stored offsets reached these ends? */
+static bool
+caught_up(const EoiJob *job, const int64 *ends, int count)
+{
+	EoiPosition *stored = palloc(sizeof(EoiPosition) * Max(count, 1));
+	bool		done = true;
+	int			n;
+
+	/* Each look needs a snapshot that sees the worker's latest commits. */
+	PushActiveSnapshot(GetLatestSnapshot());
+	n = eoi_offsets_read(job, stored, count);
+	PopActiveSnapshot();
+
+	for (int32 p = 0; p < count && done; p++)
+	{
+		int64		at = -1;
+
+		for (int i = 0; i < n; i++)
+			if (stored[i].partition == p)
+				at = stored[i].offset;
+		/* an empty partition needs nothing; a partition never read is behind */
+		if (ends[p] > 0 && at < ends[p])
+			done = false;
+	}
+	pfree(stored);
+	return done;
+}
+
+/*
+ * eoingest.wait_for_catchup(job, timeout): true once the job has committed
+ * everything up to the log end as it was at the call, false when the
+ * timeout passes first.  (A partition whose last record is a transaction
+ * marker ends one past the last record a job can consume: such a topic
+ * catches up to the marker only when more records follow.)
+ */
+Datum
+eoingest_wait_for_catchup(PG_FUNCTION_ARGS)
+{
+	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	Interval   *timeout = PG_GETARG_INTERVAL_P(1);
+	EoiJob	   *job = eoi_job_load_by_name(name);
+	TimestampTz deadline;
+	EoiKafka   *kafka;
+	int64	   *volatile ends = NULL;
+	volatile int count = 0;
+
+	eoi_check_job_owner(name, job->owner);
+	deadline = DatumGetTimestampTz(DirectFunctionCall2(timestamptz_pl_interval,
+													   TimestampTzGetDatum(GetCurrentTimestamp()),
+													   IntervalPGetDatum(timeout)));
+	kafka = eoi_kafka_open(job, 0);
+	PG_TRY();
+	{
+		count = Max(eoi_kafka_partition_count(kafka, RESET_TIMEOUT_MS), 0);
+		ends = palloc0(sizeof(int64) * Max(count, 1));
+		for (int32 p = 0; p < count; p++)
+		{
+			int64		low;
+
+			eoi_kafka_watermarks(kafka, p, &low, &ends[p], RESET_TIMEOUT_MS);
+		}
+	}
+	PG_FINALLY();
+	{
+		eoi_kafka_close(kafka);
+	}
+	PG_END_TRY();
+
+	for (;;)
+	{
+		if (caught_up(job, ends, count))
+			PG_RETURN_BOOL(true);
+		if (GetCurrentTimestamp() >= deadline)
+			PG_RETURN_BOOL(false);
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 100L, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
 }

@@ -32,6 +32,7 @@ typedef struct EoiWorkerSlot
 	uint64		generation;		/* tells a slot's successive owners apart */
 	int32		job_id;
 	Oid			owner;			/* the job's owner, for who may see the slot */
+	int32		config_version; /* of the job when the worker was started */
 	int			worker_index;
 	pid_t		pid;			/* 0 until the worker attaches, and after */
 	EoiWorkerState state;

@@ -49,6 +49,7 @@
 #define METADATA_TIMEOUT_MS		5000
 #define RETRY_DELAY_MIN_MS		100
 #define RETRY_DELAY_MAX_MS		30000
+#define LAG_REFRESH_MS			5000
 
 typedef struct Worker
 {
@@ -68,6 +69,7 @@ typedef struct Worker
 	TimestampTz next_discovery;
 	int			failures;		/* consecutive failed attempts */
 	uint64		epoch_done;		/* two_phase: last epoch prepared or skipped */
+	TimestampTz next_lag_refresh;
 } Worker;
 
 static Worker w;
@@ -307,6 +309,34 @@ maybe_discover_partitions(void)
 						w.job->name, w.job->topic, w.partition_count, count)));
 		w.assigned = false;
 	}
+}
+
+/*
+ * Every few seconds, record the log end librdkafka last saw for each owned
+ * partition, so that eoingest.lag answers without asking the broker.
+ */
+static void
+maybe_refresh_lag(void)
+{
+	bool		any = false;
+
+	if (GetCurrentTimestamp() < w.next_lag_refresh)
+		return;
+	w.next_lag_refresh = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), LAG_REFRESH_MS);
+	for (int i = 0; i < w.nowned; i++)
+	{
+		int64		low,
+					high;
+
+		if (!eoi_kafka_cached_watermarks(w.kafka, w.owned[i].partition, &low, &high))
+			continue;
+		if (!any)
+			begin_work("recording the log end");
+		any = true;
+		eoi_offsets_note_watermarks(w.job, w.owned[i].partition, low, high);
+	}
+	if (any)
+		commit_work();
 }
 
 /* ---- one batch ---- */
@@ -777,6 +807,7 @@ one_iteration(void)
 	maybe_discover_partitions();
 	if (!w.assigned)
 		return;
+	maybe_refresh_lag();
 
 	if (w.job->mode == EOI_MODE_TWO_PHASE)
 	{

@@ -1,0 +1,114 @@
+-- eoingest 0.1 -> 0.2: lag, alter_job, wait_for_catchup; owners by name
+-- (regrole) so that a dump restores onto another server's roles.
+\echo Use "ALTER EXTENSION eoingest UPDATE TO '0.2'" to load this file. \quit
+
+-- The views read owner: drop them, change the type, create them again.
+DROP VIEW @extschema@.job_status;
+DROP VIEW @extschema@.job_definitions;
+ALTER TABLE @extschema@.jobs ALTER COLUMN owner TYPE pg_catalog.regrole
+    USING owner::pg_catalog.regrole;
+DROP POLICY owner_rows ON @extschema@.dead_letters;
+ALTER TABLE @extschema@.dead_letters ALTER COLUMN owner TYPE pg_catalog.regrole
+    USING owner::pg_catalog.regrole;
+CREATE POLICY owner_rows ON @extschema@.dead_letters
+    USING (pg_catalog.pg_has_role(owner, 'USAGE'));
+
+-- One row per job and worker index, for the jobs the current role owns
+-- (or is a member of the owner of); all jobs for pg_monitor and superusers.
+CREATE VIEW @extschema@.job_status AS
+SELECT j.name,
+       w.i AS worker,
+       CASE
+           WHEN j.state OPERATOR(pg_catalog.=) 'running' AND s.pid IS NOT NULL THEN s.state
+           WHEN j.state OPERATOR(pg_catalog.=) 'running' THEN 'starting'
+           WHEN s.pid IS NOT NULL THEN 'stopping'
+           ELSE j.state
+       END AS state,
+       s.pid,
+       s.started_at,
+       s.messages,
+       s.rows,
+       s.bytes,
+       s.batches,
+       s.dead_letters,
+       s.last_commit_at,
+       COALESCE(s.last_error, j.last_error) AS last_error,
+       s.last_error_at,
+       j.mode,
+       j.topic,
+       j.target,
+       pg_catalog.pg_get_userbyid(j.owner) AS owner
+  FROM @extschema@.jobs j
+ CROSS JOIN LATERAL pg_catalog.generate_series(0, j.parallelism OPERATOR(pg_catalog.-) 1) AS w(i)
+  LEFT JOIN @extschema@._worker_status() s
+         ON s.job_id OPERATOR(pg_catalog.=) j.id AND s.worker OPERATOR(pg_catalog.=) w.i
+ WHERE pg_catalog.pg_has_role(j.owner, 'USAGE')
+    OR pg_catalog.pg_has_role('pg_monitor', 'USAGE');
+
+-- The job definitions; Kafka credentials in options are masked for every
+-- role but the job's owner (and members of it) and superusers.
+CREATE VIEW @extschema@.job_definitions AS
+SELECT j.name, pg_catalog.pg_get_userbyid(j.owner) AS owner, j.brokers, j.topic, j.target,
+       j.format, j.mode, j.transform, j.start_offset, j.batch_size, j.batch_timeout_ms,
+       j.parallelism,
+       CASE WHEN pg_catalog.pg_has_role(j.owner, 'USAGE') THEN j.options
+            ELSE @extschema@._mask_options(j.options) END AS options,
+       j.on_error, j.checkpoint_interval_ms, j.key_columns, j.key_format,
+       j.offset_commit_interval_ms, j.max_message_bytes, j.state, j.last_error, j.created_at
+  FROM @extschema@.jobs j;
+REVOKE ALL ON @extschema@.job_status, @extschema@.job_definitions FROM PUBLIC;
+
+-- Bumped by alter_job: the launcher restarts a running job's workers when
+-- the version they started with is not the job's any more.
+ALTER TABLE @extschema@.jobs ADD COLUMN config_version integer NOT NULL DEFAULT 1;
+
+-- The partitions' log end as the workers last saw it (from the fetch
+-- responses librdkafka already has: no extra request to the broker).
+CREATE TABLE @extschema@.watermarks (
+    job             text NOT NULL REFERENCES @extschema@.jobs (name)
+                    ON UPDATE CASCADE ON DELETE CASCADE,
+    topic           text NOT NULL,
+    "partition"     integer NOT NULL,
+    low_watermark   bigint NOT NULL,
+    high_watermark  bigint NOT NULL,
+    measured_at     timestamptz NOT NULL,
+    PRIMARY KEY (job, topic, "partition")
+);
+REVOKE ALL ON @extschema@.watermarks FROM PUBLIC;
+
+-- Per job and partition: the committed position, the log end, the lag.
+-- Reading it never waits on the network.
+CREATE VIEW @extschema@.lag AS
+SELECT o.job, o.topic, o."partition", o.next_offset,
+       w.high_watermark,
+       CASE WHEN w.high_watermark OPERATOR(pg_catalog.>) o.next_offset
+            THEN w.high_watermark OPERATOR(pg_catalog.-) o.next_offset ELSE 0 END AS lag,
+       w.measured_at
+  FROM @extschema@.offsets o
+  LEFT JOIN @extschema@.watermarks w
+         ON w.job OPERATOR(pg_catalog.=) o.job AND w.topic OPERATOR(pg_catalog.=) o.topic
+        AND w."partition" OPERATOR(pg_catalog.=) o."partition";
+REVOKE ALL ON @extschema@.lag FROM PUBLIC;
+
+-- Change a job's settings; a running job's workers restart with them.
+CREATE FUNCTION @extschema@.alter_job(
+    name              text,
+    batch_size        integer DEFAULT NULL,
+    batch_timeout_ms  integer DEFAULT NULL,
+    options           jsonb DEFAULT NULL,
+    transform         text DEFAULT NULL,
+    on_error          text DEFAULT NULL,
+    target            text DEFAULT NULL,
+    mode              text DEFAULT NULL)
+RETURNS void
+LANGUAGE C VOLATILE
+AS 'MODULE_PATHNAME', 'eoingest_alter_job';
+REVOKE ALL ON FUNCTION @extschema@.alter_job FROM PUBLIC;
+
+-- True once the job has committed everything up to the log end as it was
+-- at the call; false if the timeout passes first.
+CREATE FUNCTION @extschema@.wait_for_catchup(job text, timeout interval DEFAULT '60 s')
+RETURNS boolean
+LANGUAGE C STRICT VOLATILE
+AS 'MODULE_PATHNAME', 'eoingest_wait_for_catchup';
+REVOKE ALL ON FUNCTION @extschema@.wait_for_catchup FROM PUBLIC;
