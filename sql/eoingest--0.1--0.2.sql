@@ -2,9 +2,35 @@
 -- (regrole) so that a dump restores onto another server's roles.
 \echo Use "ALTER EXTENSION eoingest UPDATE TO '0.2'" to load this file. \quit
 
+-- commit_to_kafka: after each commit, the offsets are also committed to the
+-- job's consumer group, for Kafka's own tools; never read back.
+ALTER TABLE @extschema@.jobs ADD COLUMN commit_to_kafka boolean NOT NULL DEFAULT false;
+
 -- The views read owner: drop them, change the type, create them again.
 DROP VIEW @extschema@.job_status;
 DROP VIEW @extschema@.job_definitions;
+
+-- The worker status gains the rate over the last minute.
+DROP FUNCTION @extschema@._worker_status();
+CREATE FUNCTION @extschema@._worker_status(
+    OUT job_id          integer,
+    OUT worker          integer,
+    OUT pid             integer,
+    OUT state           text,
+    OUT started_at      timestamptz,
+    OUT messages        bigint,
+    OUT rows            bigint,
+    OUT bytes           bigint,
+    OUT batches         bigint,
+    OUT last_commit_at  timestamptz,
+    OUT last_error      text,
+    OUT last_error_at   timestamptz,
+    OUT dead_letters    bigint,
+    OUT messages_per_second double precision)
+RETURNS SETOF record
+LANGUAGE C STRICT VOLATILE
+AS 'MODULE_PATHNAME', 'eoingest_worker_status';
+GRANT EXECUTE ON FUNCTION @extschema@._worker_status() TO PUBLIC;
 ALTER TABLE @extschema@.jobs ALTER COLUMN owner TYPE pg_catalog.regrole
     USING owner::pg_catalog.regrole;
 DROP POLICY owner_rows ON @extschema@.dead_letters;
@@ -31,6 +57,7 @@ SELECT j.name,
        s.bytes,
        s.batches,
        s.dead_letters,
+       s.messages_per_second,
        s.last_commit_at,
        COALESCE(s.last_error, j.last_error) AS last_error,
        s.last_error_at,
@@ -54,9 +81,36 @@ SELECT j.name, pg_catalog.pg_get_userbyid(j.owner) AS owner, j.brokers, j.topic,
        CASE WHEN pg_catalog.pg_has_role(j.owner, 'USAGE') THEN j.options
             ELSE @extschema@._mask_options(j.options) END AS options,
        j.on_error, j.checkpoint_interval_ms, j.key_columns, j.key_format,
-       j.offset_commit_interval_ms, j.max_message_bytes, j.state, j.last_error, j.created_at
+       j.offset_commit_interval_ms, j.max_message_bytes, j.commit_to_kafka,
+       j.state, j.last_error, j.created_at
   FROM @extschema@.jobs j;
 REVOKE ALL ON @extschema@.job_status, @extschema@.job_definitions FROM PUBLIC;
+
+DROP FUNCTION @extschema@.create_job(text, text, text, text, text, text, text, text, integer, integer, integer, jsonb, text, integer, text[], text, integer, integer);
+CREATE FUNCTION @extschema@.create_job(
+    name              text,
+    brokers           text,
+    topic             text,
+    target            text DEFAULT NULL,
+    format            text DEFAULT 'csv',
+    mode              text DEFAULT 'exactly_once',
+    transform         text DEFAULT NULL,
+    start_offset      text DEFAULT 'earliest',
+    batch_size        integer DEFAULT 10000,
+    batch_timeout_ms  integer DEFAULT 1000,
+    parallelism       integer DEFAULT 1,
+    options           jsonb DEFAULT '{}',
+    on_error          text DEFAULT 'dead_letter',
+    checkpoint_interval_ms integer DEFAULT 1000,
+    key_columns       text[] DEFAULT NULL,
+    key_format        text DEFAULT NULL,
+    offset_commit_interval_ms integer DEFAULT 1000,
+    max_message_bytes integer DEFAULT 10485760,
+    commit_to_kafka   boolean DEFAULT false)
+RETURNS void
+LANGUAGE C VOLATILE
+AS 'MODULE_PATHNAME', 'eoingest_create_job';
+REVOKE ALL ON FUNCTION @extschema@.create_job FROM PUBLIC;
 
 -- Bumped by alter_job: the launcher restarts a running job's workers when
 -- the version they started with is not the job's any more.

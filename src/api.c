@@ -30,6 +30,7 @@
 #include "utils/lsyscache.h"
 #include "utils/regproc.h"
 #include "utils/rel.h"
+#include "utils/timestamp.h"
 #include "utils/tuplestore.h"
 
 #include "decode.h"
@@ -322,6 +323,7 @@ eoingest_create_job(PG_FUNCTION_ARGS)
 	int			offset_commit_interval_ms = int_in_range(fcinfo, 16, "offset_commit_interval_ms", 10, MAX_BATCH_TIMEOUT_MS);
 	EoiFormat	key_format;
 	int			max_message_bytes = int_in_range(fcinfo, 17, "max_message_bytes", 1, MaxAllocSize - VARHDRSZ);
+	bool		commit_to_kafka = PG_NARGS() > 18 && !PG_ARGISNULL(18) && PG_GETARG_BOOL(18);
 	EoiFormat	format;
 	EoiMode		mode;
 	char	   *qualified_target = NULL;
@@ -386,11 +388,13 @@ eoingest_create_job(PG_FUNCTION_ARGS)
 				 errmsg("eoingest job \"%s\" already exists", name),
 				 errhint("Choose another name, or drop the existing job with eoingest.drop_job('%s').", name)));
 	{
-		Oid			types[20] = {TEXTOID, OIDOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
+		Oid			types[21] = {TEXTOID, OIDOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
 			TEXTOID, TEXTOID, INT4OID, INT4OID, INT4OID, JSONBOID, TEXTOID, INT4OID,
-		TEXTARRAYOID, TEXTOID, INT4OID, TEXTOID, INT4OID};
-		Datum		args[20];
-		char		nulls[20];
+		TEXTARRAYOID, TEXTOID, INT4OID, TEXTOID, INT4OID, BOOLOID};
+		Datum		args[21];
+		char		nulls[21];
+		/* Called through the 0.1 definition, there is no commit_to_kafka. */
+		bool		v02 = PG_NARGS() > 18;
 
 		memset(nulls, ' ', sizeof(nulls));
 		args[0] = CStringGetTextDatum(name);
@@ -425,14 +429,16 @@ eoingest_create_job(PG_FUNCTION_ARGS)
 		args[17] = Int32GetDatum(offset_commit_interval_ms);
 		args[18] = CStringGetTextDatum(on_error_s);
 		args[19] = Int32GetDatum(max_message_bytes);
+		args[20] = BoolGetDatum(commit_to_kafka);
 
-		if (SPI_execute_with_args("INSERT INTO eoingest.jobs (name, owner, brokers, topic, target,"
-								  " format, mode, transform, start_offset, batch_size, batch_timeout_ms,"
-								  " parallelism, options, on_error, search_path, checkpoint_interval_ms,"
-								  " key_columns, key_format, offset_commit_interval_ms, max_message_bytes)"
-								  " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $19, $14, $15,"
-								  "         $16, $17, $18, $20)",
-								  20, types, args, nulls, false, 0) != SPI_OK_INSERT)
+		if (SPI_execute_with_args(psprintf("INSERT INTO eoingest.jobs (name, owner, brokers, topic, target,"
+										   " format, mode, transform, start_offset, batch_size, batch_timeout_ms,"
+										   " parallelism, options, on_error, search_path, checkpoint_interval_ms,"
+										   " key_columns, key_format, offset_commit_interval_ms, max_message_bytes%s)"
+										   " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $19, $14, $15,"
+										   "         $16, $17, $18, $20%s)",
+										   v02 ? ", commit_to_kafka" : "", v02 ? ", $21" : ""),
+								  v02 ? 21 : 20, types, args, nulls, false, 0) != SPI_OK_INSERT)
 			elog(ERROR, "could not insert into eoingest.jobs");
 	}
 	SPI_finish();
@@ -561,6 +567,24 @@ worker_state_name(EoiWorkerState state)
 	return "unknown";
 }
 
+/* Messages per second over the last minute, from the worker's samples. */
+static double
+messages_per_second(EoiWorkerSlot *s)
+{
+	int			oldest = -1;
+	long		ms;
+
+	for (int i = 0; i < EOI_RATE_SAMPLES; i++)
+		if (s->rate_at[i] != 0 && (oldest < 0 || s->rate_at[i] < s->rate_at[oldest]))
+			oldest = i;
+	if (oldest < 0)
+		return 0.0;
+	ms = TimestampDifferenceMilliseconds(s->rate_at[oldest], GetCurrentTimestamp());
+	if (ms <= 0)
+		return 0.0;
+	return (double) (s->messages - s->rate_messages[oldest]) * 1000.0 / ms;
+}
+
 /* The current role sees the workers of jobs it could steer, or all as pg_monitor. */
 static bool
 may_see(Oid owner)
@@ -635,8 +659,8 @@ eoingest_worker_status(PG_FUNCTION_ARGS)
 	for (int i = 0; i < nslots; i++)
 	{
 		EoiWorkerSlot *s = &copy[i];
-		Datum		values[13];
-		bool		nulls[13] = {false};
+		Datum		values[14];
+		bool		nulls[14] = {false};
 
 		if (!s->in_use || s->pid == 0 || !may_see(s->owner))
 			continue;
@@ -656,6 +680,9 @@ eoingest_worker_status(PG_FUNCTION_ARGS)
 		values[11] = TimestampTzGetDatum(s->last_error_at);
 		nulls[11] = (s->last_error_at == 0);
 		values[12] = Int64GetDatum((int64) s->dead_letters);
+		values[13] = Float8GetDatum(messages_per_second(s));
+		/* the 0.1 definition has one column less */
+		Assert(tupdesc->natts <= lengthof(values));
 		tuplestore_putvalues(store, tupdesc, values, nulls);
 	}
 

@@ -67,6 +67,7 @@ typedef struct EoiJob
 	EoiFormat	key_format;		/* upsert: how tombstone keys decode */
 	int			offset_commit_interval_ms;	/* upsert */
 	int			max_message_bytes;	/* larger values are bad records */
+	bool		commit_to_kafka;	/* also commit offsets to Kafka, for monitoring */
 	Jsonb	   *options;		/* librdkafka properties */
 	EoiOnError	on_error;
 	char	   *search_path;

@@ -216,7 +216,8 @@ job_load(const char *where, Oid argtype, Datum arg)
 	sql = psprintf("SELECT id, name, owner, brokers, topic, target, format, mode,"
 				   "       transform, start_offset, batch_size, batch_timeout_ms,"
 				   "       parallelism, options, on_error, search_path, state, checkpoint_interval_ms,"
-				   "       key_columns, key_format, offset_commit_interval_ms, max_message_bytes"
+				   "       key_columns, key_format, offset_commit_interval_ms, max_message_bytes,"
+				   "       commit_to_kafka"
 				   "  FROM eoingest.jobs WHERE %s", where);
 	ret = SPI_execute_with_args(sql, 1, argtypes, args, NULL, true, 1);
 	if (ret != SPI_OK_SELECT)
@@ -261,6 +262,7 @@ job_load(const char *where, Oid argtype, Datum arg)
 		job->key_format = eoi_parse_format(text_column(tup, desc, 20, cxt));
 		job->offset_commit_interval_ms = DatumGetInt32(SPI_getbinval(tup, desc, 21, &isnull));
 		job->max_message_bytes = DatumGetInt32(SPI_getbinval(tup, desc, 22, &isnull));
+		job->commit_to_kafka = DatumGetBool(SPI_getbinval(tup, desc, 23, &isnull));
 	}
 	SPI_finish();
 	eoi_restore_user(&saved);

@@ -437,6 +437,23 @@ eoi_kafka_assign(EoiKafka *kafka, const EoiPosition *positions, int n)
 						kafka->topic, rd_kafka_err2str(err))));
 }
 
+/*
+ * Commit these positions to the job's consumer group, asynchronously, so
+ * that Kafka's own tools (kafka-consumer-groups, lag exporters) see the
+ * job.  Only for monitoring: eoingest never reads them back.
+ */
+void
+eoi_kafka_commit_for_monitoring(EoiKafka *kafka, const EoiPosition *positions, int n)
+{
+	rd_kafka_topic_partition_list_t *list;
+
+	if (n == 0)
+		return;
+	list = position_list(kafka, positions, n);
+	(void) rd_kafka_commit(kafka->rk, list, 1);
+	rd_kafka_topic_partition_list_destroy(list);
+}
+
 /* Drop the assignment and whatever was prefetched for it. */
 void
 eoi_kafka_unassign(EoiKafka *kafka)

@@ -16,6 +16,7 @@
 #include "storage/lwlock.h"
 
 #define EOI_ERROR_LEN 1024
+#define EOI_RATE_SAMPLES 6		/* one every 10 s: the last minute */
 #define EOI_MAX_PARALLELISM_GIDS 64	/* most workers of one job */
 
 typedef enum EoiWorkerState
@@ -46,6 +47,8 @@ typedef struct EoiWorkerSlot
 	TimestampTz last_commit_at;
 	TimestampTz last_error_at;
 	char		last_error[EOI_ERROR_LEN];
+	TimestampTz rate_at[EOI_RATE_SAMPLES];	/* when messages was sampled */
+	uint64		rate_messages[EOI_RATE_SAMPLES];
 
 	Latch	   *latch;			/* the worker's, for the coordinator to wake it */
 

@@ -387,6 +387,38 @@ remember_offsets(const int64 *last_offset)
 			w.owned[i].offset = last_offset[i] + 1;
 }
 
+/* After PostgreSQL committed offsets: tell Kafka too, if the job asks. */
+static void
+offsets_committed(void)
+{
+	if (w.job->commit_to_kafka)
+		eoi_kafka_commit_for_monitoring(w.kafka, w.owned, w.nowned);
+}
+
+/* Every 10 s, note the message count, for the rate over the last minute. */
+static void
+sample_rate(void)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	int			newest = 0;
+	int			oldest = 0;
+
+	for (int i = 1; i < EOI_RATE_SAMPLES; i++)
+	{
+		if (w.slot->rate_at[i] > w.slot->rate_at[newest])
+			newest = i;
+		if (w.slot->rate_at[i] < w.slot->rate_at[oldest])
+			oldest = i;
+	}
+	if (w.slot->rate_at[newest] != 0 &&
+		!TimestampDifferenceExceeds(w.slot->rate_at[newest], now, 10000))
+		return;
+	LWLockAcquire(eoi_shared->lock, LW_EXCLUSIVE);
+	w.slot->rate_at[oldest] = now;
+	w.slot->rate_messages[oldest] = w.slot->messages;
+	LWLockRelease(eoi_shared->lock);
+}
+
 /*
  * upsert: the rows are committed, the offsets follow every
  * offset_commit_interval_ms in a transaction of their own.  A crash in
@@ -422,6 +454,7 @@ checkpoint_consumed(bool force)
 	commit_work();
 	for (int i = 0; i < w.nowned; i++)
 		w.owned[i].offset = w.consumed[i];
+	offsets_committed();
 }
 
 static uint64
@@ -465,6 +498,7 @@ write_batch(EoiBatch *batch)
 			commit_work();
 			EOI_FAULT_POINT("after_commit");
 			remember_offsets(last_offset);
+			offsets_committed();
 			break;
 
 		case EOI_MODE_UPSERT:
@@ -485,6 +519,7 @@ write_batch(EoiBatch *batch)
 			advance_offsets(last_offset);
 			commit_work();
 			remember_offsets(last_offset);
+			offsets_committed();
 			break;
 
 		case EOI_MODE_AT_MOST_ONCE:
@@ -492,6 +527,7 @@ write_batch(EoiBatch *batch)
 			advance_offsets(last_offset);
 			commit_work();
 			remember_offsets(last_offset);
+			offsets_committed();
 			EOI_FAULT_POINT("between_commits");
 			begin_work("writing batch");
 			rows = eoi_sink_write_batch(w.job, batch, &dead);
@@ -640,7 +676,10 @@ run_epoch(void)
 	if (wait_for_decision(epoch))
 	{
 		if (nmessages > 0)
+		{
 			slot_count_batch(nmessages, rows, bytes, dead);
+			offsets_committed();
+		}
 		w.failures = 0;
 	}
 	else
@@ -808,6 +847,7 @@ one_iteration(void)
 	if (!w.assigned)
 		return;
 	maybe_refresh_lag();
+	sample_rate();
 
 	if (w.job->mode == EOI_MODE_TWO_PHASE)
 	{

@@ -4,7 +4,7 @@
 set -euo pipefail
 . "$(dirname "$0")/../lib/tap.sh"
 
-plan 9
+plan 11
 topic=dump_$$
 eoi-kafka create-topic "$topic" 3 >/dev/null
 eoi-kafka produce-seq "$topic" --count 10000 --format csv >/dev/null
@@ -40,6 +40,8 @@ ok $? "pg_dump of the database with the jobs and offsets"
 (
   export EOINGEST_RUN=$EOINGEST_RUN/second PGPORT=$((PGPORT + 1))
   export PGHOST=$EOINGEST_RUN/pgsock PGDATA=$EOINGEST_RUN/pgdata
+  [ -f "$PGDATA/PG_VERSION" ] && { "$EOINGEST_TEST_DIR/pg.sh" stop-immediate >/dev/null 2>&1 || true; }
+  rm -rf "$EOINGEST_RUN"
   mkdir -p "$EOINGEST_RUN" && chmod 755 "$EOINGEST_RUN"
   "$EOINGEST_TEST_DIR/pg.sh" init >/dev/null && "$EOINGEST_TEST_DIR/pg.sh" start >/dev/null
   psql -XAtq -c "CREATE ROLE eoi_other_role; CREATE ROLE eoi_dump_owner LOGIN" >/dev/null
@@ -59,4 +61,18 @@ case "$out" in *"caughtup t"*) ok 0 "the restored job resumes";; *) ok 1 "the re
 case "$out" in *"rows 15000 15000"*) ok 0 "without loss or duplicate";; *) ok 1 "without loss or duplicate"; diag "$out";; esac
 
 sql "SELECT eoingest.drop_job('dumped'); DROP TABLE dump_t; DROP OWNED BY eoi_dump_owner; DROP ROLE eoi_dump_owner" >/dev/null 2>&1 || true
+
+# --- Kafka's tools see the job: commit_to_kafka, and the rate -----------------
+sql "CREATE TABLE seen_t (id text, ts bigint, temperature double precision);
+     SELECT eoingest.create_job(name => 'seen', brokers => '$KAFKA_BROKERS', topic => '$topic', target => 'seen_t',
+                                commit_to_kafka => true);
+     SELECT eoingest.start_job('seen')" >/dev/null
+sql "SELECT eoingest.wait_for_catchup('seen', '60 s')" >/dev/null
+end=$(log_end() { eoi-kafka watermarks "$1" | awk '{n += $3} END {print n}'; }; log_end "$topic")
+deadline=$((SECONDS + 30))
+until [ "$(eoi-kafka committed eoingest.seen "$topic" | awk '{n += $2} END {print n}')" = "$end" ] || [ $SECONDS -ge $deadline ]; do sleep 0.5; done
+is "$(eoi-kafka committed eoingest.seen "$topic" | awk '{n += $2} END {print n}')" "$end" \
+  "commit_to_kafka: the consumer group eoingest.<job> shows the committed offsets"
+is "$(sql "SELECT messages_per_second > 0 FROM eoingest.job_status WHERE name = 'seen'")" t "job_status shows the rate over the last minute"
+sql "SELECT eoingest.drop_job('seen'); DROP TABLE seen_t" >/dev/null
 done_testing

@@ -60,6 +60,7 @@ usage(void)
 			"  produce-seq TOPIC --count N [--start S] [--format csv|json|text] [--keyed]\n"
 			"  produce-tx TOPIC --count N --commit|--abort [--start S] [--format csv|json|text] [--keyed]\n"
 			"  watermarks TOPIC\n"
+			"  committed GROUP TOPIC\n"
 			"brokers default to $KAFKA_BROKERS; timeout defaults to 30 s\n");
 	exit(2);
 }
@@ -773,6 +774,42 @@ cmp_int32(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* committed GROUP TOPIC: the group's committed offset of each partition. */
+static int
+cmd_committed(int argc, char **argv)
+{
+	rd_kafka_conf_t *conf = rd_kafka_conf_new();
+	rd_kafka_topic_partition_list_t *list;
+	rd_kafka_resp_err_t err;
+	char		errstr[512];
+	rd_kafka_t *rk;
+	int			n;
+
+	if (argc != 2)
+		usage();
+	conf_set(conf, "bootstrap.servers", g_brokers);
+	conf_set(conf, "group.id", argv[0]);
+	conf_set(conf, "enable.auto.commit", "false");
+	conf_set(conf, "log_level", "3");
+	rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof(errstr));
+	if (!rk)
+		die("cannot create consumer: %s", errstr);
+	n = partition_count(rk, argv[1]);
+	list = rd_kafka_topic_partition_list_new(n);
+	for (int i = 0; i < n; i++)
+		rd_kafka_topic_partition_list_add(list, argv[1], i);
+	err = rd_kafka_committed(rk, list, 10000);
+	if (err)
+		die("committed offsets of group %s: %s", argv[0], rd_kafka_err2str(err));
+	for (int i = 0; i < list->cnt; i++)
+		printf("%d %" PRId64 "\n", (int) list->elems[i].partition, list->elems[i].offset);
+	rd_kafka_topic_partition_list_destroy(list);
+	rd_kafka_destroy_flags(rk, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
+	if (fflush(stdout) != 0)
+		die("write error: %s", strerror(errno));
+	return 0;
+}
+
 static int
 cmd_watermarks(int argc, char **argv)
 {
@@ -859,6 +896,8 @@ main(int argc, char **argv)
 		return cmd_produce_tx(argc - i, argv + i);
 	if (strcmp(g_cmd, "watermarks") == 0)
 		return cmd_watermarks(argc - i, argv + i);
+	if (strcmp(g_cmd, "committed") == 0)
+		return cmd_committed(argc - i, argv + i);
 	fprintf(stderr, "eoi-kafka: unknown command '%s'\n", g_cmd);
 	usage();
 	return 2;
