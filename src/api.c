@@ -33,6 +33,7 @@
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
 
+#include "batch.h"
 #include "decode.h"
 #include "job.h"
 #include "kafka.h"
@@ -629,25 +630,12 @@ eoingest_mask_options(PG_FUNCTION_ARGS)
 Datum
 eoingest_worker_status(PG_FUNCTION_ARGS)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	TupleDesc	tupdesc;
 	Tuplestorestate *store;
-	MemoryContext old;
 	EoiWorkerSlot *copy;
 	int			nslots;
 
-	if (rsinfo == NULL || !IsA(rsinfo, ReturnSetInfo) ||
-		!(rsinfo->allowedModes & SFRM_Materialize))
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("set-valued function called in context that cannot accept a set")));
-	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "return type must be a row type");
-
-	old = MemoryContextSwitchTo(rsinfo->econtext->ecxt_per_query_memory);
-	tupdesc = CreateTupleDescCopy(tupdesc);
-	store = tuplestore_begin_heap(true, false, work_mem);
-	MemoryContextSwitchTo(old);
+	eoi_materialize_srf(fcinfo, &store, &tupdesc);
 
 	/* Copy under the lock, build tuples without it. */
 	nslots = eoi_shared->nslots;
@@ -685,10 +673,6 @@ eoingest_worker_status(PG_FUNCTION_ARGS)
 		Assert(tupdesc->natts <= lengthof(values));
 		tuplestore_putvalues(store, tupdesc, values, nulls);
 	}
-
-	rsinfo->returnMode = SFRM_Materialize;
-	rsinfo->setResult = store;
-	rsinfo->setDesc = tupdesc;
 	return (Datum) 0;
 }
 

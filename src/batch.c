@@ -28,6 +28,35 @@ PG_FUNCTION_INFO_V1(eoingest_batch);
 EoiBatch   *eoi_current_batch = NULL;
 int			eoi_failed_message = -1;
 
+/*
+ * Set up a set-returning function that materializes its result: the
+ * tuplestore to fill and its descriptor.
+ */
+void
+eoi_materialize_srf(FunctionCallInfo fcinfo, Tuplestorestate **store, TupleDesc *tupdesc)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	MemoryContext old;
+	TupleDesc	desc;
+
+	if (rsinfo == NULL || !IsA(rsinfo, ReturnSetInfo) ||
+		!(rsinfo->allowedModes & SFRM_Materialize))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("set-valued function called in context that cannot accept a set")));
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+
+	old = MemoryContextSwitchTo(rsinfo->econtext->ecxt_per_query_memory);
+	*tupdesc = CreateTupleDescCopy(desc);
+	*store = tuplestore_begin_heap(true, false, work_mem);
+	MemoryContextSwitchTo(old);
+
+	rsinfo->returnMode = SFRM_Materialize;
+	rsinfo->setResult = *store;
+	rsinfo->setDesc = *tupdesc;
+}
+
 /* For error context callbacks: name the message and remember it. */
 void
 eoi_message_errcontext(EoiBatch *batch, int index)
@@ -151,11 +180,9 @@ headers_as_jsonb(rd_kafka_message_t *msg, bool *isnull)
 Datum
 eoingest_batch(PG_FUNCTION_ARGS)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	EoiBatch   *batch = eoi_current_batch;
 	TupleDesc	tupdesc;
 	Tuplestorestate *store;
-	MemoryContext old;
 
 	if (batch == NULL)
 		ereport(ERROR,
@@ -163,19 +190,7 @@ eoingest_batch(PG_FUNCTION_ARGS)
 				 errmsg("eoingest.batch() can only be called from a job's transform"),
 				 errhint("Give the SQL statement as create_job's transform parameter.")));
 
-	if (rsinfo == NULL || !IsA(rsinfo, ReturnSetInfo) ||
-		!(rsinfo->allowedModes & SFRM_Materialize))
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("set-valued function called in context that cannot accept a set")));
-	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "return type must be a row type");
-
-	old = MemoryContextSwitchTo(rsinfo->econtext->ecxt_per_query_memory);
-	tupdesc = CreateTupleDescCopy(tupdesc);
-	store = tuplestore_begin_heap(true, false, work_mem);
-	MemoryContextSwitchTo(old);
-
+	eoi_materialize_srf(fcinfo, &store, &tupdesc);
 	for (int i = 0; i < batch->n; i++)
 	{
 		rd_kafka_message_t *msg = batch->messages[i];
@@ -191,9 +206,5 @@ eoingest_batch(PG_FUNCTION_ARGS)
 		values[6] = headers_as_jsonb(msg, &nulls[6]);
 		tuplestore_putvalues(store, tupdesc, values, nulls);
 	}
-
-	rsinfo->returnMode = SFRM_Materialize;
-	rsinfo->setResult = store;
-	rsinfo->setDesc = tupdesc;
 	return (Datum) 0;
 }

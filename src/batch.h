@@ -14,6 +14,7 @@
 
 #include <librdkafka/rdkafka.h>
 
+#include "access/tupdesc.h"
 #include "fmgr.h"
 
 typedef struct EoiBatch
@@ -40,6 +41,10 @@ extern EoiBatch eoi_batch_slice(EoiBatch *batch, int from, int to);
 extern EoiBatch *eoi_batch_create(MemoryContext cxt, int capacity, const char *topic);
 
 extern Datum eoi_message_timestamp(rd_kafka_message_t *msg, bool *isnull);
+
+struct Tuplestorestate;
+extern void eoi_materialize_srf(FunctionCallInfo fcinfo, struct Tuplestorestate **store,
+								TupleDesc *tupdesc);
 
 extern PGDLLEXPORT Datum eoingest_batch(PG_FUNCTION_ARGS);
 

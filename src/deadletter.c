@@ -65,20 +65,6 @@ bytes_datum(const void *data, size_t len, char *null)
 	return PointerGetDatum(b);
 }
 
-static char *
-error_text(ErrorData *edata)
-{
-	StringInfoData buf;
-
-	initStringInfo(&buf);
-	appendStringInfoString(&buf, edata->message);
-	if (edata->detail)
-		appendStringInfo(&buf, " DETAIL: %s", edata->detail);
-	if (edata->context)
-		appendStringInfo(&buf, " CONTEXT: %s", edata->context);
-	return buf.data;
-}
-
 /* Keep one failed record, in the current transaction. */
 void
 eoi_dead_letter_store(const EoiJob *job, const char *topic, rd_kafka_message_t *msg,
@@ -99,7 +85,7 @@ eoi_dead_letter_store(const EoiJob *job, const char *topic, rd_kafka_message_t *
 	args[5] = bytes_datum(msg->payload, msg->len, &nulls[5]);
 	args[6] = eoi_message_timestamp(msg, &isnull);
 	nulls[6] = isnull ? 'n' : ' ';
-	args[7] = CStringGetTextDatum(error_text(edata));
+	args[7] = CStringGetTextDatum(eoi_describe_error(edata));
 	args[8] = CStringGetTextDatum(unpack_sql_state(edata->sqlerrcode));
 	args[9] = ObjectIdGetDatum(job->owner);
 

@@ -14,6 +14,7 @@
 #include "miscadmin.h"
 #include "postmaster/bgworker.h"
 #include "storage/ipc.h"
+#include "lib/stringinfo.h"
 #include "utils/guc.h"
 
 #include "eoingest.h"
@@ -149,4 +150,24 @@ eoi_fault_fire(const char *point)
 	/* SIGKILL cannot be caught; don't go on in the meantime */
 	for (;;)
 		pg_usleep(1000000L);
+}
+
+/*
+ * An error as one line for job_status and dead letters: message, detail,
+ * hint and context (which names the Kafka message, when there is one).
+ */
+char *
+eoi_describe_error(ErrorData *edata)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, edata->message);
+	if (edata->detail)
+		appendStringInfo(&buf, " DETAIL: %s", edata->detail);
+	if (edata->hint)
+		appendStringInfo(&buf, " HINT: %s", edata->hint);
+	if (edata->context)
+		appendStringInfo(&buf, " CONTEXT: %s", edata->context);
+	return buf.data;
 }

@@ -74,6 +74,9 @@ typedef struct EoiJob
 	char	   *state;
 } EoiJob;
 
+/* An error as one line: message, detail, hint, context (eoingest.c). */
+extern char *eoi_describe_error(ErrorData *edata);
+
 /*
  * Fault points for crash tests: when eoingest.fault_point names the point,
  * the process kills itself with SIGKILL right there.  Free when unset.

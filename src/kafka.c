@@ -463,47 +463,6 @@ eoi_kafka_unassign(EoiKafka *kafka)
 }
 
 /*
- * Move assigned partitions back to these offsets, dropping what librdkafka
- * had prefetched beyond them.  Used after a rolled-back batch.
- */
-void
-eoi_kafka_seek(EoiKafka *kafka, const EoiPosition *positions, int n)
-{
-	rd_kafka_topic_partition_list_t *list;
-	rd_kafka_error_t *error;
-
-	if (n == 0)
-		return;
-	list = position_list(kafka, positions, n);
-	error = rd_kafka_seek_partitions(kafka->rk, list, 10000);
-	if (error == NULL)
-	{
-		for (int i = 0; i < list->cnt; i++)
-			if (list->elems[i].err != RD_KAFKA_RESP_ERR_NO_ERROR)
-			{
-				rd_kafka_resp_err_t err = list->elems[i].err;
-
-				rd_kafka_topic_partition_list_destroy(list);
-				ereport(ERROR,
-						(errcode(ERRCODE_CONNECTION_FAILURE),
-						 errmsg("could not rewind Kafka topic \"%s\" partition %d: %s",
-								kafka->topic, positions[i].partition, rd_kafka_err2str(err))));
-			}
-		rd_kafka_topic_partition_list_destroy(list);
-		return;
-	}
-	rd_kafka_topic_partition_list_destroy(list);
-	{
-		char	   *msg = pstrdup(rd_kafka_error_string(error));
-
-		rd_kafka_error_destroy(error);
-		ereport(ERROR,
-				(errcode(ERRCODE_CONNECTION_FAILURE),
-				 errmsg("could not rewind Kafka topic \"%s\": %s", kafka->topic, msg)));
-	}
-}
-
-/*
  * An error delivered in place of a message.  Out-of-range offsets mean the
  * stored position is gone (retention, or a recreated topic): that needs a
  * person, never a silent jump.  Other errors are informational; librdkafka

@@ -38,7 +38,6 @@ extern int64 eoi_kafka_offset_for_time(EoiKafka *kafka, int32 partition, int64 m
 extern void eoi_kafka_assign(EoiKafka *kafka, const EoiPosition *positions, int n);
 extern void eoi_kafka_unassign(EoiKafka *kafka);
 extern void eoi_kafka_commit_for_monitoring(EoiKafka *kafka, const EoiPosition *positions, int n);
-extern void eoi_kafka_seek(EoiKafka *kafka, const EoiPosition *positions, int n);
 extern int	eoi_kafka_poll(EoiKafka *kafka, rd_kafka_message_t **messages,
 						   int max_messages, int timeout_ms);
 extern const char *eoi_kafka_last_error(EoiKafka *kafka);

@@ -434,11 +434,11 @@ note_consumed(const int64 *last_offset)
 }
 
 static void
-checkpoint_consumed(bool force)
+checkpoint_consumed(void)
 {
 	bool		behind = false;
 
-	if (!force && GetCurrentTimestamp() < w.next_offset_commit)
+	if (GetCurrentTimestamp() < w.next_offset_commit)
 		return;
 	w.next_offset_commit = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 													   w.job->offset_commit_interval_ms);
@@ -507,7 +507,7 @@ write_batch(EoiBatch *batch)
 			commit_work();
 			note_consumed(last_offset);
 			EOI_FAULT_POINT("between_commits");
-			checkpoint_consumed(false);
+			checkpoint_consumed();
 			break;
 
 		case EOI_MODE_AT_LEAST_ONCE:
@@ -729,22 +729,6 @@ fail_job(const char *message)
 	eoi_wake_launcher();
 }
 
-static char *
-describe_error(ErrorData *edata)
-{
-	StringInfoData buf;
-
-	initStringInfo(&buf);
-	appendStringInfoString(&buf, edata->message);
-	if (edata->detail)
-		appendStringInfo(&buf, " DETAIL: %s", edata->detail);
-	if (edata->hint)
-		appendStringInfo(&buf, " HINT: %s", edata->hint);
-	if (edata->context)
-		appendStringInfo(&buf, " CONTEXT: %s", edata->context);
-	return buf.data;
-}
-
 /*
  * After an error: roll back, and either stop the job or wait and retry
  * from the stored offsets.
@@ -762,7 +746,7 @@ handle_failure(MemoryContext error_context)
 	AbortOutOfAnyTransaction();
 	eoi_current_batch = NULL;
 	pgstat_report_activity(STATE_IDLE, NULL);
-	message = describe_error(edata);
+	message = eoi_describe_error(edata);
 
 	if (!error_is_transient(edata->sqlerrcode))
 	{
@@ -863,7 +847,7 @@ one_iteration(void)
 	if (batch->n > 0)
 		write_batch(batch);
 	else if (w.job->mode == EOI_MODE_UPSERT)
-		checkpoint_consumed(false);
+		checkpoint_consumed();
 }
 
 void
