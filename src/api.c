@@ -148,7 +148,7 @@ check_job_name(const char *name)
 }
 
 static void
-check_topic(const char *topic)
+check_one_topic(const char *topic)
 {
 	if (strlen(topic) > 249)
 		ereport(ERROR,
@@ -166,6 +166,30 @@ check_topic(const char *topic)
  * Resolve the target with the caller's search_path, check that the caller
  * may insert what the format writes, and return its schema-qualified name.
  */
+/* One topic, or several separated by commas, each a valid Kafka name. */
+static void
+check_topic(const char *topic)
+{
+	List	   *topics = eoi_split_topics(topic);
+	ListCell   *lc;
+
+	if (topics == NIL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("topic names no Kafka topic")));
+	foreach(lc, topics)
+	{
+		ListCell   *other;
+
+		check_one_topic(lfirst(lc));
+		for_each_cell(other, topics, lnext(topics, lc))
+			if (strcmp(lfirst(lc), lfirst(other)) == 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("Kafka topic \"%s\" is named twice", (char *) lfirst(lc))));
+	}
+}
+
 static char *
 resolve_target(const char *target, EoiFormat format)
 {
@@ -733,11 +757,9 @@ eoingest_alter_job(PG_FUNCTION_ARGS)
 		(void) eoi_parse_on_error(text_to_cstring(PG_GETARG_TEXT_PP(5)));
 	if (!PG_ARGISNULL(6) || !PG_ARGISNULL(7))
 	{
-		EoiPosition dummy;
-
 		{
 			/* offsets of this job exist: the target and mode are settled */
-			bool		has_offsets = eoi_offsets_read(job, &dummy, 1) > 0;
+			bool		has_offsets = eoi_offsets_any(job);
 
 			if (has_offsets)
 				ereport(ERROR,

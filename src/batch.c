@@ -68,7 +68,18 @@ eoi_message_errcontext(EoiBatch *batch, int index)
 	msg = batch->messages[index];
 	eoi_failed_message = index;
 	errcontext("Kafka message at topic \"%s\" partition %d offset %lld",
-			   batch->topic, msg->partition, (long long) msg->offset);
+			   eoi_message_topic(batch, index), msg->partition, (long long) msg->offset);
+}
+
+/* The topic of message `index` of the batch. */
+const char *
+eoi_message_topic(EoiBatch *batch, int index)
+{
+	rd_kafka_message_t *msg = batch->messages[index];
+
+	if (msg->rkt != NULL)
+		return rd_kafka_topic_name(msg->rkt);
+	return batch->topics[index];
 }
 
 /* Messages [from, to) of a batch, as a batch that does not own them. */
@@ -78,6 +89,8 @@ eoi_batch_slice(EoiBatch *batch, int from, int to)
 	EoiBatch	slice = *batch;
 
 	slice.messages = batch->messages + from;
+	if (batch->topics != NULL)
+		slice.topics = batch->topics + from;
 	slice.n = to - from;
 	slice.capacity = slice.n;
 	return slice;
@@ -100,14 +113,13 @@ batch_release(void *arg)
  * deleted, so that no error path can leak them.
  */
 EoiBatch *
-eoi_batch_create(MemoryContext cxt, int capacity, const char *topic)
+eoi_batch_create(MemoryContext cxt, int capacity)
 {
 	EoiBatch   *batch = MemoryContextAllocZero(cxt, sizeof(EoiBatch));
 	MemoryContextCallback *cb = MemoryContextAllocZero(cxt, sizeof(MemoryContextCallback));
 
 	batch->messages = MemoryContextAllocHuge(cxt, sizeof(rd_kafka_message_t *) * capacity);
 	batch->capacity = capacity;
-	batch->topic = topic;
 	cb->func = batch_release;
 	cb->arg = batch;
 	MemoryContextRegisterResetCallback(cxt, cb);
@@ -197,7 +209,7 @@ eoingest_batch(PG_FUNCTION_ARGS)
 		Datum		values[7];
 		bool		nulls[7] = {false};
 
-		values[0] = CStringGetTextDatum(batch->topic);
+		values[0] = CStringGetTextDatum(eoi_message_topic(batch, i));
 		values[1] = Int32GetDatum(msg->partition);
 		values[2] = Int64GetDatum(msg->offset);
 		values[3] = bytes_as_text(msg->key, msg->key_len, &nulls[3]);

@@ -22,7 +22,7 @@ typedef struct EoiBatch
 	rd_kafka_message_t **messages;
 	int			n;
 	int			capacity;
-	const char *topic;
+	const char **topics;		/* messages rebuilt from dead letters: their topics */
 } EoiBatch;
 
 /* The batch a transform may read through eoingest.batch(); NULL otherwise. */
@@ -38,7 +38,8 @@ extern int	eoi_failed_message;
 extern void eoi_message_errcontext(EoiBatch *batch, int index);
 extern EoiBatch eoi_batch_slice(EoiBatch *batch, int from, int to);
 
-extern EoiBatch *eoi_batch_create(MemoryContext cxt, int capacity, const char *topic);
+extern EoiBatch *eoi_batch_create(MemoryContext cxt, int capacity);
+extern const char *eoi_message_topic(EoiBatch *batch, int index);
 
 extern Datum eoi_message_timestamp(rd_kafka_message_t *msg, bool *isnull);
 

@@ -145,8 +145,8 @@ eoingest_replay_dead_letters(PG_FUNCTION_ARGS)
 
 	batch.n = (int) n;
 	batch.capacity = (int) n;
-	batch.topic = job->topic;
 	batch.messages = MemoryContextAllocZero(cxt, sizeof(rd_kafka_message_t *) * Max(n, 1));
+	batch.topics = MemoryContextAllocZero(cxt, sizeof(char *) * Max(n, 1));
 	dl_ids = MemoryContextAlloc(cxt, sizeof(int64) * Max(n, 1));
 	for (uint64 i = 0; i < n; i++)
 	{
@@ -157,6 +157,7 @@ eoingest_replay_dead_letters(PG_FUNCTION_ARGS)
 		Datum		d;
 
 		dl_ids[i] = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
+		batch.topics[i] = MemoryContextStrdup(cxt, SPI_getvalue(tup, desc, 2));
 		msg->partition = DatumGetInt32(SPI_getbinval(tup, desc, 3, &isnull));
 		msg->offset = DatumGetInt64(SPI_getbinval(tup, desc, 4, &isnull));
 		d = SPI_getbinval(tup, desc, 5, &isnull);

@@ -53,7 +53,8 @@ typedef struct EoiJob
 	char	   *name;
 	Oid			owner;
 	char	   *brokers;
-	char	   *topic;
+	char	   *topic;			/* as given: one topic, or several, comma-separated */
+	List	   *topics;			/* of char *: each topic */
 	char	   *target;			/* schema-qualified, quoted; NULL with a transform */
 	EoiFormat	format;
 	EoiMode		mode;

@@ -144,6 +144,29 @@ text_column(HeapTuple tup, TupleDesc desc, int col, MemoryContext cxt)
 	return MemoryContextStrdup(cxt, TextDatumGetCString(d));
 }
 
+/* "a, b,c" as the list of topic names a, b, c (empty names dropped). */
+List *
+eoi_split_topics(const char *topic)
+{
+	List	   *topics = NIL;
+	char	   *copy = pstrdup(topic);
+	char	   *save = NULL;
+
+	for (char *t = strtok_r(copy, ",", &save); t != NULL; t = strtok_r(NULL, ",", &save))
+	{
+		char	   *end;
+
+		while (*t == ' ' || *t == '\t')
+			t++;
+		end = t + strlen(t);
+		while (end > t && (end[-1] == ' ' || end[-1] == '\t'))
+			*--end = '\0';
+		if (*t != '\0')
+			topics = lappend(topics, pstrdup(t));
+	}
+	return topics;
+}
+
 /* A text[] as a List of String, in `cxt`. */
 static List *
 text_array_to_list(Datum d, bool isnull, MemoryContext cxt)
@@ -235,6 +258,12 @@ job_load(const char *where, Oid argtype, Datum arg)
 		job->owner = DatumGetObjectId(SPI_getbinval(tup, desc, 3, &isnull));
 		job->brokers = text_column(tup, desc, 4, cxt);
 		job->topic = text_column(tup, desc, 5, cxt);
+		{
+			MemoryContext old = MemoryContextSwitchTo(cxt);
+
+			job->topics = eoi_split_topics(job->topic);
+			MemoryContextSwitchTo(old);
+		}
 		job->target = text_column(tup, desc, 6, cxt);
 		job->format = eoi_parse_format(text_column(tup, desc, 7, cxt));
 		job->mode = eoi_parse_mode(text_column(tup, desc, 8, cxt));

@@ -12,6 +12,7 @@
 
 extern EoiJob *eoi_job_load(int32 job_id, bool missing_ok);
 extern EoiJob *eoi_job_load_by_name(const char *name);
+extern List *eoi_split_topics(const char *topic);
 extern EoiMode eoi_parse_mode(const char *mode);
 extern EoiFormat eoi_parse_format(const char *format);
 extern EoiOnError eoi_parse_on_error(const char *on_error);

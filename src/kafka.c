@@ -28,8 +28,6 @@
 struct EoiKafka
 {
 	rd_kafka_t *rk;
-	rd_kafka_topic_t *rkt;
-	char	   *topic;
 	char		last_error[512];
 	rd_kafka_resp_err_t auth_error;	/* set when the broker refused us */
 	bool		assigned;		/* partitions are assigned */
@@ -248,8 +246,6 @@ eoi_kafka_open(const EoiJob *job, int worker_index)
 				 errdetail("%s", errstr)));
 	}
 	rd_kafka_poll_set_consumer(kafka->rk);
-	kafka->topic = pstrdup(job->topic);
-	kafka->rkt = rd_kafka_topic_new(kafka->rk, job->topic, NULL);
 	return kafka;
 }
 
@@ -258,8 +254,6 @@ eoi_kafka_close(EoiKafka *kafka)
 {
 	if (kafka == NULL || kafka->rk == NULL)
 		return;
-	if (kafka->rkt)
-		rd_kafka_topic_destroy(kafka->rkt);
 	rd_kafka_assign(kafka->rk, NULL);
 	rd_kafka_destroy_flags(kafka->rk, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
 	kafka->rk = NULL;
@@ -272,7 +266,7 @@ eoi_kafka_last_error(EoiKafka *kafka)
 }
 
 /*
- * Number of partitions of the job's topic, or -1 when the topic does not
+ * Number of partitions of a topic, or -1 when the topic does not
  * exist (yet).  Broker trouble is an error of class 08, which the worker
  * treats as transient.
  */
@@ -311,13 +305,15 @@ serve_events(EoiKafka *kafka)
 }
 
 int
-eoi_kafka_partition_count(EoiKafka *kafka, int timeout_ms)
+eoi_kafka_partition_count(EoiKafka *kafka, const char *topic, int timeout_ms)
 {
 	const struct rd_kafka_metadata *md;
 	rd_kafka_resp_err_t err;
+	rd_kafka_topic_t *rkt = rd_kafka_topic_new(kafka->rk, topic, NULL);
 	int			count;
 
-	err = rd_kafka_metadata(kafka->rk, 0, kafka->rkt, &md, timeout_ms);
+	err = rd_kafka_metadata(kafka->rk, 0, rkt, &md, timeout_ms);
+	rd_kafka_topic_destroy(rkt);
 	if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
 	{
 		serve_events(kafka);
@@ -327,7 +323,7 @@ eoi_kafka_partition_count(EoiKafka *kafka, int timeout_ms)
 		ereport(ERROR,
 				(errcode(ERRCODE_CONNECTION_FAILURE),
 				 errmsg("could not read metadata of Kafka topic \"%s\": %s",
-						kafka->topic, rd_kafka_err2str(err)),
+						topic, rd_kafka_err2str(err)),
 				 errhint("Check that the brokers are reachable.")));
 
 	if (md->topic_cnt != 1 ||
@@ -341,7 +337,7 @@ eoi_kafka_partition_count(EoiKafka *kafka, int timeout_ms)
 				(errcode(err == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED ?
 						 ERRCODE_INSUFFICIENT_PRIVILEGE : ERRCODE_CONNECTION_FAILURE),
 				 errmsg("could not read metadata of Kafka topic \"%s\": %s",
-						kafka->topic, rd_kafka_err2str(err))));
+						topic, rd_kafka_err2str(err))));
 	}
 	else
 		count = md->topics[0].partition_cnt;
@@ -350,18 +346,18 @@ eoi_kafka_partition_count(EoiKafka *kafka, int timeout_ms)
 }
 
 void
-eoi_kafka_watermarks(EoiKafka *kafka, int32 partition, int64 *low, int64 *high,
-					 int timeout_ms)
+eoi_kafka_watermarks(EoiKafka *kafka, const char *topic, int32 partition, int64 *low,
+					 int64 *high, int timeout_ms)
 {
 	rd_kafka_resp_err_t err;
 
-	err = rd_kafka_query_watermark_offsets(kafka->rk, kafka->topic, partition,
+	err = rd_kafka_query_watermark_offsets(kafka->rk, topic, partition,
 										   low, high, timeout_ms);
 	if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
 		ereport(ERROR,
 				(errcode(ERRCODE_CONNECTION_FAILURE),
 				 errmsg("could not read offsets of Kafka topic \"%s\" partition %d: %s",
-						kafka->topic, partition, rd_kafka_err2str(err))));
+						topic, partition, rd_kafka_err2str(err))));
 }
 
 /*
@@ -369,9 +365,10 @@ eoi_kafka_watermarks(EoiKafka *kafka, int32 partition, int64 *low, int64 *high,
  * partition, without asking the broker; false if it has none yet.
  */
 bool
-eoi_kafka_cached_watermarks(EoiKafka *kafka, int32 partition, int64 *low, int64 *high)
+eoi_kafka_cached_watermarks(EoiKafka *kafka, const char *topic, int32 partition,
+							int64 *low, int64 *high)
 {
-	return rd_kafka_get_watermark_offsets(kafka->rk, kafka->topic, partition, low, high) ==
+	return rd_kafka_get_watermark_offsets(kafka->rk, topic, partition, low, high) ==
 		RD_KAFKA_RESP_ERR_NO_ERROR && *high >= 0;
 }
 
@@ -380,13 +377,14 @@ eoi_kafka_cached_watermarks(EoiKafka *kafka, int32 partition, int64 *low, int64 
  * since the epoch); the high watermark when there is none.
  */
 int64
-eoi_kafka_offset_for_time(EoiKafka *kafka, int32 partition, int64 ms, int timeout_ms)
+eoi_kafka_offset_for_time(EoiKafka *kafka, const char *topic, int32 partition, int64 ms,
+						  int timeout_ms)
 {
 	rd_kafka_topic_partition_list_t *list = rd_kafka_topic_partition_list_new(1);
 	rd_kafka_resp_err_t err;
 	int64		offset;
 
-	rd_kafka_topic_partition_list_add(list, kafka->topic, partition)->offset = ms;
+	rd_kafka_topic_partition_list_add(list, topic, partition)->offset = ms;
 	err = rd_kafka_offsets_for_times(kafka->rk, list, timeout_ms);
 	if (err == RD_KAFKA_RESP_ERR_NO_ERROR)
 		err = list->elems[0].err;
@@ -396,12 +394,12 @@ eoi_kafka_offset_for_time(EoiKafka *kafka, int32 partition, int64 ms, int timeou
 		ereport(ERROR,
 				(errcode(ERRCODE_CONNECTION_FAILURE),
 				 errmsg("could not look up offsets by time in Kafka topic \"%s\" partition %d: %s",
-						kafka->topic, partition, rd_kafka_err2str(err))));
+						topic, partition, rd_kafka_err2str(err))));
 	if (offset < 0)
 	{
 		int64		low;
 
-		eoi_kafka_watermarks(kafka, partition, &low, &offset, timeout_ms);
+		eoi_kafka_watermarks(kafka, topic, partition, &low, &offset, timeout_ms);
 	}
 	return offset;
 }
@@ -414,7 +412,7 @@ position_list(EoiKafka *kafka, const EoiPosition *positions, int n)
 	for (int i = 0; i < n; i++)
 	{
 		Assert(positions[i].offset >= 0);
-		rd_kafka_topic_partition_list_add(list, kafka->topic,
+		rd_kafka_topic_partition_list_add(list, positions[i].topic,
 										  positions[i].partition)->offset = positions[i].offset;
 	}
 	return list;
@@ -433,8 +431,7 @@ eoi_kafka_assign(EoiKafka *kafka, const EoiPosition *positions, int n)
 	if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
 		ereport(ERROR,
 				(errcode(ERRCODE_CONNECTION_FAILURE),
-				 errmsg("could not assign partitions of Kafka topic \"%s\": %s",
-						kafka->topic, rd_kafka_err2str(err))));
+				 errmsg("could not assign the job's partitions: %s", rd_kafka_err2str(err))));
 }
 
 /*
@@ -474,6 +471,7 @@ handle_consumer_error(EoiKafka *kafka, rd_kafka_message_t *msg)
 	rd_kafka_resp_err_t err = msg->err;
 	int32		partition = msg->partition;
 	int64		offset = msg->offset;
+	char	   *topic = pstrdup(msg->rkt ? rd_kafka_topic_name(msg->rkt) : "?");
 	char	   *reason;
 
 	if (err == RD_KAFKA_RESP_ERR__PARTITION_EOF)
@@ -489,7 +487,7 @@ handle_consumer_error(EoiKafka *kafka, rd_kafka_message_t *msg)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("stored offset of Kafka topic \"%s\" partition %d is out of range",
-						kafka->topic, partition),
+						topic, partition),
 				 errdetail("%s (offset %lld)", reason, (long long) offset),
 				 errhint("The records were deleted by retention or the topic was recreated. "
 						 "Choose where to resume by updating eoingest.offsets, then start the job again.")));
@@ -499,7 +497,7 @@ handle_consumer_error(EoiKafka *kafka, rd_kafka_message_t *msg)
 		err == RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED)
 		ereport(ERROR,
 				(errcode(ERRCODE_CONNECTION_FAILURE),
-				 errmsg("Kafka consumer error on topic \"%s\": %s", kafka->topic, reason)));
+				 errmsg("Kafka consumer error on topic \"%s\": %s", topic, reason)));
 
 	snprintf(kafka->last_error, sizeof(kafka->last_error), "%s: %s",
 			 rd_kafka_err2name(err), reason);

@@ -16,9 +16,10 @@
 
 typedef struct EoiKafka EoiKafka;
 
-/* One partition and where to read it next. */
+/* One partition of one of the job's topics, and where to read it next. */
 typedef struct EoiPosition
 {
+	const char *topic;			/* one of the job's topics (EoiJob.topics) */
 	int32		partition;
 	int64		offset;
 } EoiPosition;
@@ -28,13 +29,13 @@ extern bool eoi_kafka_property_is_secret(const char *name);
 extern EoiKafka *eoi_kafka_open(const EoiJob *job, int worker_index);
 extern void eoi_kafka_close(EoiKafka *kafka);
 
-extern int	eoi_kafka_partition_count(EoiKafka *kafka, int timeout_ms);
-extern void eoi_kafka_watermarks(EoiKafka *kafka, int32 partition,
+extern int	eoi_kafka_partition_count(EoiKafka *kafka, const char *topic, int timeout_ms);
+extern void eoi_kafka_watermarks(EoiKafka *kafka, const char *topic, int32 partition,
 								 int64 *low, int64 *high, int timeout_ms);
-extern bool eoi_kafka_cached_watermarks(EoiKafka *kafka, int32 partition,
+extern bool eoi_kafka_cached_watermarks(EoiKafka *kafka, const char *topic, int32 partition,
 										int64 *low, int64 *high);
-extern int64 eoi_kafka_offset_for_time(EoiKafka *kafka, int32 partition, int64 ms,
-									   int timeout_ms);
+extern int64 eoi_kafka_offset_for_time(EoiKafka *kafka, const char *topic, int32 partition,
+									   int64 ms, int timeout_ms);
 extern void eoi_kafka_assign(EoiKafka *kafka, const EoiPosition *positions, int n);
 extern void eoi_kafka_unassign(EoiKafka *kafka);
 extern void eoi_kafka_commit_for_monitoring(EoiKafka *kafka, const EoiPosition *positions, int n);

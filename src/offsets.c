@@ -36,13 +36,13 @@ offsets_spi_end(EoiSavedUser *saved)
 	eoi_restore_user(saved);
 }
 
-/* The stored positions of the job's topic, sorted by partition. */
+/* The stored positions of one of the job's topics, sorted by partition. */
 int
-eoi_offsets_read(const EoiJob *job, EoiPosition *positions, int max)
+eoi_offsets_read(const EoiJob *job, const char *topic, EoiPosition *positions, int max)
 {
 	EoiSavedUser saved;
 	Oid			types[2] = {TEXTOID, TEXTOID};
-	Datum		args[2] = {CStringGetTextDatum(job->name), CStringGetTextDatum(job->topic)};
+	Datum		args[2] = {CStringGetTextDatum(job->name), CStringGetTextDatum(topic)};
 	int			n = 0;
 	int			ret;
 
@@ -56,6 +56,7 @@ eoi_offsets_read(const EoiJob *job, EoiPosition *positions, int max)
 	{
 		bool		isnull;
 
+		positions[n].topic = topic;
 		positions[n].partition = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[i],
 															 SPI_tuptable->tupdesc, 1, &isnull));
 		positions[n].offset = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i],
@@ -93,7 +94,7 @@ eoi_offsets_insert(const EoiJob *job, const EoiPosition *position)
 	EoiSavedUser saved;
 	Oid			types[4] = {TEXTOID, TEXTOID, INT4OID, INT8OID};
 	Datum		args[4] = {
-		CStringGetTextDatum(job->name), CStringGetTextDatum(job->topic),
+		CStringGetTextDatum(job->name), CStringGetTextDatum(position->topic),
 		Int32GetDatum(position->partition), Int64GetDatum(position->offset)
 	};
 	int			ret;
@@ -108,12 +109,14 @@ eoi_offsets_insert(const EoiJob *job, const EoiPosition *position)
 }
 
 void
-eoi_offsets_advance(const EoiJob *job, int32 partition, int64 expected, int64 next_offset)
+eoi_offsets_advance(const EoiJob *job, const EoiPosition *position, int64 next_offset)
 {
 	static SPIPlanPtr plan = NULL;
 	EoiSavedUser saved;
+	int32		partition = position->partition;
+	int64		expected = position->offset;
 	Datum		args[6] = {
-		CStringGetTextDatum(job->name), CStringGetTextDatum(job->topic),
+		CStringGetTextDatum(job->name), CStringGetTextDatum(position->topic),
 		Int32GetDatum(partition), Int64GetDatum(expected),
 		Int64GetDatum(next_offset), Int32GetDatum(job->id)
 	};
@@ -142,7 +145,7 @@ eoi_offsets_advance(const EoiJob *job, int32 partition, int64 expected, int64 ne
 		ereport(ERROR,
 				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 				 errmsg("offset of job \"%s\" topic \"%s\" partition %d moved under this worker",
-						job->name, job->topic, partition),
+						job->name, position->topic, partition),
 				 errdetail("Expected next_offset %lld; another worker or a manual change updated it, or the job was dropped.",
 						   (long long) expected)));
 	offsets_spi_end(&saved);
@@ -150,13 +153,13 @@ eoi_offsets_advance(const EoiJob *job, int32 partition, int64 expected, int64 ne
 
 /* Record a partition's log end as the worker last saw it (eoingest.lag). */
 void
-eoi_offsets_note_watermarks(const EoiJob *job, int32 partition, int64 low, int64 high)
+eoi_offsets_note_watermarks(const EoiJob *job, const EoiPosition *position, int64 low, int64 high)
 {
 	EoiSavedUser saved;
 	Oid			types[5] = {TEXTOID, TEXTOID, INT4OID, INT8OID, INT8OID};
 	Datum		args[5] = {
-		CStringGetTextDatum(job->name), CStringGetTextDatum(job->topic),
-		Int32GetDatum(partition), Int64GetDatum(low), Int64GetDatum(high)
+		CStringGetTextDatum(job->name), CStringGetTextDatum(position->topic),
+		Int32GetDatum(position->partition), Int64GetDatum(low), Int64GetDatum(high)
 	};
 
 	offsets_spi_begin(&saved);

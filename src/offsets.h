@@ -12,12 +12,12 @@
 #include "eoingest.h"
 #include "kafka.h"
 
-extern int	eoi_offsets_read(const EoiJob *job, EoiPosition *positions, int max);
+extern int	eoi_offsets_read(const EoiJob *job, const char *topic, EoiPosition *positions, int max);
 extern bool eoi_offsets_any(const EoiJob *job);
 extern void eoi_offsets_insert(const EoiJob *job, const EoiPosition *position);
-extern void eoi_offsets_note_watermarks(const EoiJob *job, int32 partition,
+extern void eoi_offsets_note_watermarks(const EoiJob *job, const EoiPosition *position,
 										int64 low, int64 high);
-extern void eoi_offsets_advance(const EoiJob *job, int32 partition,
-								int64 expected, int64 next_offset);
+extern void eoi_offsets_advance(const EoiJob *job, const EoiPosition *position,
+								int64 next_offset);
 
 #endif

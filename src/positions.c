@@ -42,11 +42,16 @@ job_has_worker(int32 job_id)
 	return found;
 }
 
-/* Explicit positions: a JSON object {"partition": offset, ...}. */
+/*
+ * Explicit positions of one topic from `to`: {"partition": offset, ...}
+ * for a job of one topic, or {"topic": {"partition": offset}, ...}.
+ */
 static void
-positions_from_json(const char *to, int count, int64 *offsets)
+positions_from_json(const char *to, const EoiJob *job, const char *topic, int count,
+					int64 *offsets)
 {
 	Jsonb	   *jb = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(to)));
+	JsonbValue	nested;
 	JsonbIterator *it;
 	JsonbValue	v;
 	JsonbIteratorToken tok;
@@ -57,6 +62,11 @@ positions_from_json(const char *to, int count, int64 *offsets)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("explicit offsets must be a JSON object of partition to offset"),
 				 errhint("For example: '{\"0\": 1200, \"1\": 980}'.")));
+	if (getKeyJsonValueFromContainer(&jb->root, topic, strlen(topic), &nested) != NULL &&
+		nested.type == jbvBinary)
+		jb = JsonbValueToJsonb(&nested);
+	else if (list_length(job->topics) > 1)
+		return;					/* nothing for this topic */
 	it = JsonbIteratorInit(&jb->root);
 	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
 	{
@@ -91,7 +101,7 @@ positions_from_json(const char *to, int count, int64 *offsets)
 }
 
 static void
-store_positions(const EoiJob *job, int count, const int64 *offsets)
+store_positions(const EoiJob *job, const char *topic, int count, const int64 *offsets)
 {
 	EoiSavedUser saved;
 
@@ -101,7 +111,7 @@ store_positions(const EoiJob *job, int count, const int64 *offsets)
 	for (int32 p = 0; p < count; p++)
 	{
 		Oid			types[4] = {TEXTOID, TEXTOID, INT4OID, INT8OID};
-		Datum		args[4] = {CStringGetTextDatum(job->name), CStringGetTextDatum(job->topic),
+		Datum		args[4] = {CStringGetTextDatum(job->name), CStringGetTextDatum(topic),
 		Int32GetDatum(p), Int64GetDatum(offsets[p])};
 
 		if (offsets[p] < 0)
@@ -117,11 +127,54 @@ store_positions(const EoiJob *job, int count, const int64 *offsets)
 	eoi_restore_user(&saved);
 }
 
+/* Where `to` says one topic of the job should resume, per partition (-1: unchanged). */
+static int64 *
+positions_for(EoiKafka *kafka, const EoiJob *job, const char *topic, const char *to, int *count)
+{
+	int64	   *offsets;
+
+	*count = eoi_kafka_partition_count(kafka, topic, RESET_TIMEOUT_MS);
+	if (*count < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("Kafka topic \"%s\" does not exist", topic)));
+	offsets = palloc(sizeof(int64) * Max(*count, 1));
+	for (int32 p = 0; p < *count; p++)
+		offsets[p] = -1;
+
+	if (to[0] == '{')
+		positions_from_json(to, job, topic, *count, offsets);
+	else if (strcmp(to, "earliest") == 0 || strcmp(to, "latest") == 0)
+	{
+		for (int32 p = 0; p < *count; p++)
+		{
+			int64		low,
+						high;
+
+			eoi_kafka_watermarks(kafka, topic, p, &low, &high, RESET_TIMEOUT_MS);
+			offsets[p] = (to[0] == 'e') ? low : high;
+		}
+	}
+	else
+	{
+		TimestampTz ts = DatumGetTimestampTz(DirectFunctionCall3(timestamptz_in,
+																 CStringGetDatum(to),
+																 ObjectIdGetDatum(InvalidOid),
+																 Int32GetDatum(-1)));
+		int64		ms = (ts + (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY) / 1000;
+
+		for (int32 p = 0; p < *count; p++)
+			offsets[p] = eoi_kafka_offset_for_time(kafka, topic, p, ms, RESET_TIMEOUT_MS);
+	}
+	return offsets;
+}
+
 /*
  * eoingest.reset_offsets(job, to): to is 'earliest', 'latest', a timestamp
  * (the first record at or after it), or a JSON object of explicit offsets
- * per partition (the partitions not named keep theirs).  Only for a job
- * that is not running.  Returns the number of partitions set.
+ * per partition, {"0": 1200} (for a job of several topics, per topic:
+ * {"orders": {"0": 1200}}); partitions not named keep theirs.  Only for a
+ * job that is not running.  Returns the number of partitions set.
  */
 Datum
 eoingest_reset_offsets(PG_FUNCTION_ARGS)
@@ -130,9 +183,7 @@ eoingest_reset_offsets(PG_FUNCTION_ARGS)
 	char	   *to = text_to_cstring(PG_GETARG_TEXT_PP(1));
 	EoiJob	   *job = eoi_job_load_by_name(name);
 	EoiKafka   *kafka;
-	int64	   *volatile offsets = NULL;
-	volatile int count = 0;
-	int			set = 0;
+	volatile int set = 0;
 
 	eoi_check_job_owner(name, job->owner);
 	if (strcmp(job->state, "running") == 0 || job_has_worker(job->id))
@@ -144,38 +195,17 @@ eoingest_reset_offsets(PG_FUNCTION_ARGS)
 	kafka = eoi_kafka_open(job, 0);
 	PG_TRY();
 	{
-		count = eoi_kafka_partition_count(kafka, RESET_TIMEOUT_MS);
-		if (count < 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_UNDEFINED_OBJECT),
-					 errmsg("Kafka topic \"%s\" does not exist", job->topic)));
-		offsets = palloc(sizeof(int64) * Max(count, 1));
-		for (int32 p = 0; p < count; p++)
-			offsets[p] = -1;
+		ListCell   *lc;
 
-		if (to[0] == '{')
-			positions_from_json(to, count, offsets);
-		else if (strcmp(to, "earliest") == 0 || strcmp(to, "latest") == 0)
+		foreach(lc, job->topics)
 		{
-			for (int32 p = 0; p < count; p++)
-			{
-				int64		low,
-							high;
+			const char *topic = lfirst(lc);
+			int			count;
+			int64	   *offsets = positions_for(kafka, job, topic, to, &count);
 
-				eoi_kafka_watermarks(kafka, p, &low, &high, RESET_TIMEOUT_MS);
-				offsets[p] = (to[0] == 'e') ? low : high;
-			}
-		}
-		else
-		{
-			TimestampTz ts = DatumGetTimestampTz(DirectFunctionCall3(timestamptz_in,
-																	 CStringGetDatum(to),
-																	 ObjectIdGetDatum(InvalidOid),
-																	 Int32GetDatum(-1)));
-			int64		ms = (ts + (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY) / 1000;
-
+			store_positions(job, topic, count, offsets);
 			for (int32 p = 0; p < count; p++)
-				offsets[p] = eoi_kafka_offset_for_time(kafka, p, ms, RESET_TIMEOUT_MS);
+				set += (offsets[p] >= 0);
 		}
 	}
 	PG_FINALLY();
@@ -183,10 +213,6 @@ eoingest_reset_offsets(PG_FUNCTION_ARGS)
 		eoi_kafka_close(kafka);
 	}
 	PG_END_TRY();
-
-	store_positions(job, count, offsets);
-	for (int32 p = 0; p < count; p++)
-		set += (offsets[p] >= 0);
 	PG_RETURN_INT32(set);
 }
 
@@ -194,20 +220,28 @@ eoingest_reset_offsets(PG_FUNCTION_ARGS)
 
 PG_FUNCTION_INFO_V1(eoingest_wait_for_catchup);
 
+/* The log end of each partition of one topic, at the call. */
+typedef struct TopicEnds
+{
+	const char *topic;
+	int			count;
+	int64	   *ends;
+} TopicEnds;
+
 /* Have all partitions' stored offsets reached these ends? */
 static bool
-caught_up(const EoiJob *job, const int64 *ends, int count)
+caught_up(const EoiJob *job, const TopicEnds *t)
 {
-	EoiPosition *stored = palloc(sizeof(EoiPosition) * Max(count, 1));
+	EoiPosition *stored = palloc(sizeof(EoiPosition) * Max(t->count, 1));
 	bool		done = true;
 	int			n;
 
 	/* Each look needs a snapshot that sees the worker's latest commits. */
 	PushActiveSnapshot(GetLatestSnapshot());
-	n = eoi_offsets_read(job, stored, count);
+	n = eoi_offsets_read(job, t->topic, stored, t->count);
 	PopActiveSnapshot();
 
-	for (int32 p = 0; p < count && done; p++)
+	for (int32 p = 0; p < t->count && done; p++)
 	{
 		int64		at = -1;
 
@@ -215,7 +249,7 @@ caught_up(const EoiJob *job, const int64 *ends, int count)
 			if (stored[i].partition == p)
 				at = stored[i].offset;
 		/* an empty partition needs nothing; a partition never read is behind */
-		if (ends[p] > 0 && at < ends[p])
+		if (t->ends[p] > 0 && at < t->ends[p])
 			done = false;
 	}
 	pfree(stored);
@@ -235,10 +269,10 @@ eoingest_wait_for_catchup(PG_FUNCTION_ARGS)
 	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	Interval   *timeout = PG_GETARG_INTERVAL_P(1);
 	EoiJob	   *job = eoi_job_load_by_name(name);
+	int			ntopics = list_length(job->topics);
+	TopicEnds  *topics = palloc0(sizeof(TopicEnds) * ntopics);
 	TimestampTz deadline;
 	EoiKafka   *kafka;
-	int64	   *volatile ends = NULL;
-	volatile int count = 0;
 
 	eoi_check_job_owner(name, job->owner);
 	deadline = DatumGetTimestampTz(DirectFunctionCall2(timestamptz_pl_interval,
@@ -247,13 +281,21 @@ eoingest_wait_for_catchup(PG_FUNCTION_ARGS)
 	kafka = eoi_kafka_open(job, 0);
 	PG_TRY();
 	{
-		count = Max(eoi_kafka_partition_count(kafka, RESET_TIMEOUT_MS), 0);
-		ends = palloc0(sizeof(int64) * Max(count, 1));
-		for (int32 p = 0; p < count; p++)
-		{
-			int64		low;
+		ListCell   *lc;
 
-			eoi_kafka_watermarks(kafka, p, &low, &ends[p], RESET_TIMEOUT_MS);
+		foreach(lc, job->topics)
+		{
+			TopicEnds  *t = &topics[foreach_current_index(lc)];
+
+			t->topic = lfirst(lc);
+			t->count = Max(eoi_kafka_partition_count(kafka, t->topic, RESET_TIMEOUT_MS), 0);
+			t->ends = palloc0(sizeof(int64) * Max(t->count, 1));
+			for (int32 p = 0; p < t->count; p++)
+			{
+				int64		low;
+
+				eoi_kafka_watermarks(kafka, t->topic, p, &low, &t->ends[p], RESET_TIMEOUT_MS);
+			}
 		}
 	}
 	PG_FINALLY();
@@ -264,7 +306,11 @@ eoingest_wait_for_catchup(PG_FUNCTION_ARGS)
 
 	for (;;)
 	{
-		if (caught_up(job, ends, count))
+		bool		done = true;
+
+		for (int i = 0; i < ntopics && done; i++)
+			done = caught_up(job, &topics[i]);
+		if (done)
 			PG_RETURN_BOOL(true);
 		if (GetCurrentTimestamp() >= deadline)
 			PG_RETURN_BOOL(false);

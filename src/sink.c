@@ -309,7 +309,7 @@ check_sizes(const EoiJob *job, EoiBatch *batch)
 					 errmsg("message of %zu bytes is larger than max_message_bytes (%d)",
 							msg->len + msg->key_len, job->max_message_bytes),
 					 errcontext("Kafka message at topic \"%s\" partition %d offset %lld",
-								batch->topic, msg->partition, (long long) msg->offset)));
+								eoi_message_topic(batch, i), msg->partition, (long long) msg->offset)));
 		}
 	}
 }
@@ -398,7 +398,7 @@ write_isolating(const EoiJob *job, EoiBatch *batch, int from, int to,
 		if (failed >= 0)
 		{
 			write_isolating(job, batch, from, failed, rows, dead);
-			eoi_dead_letter_store(job, batch->topic, batch->messages[failed], error);
+			eoi_dead_letter_store(job, eoi_message_topic(batch, failed), batch->messages[failed], error);
 			(*dead)++;
 			from = failed + 1;
 			continue;

@@ -64,7 +64,7 @@ typedef struct Worker
 	int			nowned;
 	int64	   *consumed;		/* upsert: committed rows' next offsets, ahead of owned */
 	TimestampTz next_offset_commit;
-	int			partition_count;	/* of the topic, when last looked */
+	int		   *partition_counts;	/* of each topic, when last looked */
 	bool		assigned;
 	TimestampTz next_discovery;
 	int			failures;		/* consecutive failed attempts */
@@ -185,10 +185,10 @@ end_step(void)
 /* ---- partitions and positions ---- */
 
 static EoiPosition *
-find_owned(int32 partition)
+find_owned(const char *topic, int32 partition)
 {
 	for (int i = 0; i < w.nowned; i++)
-		if (w.owned[i].partition == partition)
+		if (w.owned[i].partition == partition && strcmp(w.owned[i].topic, topic) == 0)
 			return &w.owned[i];
 	return NULL;
 }
@@ -199,12 +199,12 @@ find_owned(int32 partition)
  * partition for partitions added to the topic later.
  */
 static int64
-initial_offset(int32 partition, bool job_has_positions)
+initial_offset(const char *topic, int32 partition, bool job_has_positions)
 {
 	int64		low,
 				high;
 
-	eoi_kafka_watermarks(w.kafka, partition, &low, &high, METADATA_TIMEOUT_MS);
+	eoi_kafka_watermarks(w.kafka, topic, partition, &low, &high, METADATA_TIMEOUT_MS);
 	if (!job_has_positions && strcmp(w.job->start_offset, "latest") == 0)
 		return high;
 	return low;
@@ -212,102 +212,129 @@ initial_offset(int32 partition, bool job_has_positions)
 
 /*
  * Make sure every partition this worker owns has a stored position, read
- * them all, and assign them to the consumer there.  Returns false while
- * the topic does not exist.
+ * them all, and assign them to the consumer there.  Returns false while a
+ * topic of the job does not exist.
  */
 static bool
 assign_partitions(void)
 {
 	MemoryContext old;
-	EoiPosition *stored;
-	int			count;
-	int			nstored;
+	int			ntopics = list_length(w.job->topics);
+	int		   *counts = palloc0(sizeof(int) * ntopics);
+	int			total = 0;
 	bool		job_has_positions;
+	ListCell   *lc;
 
 	/* Start over: nothing prefetched survives, errors can be read. */
 	eoi_kafka_unassign(w.kafka);
-	count = eoi_kafka_partition_count(w.kafka, METADATA_TIMEOUT_MS);
 	w.next_discovery = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), DISCOVERY_INTERVAL_MS);
-	if (count < 0)
+	foreach(lc, w.job->topics)
 	{
-		char		msg[256];
+		const char *topic = lfirst(lc);
+		int			count = eoi_kafka_partition_count(w.kafka, topic, METADATA_TIMEOUT_MS);
 
-		snprintf(msg, sizeof(msg), "Kafka topic \"%s\" does not exist yet; waiting for it", w.job->topic);
-		slot_set_state(EOI_WORKER_WAITING, msg);
-		return false;
+		if (count < 0)
+		{
+			char		msg[512];
+
+			snprintf(msg, sizeof(msg), "Kafka topic \"%s\" does not exist yet; waiting for it", topic);
+			slot_set_state(EOI_WORKER_WAITING, msg);
+			return false;
+		}
+		counts[foreach_current_index(lc)] = count;
+		total += count;
 	}
 
-	stored = palloc(sizeof(EoiPosition) * count);
 	begin_work("reading stored offsets");
-	nstored = eoi_offsets_read(w.job, stored, count);
 	job_has_positions = eoi_offsets_any(w.job);
 	commit_work();
 
 	old = MemoryContextSwitchTo(TopMemoryContext);
 	if (w.owned)
 		pfree(w.owned);
-	w.owned = palloc0(sizeof(EoiPosition) * Max(count, 1));
+	w.owned = palloc0(sizeof(EoiPosition) * Max(total, 1));
 	if (w.consumed)
 		pfree(w.consumed);
-	w.consumed = palloc0(sizeof(int64) * Max(count, 1));
+	w.consumed = palloc0(sizeof(int64) * Max(total, 1));
+	if (w.partition_counts)
+		pfree(w.partition_counts);
+	w.partition_counts = counts;
 	MemoryContextSwitchTo(old);
 	w.nowned = 0;
 
-	for (int32 p = 0; p < count; p++)
+	foreach(lc, w.job->topics)
 	{
-		EoiPosition *pos;
-		int			i;
+		const char *topic = lfirst(lc);
+		int			count = counts[foreach_current_index(lc)];
+		EoiPosition *stored = palloc(sizeof(EoiPosition) * Max(count, 1));
+		int			nstored;
 
-		if (p % w.job->parallelism != w.index)
-			continue;
-		pos = &w.owned[w.nowned++];
-		pos->partition = p;
-		for (i = 0; i < nstored && stored[i].partition != p; i++)
-			;
-		if (i < nstored)
-		{
-			pos->offset = stored[i].offset;
-			continue;
-		}
-		pos->offset = initial_offset(p, job_has_positions);
-		begin_work("storing a partition's starting offset");
-		eoi_offsets_insert(w.job, pos);
-		commit_work();
-		/* Another worker may have stored one first: read it back. */
 		begin_work("reading stored offsets");
-		nstored = eoi_offsets_read(w.job, stored, count);
+		nstored = eoi_offsets_read(w.job, topic, stored, count);
 		commit_work();
-		for (i = 0; i < nstored && stored[i].partition != p; i++)
-			;
-		if (i < nstored)
-			pos->offset = stored[i].offset;
+
+		for (int32 p = 0; p < count; p++)
+		{
+			EoiPosition *pos;
+			int			i;
+
+			if (p % w.job->parallelism != w.index)
+				continue;
+			pos = &w.owned[w.nowned++];
+			pos->topic = topic;
+			pos->partition = p;
+			for (i = 0; i < nstored && stored[i].partition != p; i++)
+				;
+			if (i < nstored)
+			{
+				pos->offset = stored[i].offset;
+				continue;
+			}
+			pos->offset = initial_offset(topic, p, job_has_positions);
+			begin_work("storing a partition's starting offset");
+			eoi_offsets_insert(w.job, pos);
+			commit_work();
+			/* Another worker may have stored one first: read it back. */
+			begin_work("reading stored offsets");
+			nstored = eoi_offsets_read(w.job, topic, stored, count);
+			commit_work();
+			for (i = 0; i < nstored && stored[i].partition != p; i++)
+				;
+			if (i < nstored)
+				pos->offset = stored[i].offset;
+		}
+		pfree(stored);
 	}
 
 	for (int i = 0; i < w.nowned; i++)
 		w.consumed[i] = w.owned[i].offset;
 	eoi_kafka_assign(w.kafka, w.owned, w.nowned);
-	w.partition_count = count;
 	w.assigned = true;
-	pfree(stored);
 	return true;
 }
 
-/* Has the topic grown since we assigned?  Checked every few seconds. */
+/* Has a topic grown since we assigned?  Checked every few seconds. */
 static void
 maybe_discover_partitions(void)
 {
-	int			count;
+	ListCell   *lc;
 
 	if (GetCurrentTimestamp() < w.next_discovery)
 		return;
 	w.next_discovery = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), DISCOVERY_INTERVAL_MS);
-	count = eoi_kafka_partition_count(w.kafka, METADATA_TIMEOUT_MS);
-	if (count > w.partition_count)
+	foreach(lc, w.job->topics)
 	{
-		ereport(LOG,
-				(errmsg("eoingest job \"%s\": topic \"%s\" grew from %d to %d partitions",
-						w.job->name, w.job->topic, w.partition_count, count)));
-		w.assigned = false;
+		const char *topic = lfirst(lc);
+		int			before = w.partition_counts[foreach_current_index(lc)];
+		int			count = eoi_kafka_partition_count(w.kafka, topic, METADATA_TIMEOUT_MS);
+
+		if (count > before)
+		{
+			ereport(LOG,
+					(errmsg("eoingest job \"%s\": topic \"%s\" grew from %d to %d partitions",
+							w.job->name, topic, before, count)));
+			w.assigned = false;
+		}
 	}
 }
 
@@ -328,12 +355,13 @@ maybe_refresh_lag(void)
 		int64		low,
 					high;
 
-		if (!eoi_kafka_cached_watermarks(w.kafka, w.owned[i].partition, &low, &high))
+		if (!eoi_kafka_cached_watermarks(w.kafka, w.owned[i].topic, w.owned[i].partition,
+										 &low, &high))
 			continue;
 		if (!any)
 			begin_work("recording the log end");
 		any = true;
-		eoi_offsets_note_watermarks(w.job, w.owned[i].partition, low, high);
+		eoi_offsets_note_watermarks(w.job, &w.owned[i], low, high);
 	}
 	if (any)
 		commit_work();
@@ -356,7 +384,7 @@ prepare_batch(EoiBatch *batch, int64 *last_offset)
 	for (int i = 0; i < batch->n; i++)
 	{
 		rd_kafka_message_t *msg = batch->messages[i];
-		EoiPosition *pos = find_owned(msg->partition);
+		EoiPosition *pos = find_owned(rd_kafka_topic_name(msg->rkt), msg->partition);
 
 		if (pos == NULL || msg->offset < pos->offset)
 		{
@@ -375,8 +403,7 @@ advance_offsets(const int64 *last_offset)
 {
 	for (int i = 0; i < w.nowned; i++)
 		if (last_offset[i] >= 0)
-			eoi_offsets_advance(w.job, w.owned[i].partition, w.owned[i].offset,
-								last_offset[i] + 1);
+			eoi_offsets_advance(w.job, &w.owned[i], last_offset[i] + 1);
 }
 
 static void
@@ -450,7 +477,7 @@ checkpoint_consumed(void)
 	begin_work("storing offsets");
 	for (int i = 0; i < w.nowned; i++)
 		if (w.consumed[i] > w.owned[i].offset)
-			eoi_offsets_advance(w.job, w.owned[i].partition, w.owned[i].offset, w.consumed[i]);
+			eoi_offsets_advance(w.job, &w.owned[i], w.consumed[i]);
 	commit_work();
 	for (int i = 0; i < w.nowned; i++)
 		w.owned[i].offset = w.consumed[i];
@@ -629,7 +656,7 @@ run_epoch(void)
 	while (GetCurrentTimestamp() < deadline)
 	{
 		long		remaining = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
-		EoiBatch   *batch = eoi_batch_create(w.batch_context, w.job->batch_size, w.job->topic);
+		EoiBatch   *batch = eoi_batch_create(w.batch_context, w.job->batch_size);
 
 		batch->n = eoi_kafka_poll(w.kafka, batch->messages, w.job->batch_size,
 								  (int) Min(remaining, w.job->batch_timeout_ms));
@@ -840,7 +867,7 @@ one_iteration(void)
 	}
 
 	slot_set_state(EOI_WORKER_RUNNING, NULL);
-	batch = eoi_batch_create(w.batch_context, w.job->batch_size, w.job->topic);
+	batch = eoi_batch_create(w.batch_context, w.job->batch_size);
 	pgstat_report_activity(STATE_IDLE, NULL);
 	batch->n = eoi_kafka_poll(w.kafka, batch->messages, w.job->batch_size,
 							  w.job->batch_timeout_ms);
