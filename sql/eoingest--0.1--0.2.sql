@@ -125,16 +125,20 @@ CREATE TABLE @extschema@.watermarks (
     "partition"     integer NOT NULL,
     low_watermark   bigint NOT NULL,
     high_watermark  bigint NOT NULL,
+    last_stable_offset bigint,
     measured_at     timestamptz NOT NULL,
     PRIMARY KEY (job, topic, "partition")
 );
 REVOKE ALL ON @extschema@.watermarks FROM PUBLIC;
 
--- Per job and partition: the committed position, the log end, the lag.
+-- Per job and partition: the committed position, the log end (high
+-- watermark), the last stable offset (the end of what read_committed can
+-- read while an upstream transaction is open), the lag.
 -- Reading it never waits on the network.
 CREATE VIEW @extschema@.lag AS
 SELECT o.job, o.topic, o."partition", o.next_offset,
        w.high_watermark,
+       w.last_stable_offset,
        CASE WHEN w.high_watermark OPERATOR(pg_catalog.>) o.next_offset
             THEN w.high_watermark OPERATOR(pg_catalog.-) o.next_offset ELSE 0 END AS lag,
        w.measured_at

@@ -9,12 +9,13 @@ SELECT eoingest.create_job(name => 'ops', brokers => :'brokers', topic => 'ops_t
                            batch_size => 100, batch_timeout_ms => 100);
 SELECT eoingest.start_job('ops');
 
-SELECT plan(16);
+SELECT plan(18);
 SELECT ok(eoingest.wait_for_catchup('ops', '60 s'), 'wait_for_catchup returns true once the log end is committed');
 SELECT is((SELECT count(*) FROM ops), 1000::bigint, 'and everything is there');
-SELECT ok(test.wait_for($$SELECT count(*) = 2 AND bool_and(lag = 0 AND high_watermark = next_offset AND measured_at IS NOT NULL)
+SELECT ok(test.wait_for($$SELECT count(*) = 2 AND bool_and(lag = 0 AND high_watermark = next_offset
+                                   AND last_stable_offset = high_watermark AND measured_at IS NOT NULL)
                             FROM eoingest.lag WHERE job = 'ops'$$),
-    'eoingest.lag shows each partition''s position, log end and lag, refreshed by the worker');
+    'eoingest.lag shows each partition''s position, log end, last stable offset and lag, refreshed by the worker');
 
 -- alter_job on a running job: the workers restart with the new settings.
 SELECT pid AS old_pid FROM eoingest.job_status WHERE name = 'ops' \gset
@@ -42,5 +43,14 @@ SELECT is((SELECT sum(next_offset) FROM eoingest.offsets WHERE job = 'ops'), 200
 SELECT eoingest.reset_offsets('ops', (now() - interval '1 hour')::text);
 SELECT is((SELECT sum(next_offset) FROM eoingest.offsets WHERE job = 'ops'), 0::numeric,
     'a timestamp before every record: back to the beginning');
+
+-- start_offset takes the same choices as reset_offsets.
+CREATE TABLE ops_late (id text, ts bigint, temperature double precision);
+SELECT eoingest.create_job(name => 'ops_late', brokers => :'brokers', topic => 'ops_topic', target => 'ops_late',
+                           start_offset => '{"0": 990}', batch_timeout_ms => 100);
+SELECT eoingest.start_job('ops_late');
+SELECT ok(eoingest.wait_for_catchup('ops_late', '60 s'), 'a job starting at explicit offsets catches up');
+SELECT is((SELECT count(*) FROM ops_late), 1010::bigint,
+    'from offset 990 of partition 0, and from the beginning of the partition it did not name');
 SELECT * FROM finish();
-SELECT eoingest.drop_job('ops');
+SELECT eoingest.drop_job('ops'), eoingest.drop_job('ops_late');

@@ -364,11 +364,7 @@ eoingest_create_job(PG_FUNCTION_ARGS)
 	(void) eoi_parse_on_error(on_error_s);
 
 	key_format = key_format_s ? eoi_parse_format(key_format_s) : EOI_FORMAT_TEXT;
-	if (strcmp(start_offset, "earliest") != 0 && strcmp(start_offset, "latest") != 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("unknown start_offset \"%s\"", start_offset),
-				 errhint("Choose earliest or latest.")));
+	eoi_check_start_offset(start_offset);
 
 	if (target == NULL && transform == NULL)
 		ereport(ERROR,

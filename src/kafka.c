@@ -31,6 +31,7 @@ struct EoiKafka
 	char		last_error[512];
 	rd_kafka_resp_err_t auth_error;	/* set when the broker refused us */
 	bool		assigned;		/* partitions are assigned */
+	char	   *stats;			/* librdkafka's last statistics (JSON), malloc'd */
 };
 
 /* Properties eoingest sets itself: a user's value would break a guarantee. */
@@ -52,6 +53,7 @@ static const char *const default_properties[][2] = {
 	{"fetch.max.bytes", "8388608"},
 	{"max.partition.fetch.bytes", "8388608"},
 	{"socket.keepalive.enable", "true"},
+	{"statistics.interval.ms", "5000"}, /* for the last stable offset in eoingest.lag */
 };
 
 static bool
@@ -198,6 +200,70 @@ error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque)
 }
 
 /*
+ * librdkafka's statistics, served from rd_kafka_consumer_poll() in our
+ * thread.  Only kept here (plain malloc: no server code runs inside
+ * librdkafka's call); eoi_kafka_last_stable_offset() reads them later.
+ */
+static int
+stats_cb(rd_kafka_t *rk, char *json, size_t json_len, void *opaque)
+{
+	EoiKafka   *kafka = opaque;
+	char	   *copy = malloc(json_len + 1);
+
+	if (copy == NULL)
+		return 0;
+	memcpy(copy, json, json_len);
+	copy[json_len] = '\0';
+	free(kafka->stats);
+	kafka->stats = copy;
+	return 0;
+}
+
+/*
+ * The last stable offset of a partition (the end of what read_committed can
+ * read) from the latest statistics; false if not known yet.
+ */
+bool
+eoi_kafka_last_stable_offset(EoiKafka *kafka, const char *topic, int32 partition, int64 *lso)
+{
+	Jsonb	   *jb;
+	JsonbValue	v;
+	char		key[16];
+	const char *path[3];
+	bool		found = false;
+
+	if (kafka->stats == NULL)
+		return false;
+	jb = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(kafka->stats)));
+	snprintf(key, sizeof(key), "%d", partition);
+	path[0] = "topics";
+	path[1] = topic;
+	path[2] = "partitions";
+	{
+		JsonbContainer *c = &jb->root;
+
+		for (int i = 0; i < 3 && c != NULL; i++)
+		{
+			if (getKeyJsonValueFromContainer(c, path[i], strlen(path[i]), &v) == NULL ||
+				v.type != jbvBinary)
+				c = NULL;
+			else
+				c = v.val.binary.data;
+		}
+		if (c != NULL && getKeyJsonValueFromContainer(c, key, strlen(key), &v) != NULL &&
+			v.type == jbvBinary &&
+			getKeyJsonValueFromContainer(v.val.binary.data, "ls_offset", 9, &v) != NULL &&
+			v.type == jbvNumeric)
+		{
+			*lso = DatumGetInt64(DirectFunctionCall1(numeric_int8, NumericGetDatum(v.val.numeric)));
+			found = (*lso >= 0);
+		}
+	}
+	pfree(jb);
+	return found;
+}
+
+/*
  * Check a job's brokers and options at create_job time, so that a typo is
  * an error there rather than a crash loop later.  Builds a whole client to
  * catch properties that are only checked together (security settings).
@@ -235,6 +301,7 @@ eoi_kafka_open(const EoiJob *job, int worker_index)
 	conf = build_conf(job->brokers, job->options, group, client_id);
 	rd_kafka_conf_set_opaque(conf, kafka);
 	rd_kafka_conf_set_error_cb(conf, error_cb);
+	rd_kafka_conf_set_stats_cb(conf, stats_cb);
 
 	kafka->rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof(errstr));
 	if (kafka->rk == NULL)
@@ -257,6 +324,8 @@ eoi_kafka_close(EoiKafka *kafka)
 	rd_kafka_assign(kafka->rk, NULL);
 	rd_kafka_destroy_flags(kafka->rk, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
 	kafka->rk = NULL;
+	free(kafka->stats);
+	kafka->stats = NULL;
 }
 
 const char *

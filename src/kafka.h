@@ -34,6 +34,8 @@ extern void eoi_kafka_watermarks(EoiKafka *kafka, const char *topic, int32 parti
 								 int64 *low, int64 *high, int timeout_ms);
 extern bool eoi_kafka_cached_watermarks(EoiKafka *kafka, const char *topic, int32 partition,
 										int64 *low, int64 *high);
+extern bool eoi_kafka_last_stable_offset(EoiKafka *kafka, const char *topic, int32 partition,
+										 int64 *lso);
 extern int64 eoi_kafka_offset_for_time(EoiKafka *kafka, const char *topic, int32 partition,
 									   int64 ms, int timeout_ms);
 extern void eoi_kafka_assign(EoiKafka *kafka, const EoiPosition *positions, int n);
@@ -42,5 +44,10 @@ extern void eoi_kafka_commit_for_monitoring(EoiKafka *kafka, const EoiPosition *
 extern int	eoi_kafka_poll(EoiKafka *kafka, rd_kafka_message_t **messages,
 						   int max_messages, int timeout_ms);
 extern const char *eoi_kafka_last_error(EoiKafka *kafka);
+
+/* positions.c */
+extern int64 *eoi_positions_for(EoiKafka *kafka, const EoiJob *job, const char *topic,
+								const char *to, int *count);
+extern void eoi_check_start_offset(const char *start_offset);
 
 #endif

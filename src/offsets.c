@@ -153,24 +153,29 @@ eoi_offsets_advance(const EoiJob *job, const EoiPosition *position, int64 next_o
 
 /* Record a partition's log end as the worker last saw it (eoingest.lag). */
 void
-eoi_offsets_note_watermarks(const EoiJob *job, const EoiPosition *position, int64 low, int64 high)
+eoi_offsets_note_watermarks(const EoiJob *job, const EoiPosition *position, int64 low, int64 high,
+							int64 lso)
 {
 	EoiSavedUser saved;
-	Oid			types[5] = {TEXTOID, TEXTOID, INT4OID, INT8OID, INT8OID};
-	Datum		args[5] = {
+	Oid			types[6] = {TEXTOID, TEXTOID, INT4OID, INT8OID, INT8OID, INT8OID};
+	Datum		args[6] = {
 		CStringGetTextDatum(job->name), CStringGetTextDatum(position->topic),
-		Int32GetDatum(position->partition), Int64GetDatum(low), Int64GetDatum(high)
+		Int32GetDatum(position->partition), Int64GetDatum(low), Int64GetDatum(high),
+		Int64GetDatum(lso)
 	};
+	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', lso < 0 ? 'n' : ' '};
 
 	offsets_spi_begin(&saved);
 	if (SPI_execute_with_args("INSERT INTO eoingest.watermarks AS w"
-							  " (job, topic, \"partition\", low_watermark, high_watermark, measured_at)"
-							  " VALUES ($1, $2, $3, $4, $5, pg_catalog.now())"
+							  " (job, topic, \"partition\", low_watermark, high_watermark,"
+							  "  last_stable_offset, measured_at)"
+							  " VALUES ($1, $2, $3, $4, $5, $6, pg_catalog.now())"
 							  " ON CONFLICT (job, topic, \"partition\") DO UPDATE"
 							  "   SET low_watermark = excluded.low_watermark,"
 							  "       high_watermark = excluded.high_watermark,"
+							  "       last_stable_offset = excluded.last_stable_offset,"
 							  "       measured_at = excluded.measured_at",
-							  5, types, args, NULL, false, 0) != SPI_OK_INSERT)
+							  6, types, args, nulls, false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "could not update eoingest.watermarks");
 	offsets_spi_end(&saved);
 }

@@ -16,7 +16,7 @@ extern int	eoi_offsets_read(const EoiJob *job, const char *topic, EoiPosition *p
 extern bool eoi_offsets_any(const EoiJob *job);
 extern void eoi_offsets_insert(const EoiJob *job, const EoiPosition *position);
 extern void eoi_offsets_note_watermarks(const EoiJob *job, const EoiPosition *position,
-										int64 low, int64 high);
+										int64 low, int64 high, int64 lso);
 extern void eoi_offsets_advance(const EoiJob *job, const EoiPosition *position,
 								int64 next_offset);
 

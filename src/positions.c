@@ -127,9 +127,13 @@ store_positions(const EoiJob *job, const char *topic, int count, const int64 *of
 	eoi_restore_user(&saved);
 }
 
-/* Where `to` says one topic of the job should resume, per partition (-1: unchanged). */
-static int64 *
-positions_for(EoiKafka *kafka, const EoiJob *job, const char *topic, const char *to, int *count)
+/*
+ * Where `to` says one topic of the job should resume, per partition (-1:
+ * unchanged): 'earliest', 'latest', a timestamp, or explicit offsets.
+ * Used by reset_offsets and for a job's first start (start_offset).
+ */
+int64 *
+eoi_positions_for(EoiKafka *kafka, const EoiJob *job, const char *topic, const char *to, int *count)
 {
 	int64	   *offsets;
 
@@ -201,7 +205,7 @@ eoingest_reset_offsets(PG_FUNCTION_ARGS)
 		{
 			const char *topic = lfirst(lc);
 			int			count;
-			int64	   *offsets = positions_for(kafka, job, topic, to, &count);
+			int64	   *offsets = eoi_positions_for(kafka, job, topic, to, &count);
 
 			store_positions(job, topic, count, offsets);
 			for (int32 p = 0; p < count; p++)
@@ -214,6 +218,42 @@ eoingest_reset_offsets(PG_FUNCTION_ARGS)
 	}
 	PG_END_TRY();
 	PG_RETURN_INT32(set);
+}
+
+/*
+ * Check a start_offset at create_job: earliest, latest, a JSON object of
+ * explicit offsets, or a timestamp.
+ */
+void
+eoi_check_start_offset(const char *start_offset)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+
+	if (strcmp(start_offset, "earliest") == 0 || strcmp(start_offset, "latest") == 0)
+		return;
+	PG_TRY();
+	{
+		if (start_offset[0] == '{')
+		{
+			Jsonb	   *jb = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(start_offset)));
+
+			if (!JB_ROOT_IS_OBJECT(jb))
+				elog(ERROR, "not an object");
+		}
+		else
+			(void) DirectFunctionCall3(timestamptz_in, CStringGetDatum(start_offset),
+									   ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1));
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(cxt);
+		FlushErrorState();
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("unknown start_offset \"%s\"", start_offset),
+				 errhint("Choose earliest, latest, a timestamp, or explicit offsets such as '{\"0\": 1200}'.")));
+	}
+	PG_END_TRY();
 }
 
 /* ---- wait_for_catchup ---- */

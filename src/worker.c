@@ -195,8 +195,10 @@ find_owned(const char *topic, int32 partition)
 
 /*
  * Where a partition that has no stored position starts: the job's
- * start_offset for the job's first positions, the beginning of the
- * partition for partitions added to the topic later.
+ * start_offset for the job's first positions (earliest, latest, a
+ * timestamp, explicit offsets; a partition the explicit offsets do not
+ * name starts at its beginning), the beginning of the partition for
+ * partitions added to the topic later.
  */
 static int64
 initial_offset(const char *topic, int32 partition, bool job_has_positions)
@@ -205,8 +207,18 @@ initial_offset(const char *topic, int32 partition, bool job_has_positions)
 				high;
 
 	eoi_kafka_watermarks(w.kafka, topic, partition, &low, &high, METADATA_TIMEOUT_MS);
-	if (!job_has_positions && strcmp(w.job->start_offset, "latest") == 0)
+	if (job_has_positions || strcmp(w.job->start_offset, "earliest") == 0)
+		return low;
+	if (strcmp(w.job->start_offset, "latest") == 0)
 		return high;
+	{
+		int			count;
+		int64	   *offsets = eoi_positions_for(w.kafka, w.job, topic, w.job->start_offset, &count);
+
+		/* below the log start, the job fails as for any lost offset */
+		if (partition < count && offsets[partition] >= 0)
+			return offsets[partition];
+	}
 	return low;
 }
 
@@ -353,7 +365,8 @@ maybe_refresh_lag(void)
 	for (int i = 0; i < w.nowned; i++)
 	{
 		int64		low,
-					high;
+					high,
+					lso = -1;
 
 		if (!eoi_kafka_cached_watermarks(w.kafka, w.owned[i].topic, w.owned[i].partition,
 										 &low, &high))
@@ -361,7 +374,9 @@ maybe_refresh_lag(void)
 		if (!any)
 			begin_work("recording the log end");
 		any = true;
-		eoi_offsets_note_watermarks(w.job, &w.owned[i], low, high);
+		if (!eoi_kafka_last_stable_offset(w.kafka, w.owned[i].topic, w.owned[i].partition, &lso))
+			lso = -1;
+		eoi_offsets_note_watermarks(w.job, &w.owned[i], low, high, lso);
 	}
 	if (any)
 		commit_work();
