@@ -10,6 +10,7 @@
                                       time of all CPUs from /proc/stat)
   bench.py timed OUT -- CMD...        run CMD; write "user_s sys_s maxrss_kb" of CMD and
                                       everything it waited for to OUT; exit with its status
+  bench.py perf-fix FILE SO_COPY      name unresolved eoingest.so addresses in a perf report
   bench.py report --dir DIR           raw.tsv, latency.tsv, meta.tsv [, profile.txt] in DIR
                                       -> DIR/latest.md and DIR/latest.png
 
@@ -248,7 +249,7 @@ def chart(summary, path, meta):
     colors = {"copy": "#555555", "kcat_tx": "#8c6d31", "kcat_chunked": "#bd9e39",
               "naive": "#d62728", "eoingest": "#1f77b4"}
     fig_h = max(3.5, 0.28 * len(rows) + 1.6)
-    fig, ax = plt.subplots(figsize=(12, fig_h))
+    fig, ax = plt.subplots(figsize=(13, fig_h))
     y = range(len(rows))
     ax.barh(list(y), [s["rate"] for s in rows],
             color=[colors.get(s["method"], "#1f77b4") for s in rows])
@@ -263,15 +264,14 @@ def chart(summary, path, meta):
     for pk, style in (("no", "--"), ("yes", ":")):
         c = find(summary, method="copy", pk=pk)
         if c:
-            ax.axvline(c["rate"], color="black", linestyle=style, linewidth=0.8,
-                       label=f"COPY FROM file{' (PK)' if pk == 'yes' else ''}: {c['rate']:,.0f}/s")
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.08 * 12 / max(len(rows), 12) - 0.06),
-              ncol=2, fontsize=7, frameon=False)
+            ax.axvline(c["rate"], color="black", linestyle=style, linewidth=0.8)
+            ax.text(c["rate"], len(rows) - 0.4, f" COPY{' [PK]' if pk == 'yes' else ''}",
+                    rotation=90, va="top", ha="right", fontsize=7)
     ax.set_title(f"eoingest benchmark: {fmt_int(fnum(meta.get('records')))} records of "
                  f"~{meta.get('record_bytes', '100')} bytes, {meta.get('cpus', '?')} CPUs", fontsize=9)
     ax.set_xlim(right=max(s["rate"] for s in rows) * 3)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
     return True
 
 
@@ -385,6 +385,38 @@ def report(d):
     return 0
 
 
+def perf_fix(path, so_copy):
+    """Name the eoingest.so addresses perf could not resolve (the library on disk was replaced
+    while the server ran), from a copy of the library the server loaded, and add up the lines
+    of the same function. Rewrites PATH (perf report --sort dso,symbol output)."""
+    import re
+    with open(path) as f:
+        lines = f.read().splitlines()
+    pat = re.compile(r"^\s*([0-9.]+)%\s+(eoingest\.so\S*(?: \(deleted\))?)\s+\[\.\]\s+(0x[0-9a-f]+)")
+    addrs = sorted({m.group(3) for m in map(pat.match, lines) if m})
+    names = {}
+    if addrs and os.path.exists(so_copy):
+        out = subprocess.run(["addr2line", "-f", "-e", so_copy] + addrs, capture_output=True, text=True).stdout
+        fn = out.splitlines()[0::2]
+        names = dict(zip(addrs, fn))
+    merged, rest = {}, []
+    for l in lines:
+        m = pat.match(l)
+        if m and names.get(m.group(3), "??") != "??":
+            key = names[m.group(3)]
+            merged[key] = merged.get(key, 0.0) + float(m.group(1))
+        else:
+            rest.append(l)
+    out = [f"    {v:5.2f}%  eoingest.so            [.] {k}" for k, v in merged.items()]
+
+    def pct(l):
+        m = re.match(r"^\s*([0-9.]+)%", l)
+        return float(m.group(1)) if m else -1.0
+    body = sorted([l for l in rest if pct(l) >= 0] + out, key=pct, reverse=True)
+    with open(path, "w") as f:
+        f.write("\n".join([l for l in rest if pct(l) < 0] + body) + "\n")
+
+
 def main(argv):
     if len(argv) < 2:
         print(__doc__, file=sys.stderr)
@@ -403,6 +435,8 @@ def main(argv):
             print(__doc__, file=sys.stderr)
             return 2
         return timed(argv[2], argv[4:])
+    elif cmd == "perf-fix":
+        perf_fix(argv[2], argv[3])
     elif cmd == "report":
         if len(argv) != 4 or argv[2] != "--dir":
             print(__doc__, file=sys.stderr)
