@@ -32,6 +32,9 @@ struct EoiKafka
 	rd_kafka_resp_err_t auth_error;	/* set when the broker refused us */
 	bool		assigned;		/* partitions are assigned */
 	char	   *stats;			/* librdkafka's last statistics (JSON), malloc'd */
+	uint64		stats_seq;		/* bumped by each new statistics */
+	Jsonb	   *stats_parsed;	/* stats, parsed once per stats_seq */
+	uint64		parsed_seq;
 };
 
 /* Properties eoingest sets itself: a user's value would break a guarantee. */
@@ -219,6 +222,7 @@ stats_cb(rd_kafka_t *rk, char *json, size_t json_len, void *opaque)
 	copy[json_len] = '\0';
 	free(kafka->stats);
 	kafka->stats = copy;
+	kafka->stats_seq++;
 	return 0;
 }
 
@@ -237,7 +241,19 @@ eoi_kafka_last_stable_offset(EoiKafka *kafka, const char *topic, int32 partition
 
 	if (kafka->stats == NULL)
 		return false;
-	jb = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(kafka->stats)));
+	if (kafka->stats_parsed == NULL || kafka->parsed_seq != kafka->stats_seq)
+	{
+		/* parse each new statistics once, for all partitions */
+		MemoryContext old = MemoryContextSwitchTo(GetMemoryChunkContext(kafka));
+
+		if (kafka->stats_parsed)
+			pfree(kafka->stats_parsed);
+		kafka->stats_parsed = DatumGetJsonbP(DirectFunctionCall1(jsonb_in,
+																 CStringGetDatum(kafka->stats)));
+		kafka->parsed_seq = kafka->stats_seq;
+		MemoryContextSwitchTo(old);
+	}
+	jb = kafka->stats_parsed;
 	snprintf(key, sizeof(key), "%d", partition);
 	path[0] = "topics";
 	path[1] = topic;
@@ -262,7 +278,6 @@ eoi_kafka_last_stable_offset(EoiKafka *kafka, const char *topic, int32 partition
 			found = (*lso >= 0);
 		}
 	}
-	pfree(jb);
 	return found;
 }
 
