@@ -21,6 +21,7 @@
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
+#include "utils/memutils.h"
 #include "utils/timestamp.h"
 
 #include "kafka.h"
