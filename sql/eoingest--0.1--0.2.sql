@@ -5,6 +5,9 @@
 -- commit_to_kafka: after each commit, the offsets are also committed to the
 -- job's consumer group, for Kafka's own tools; never read back.
 ALTER TABLE @extschema@.jobs ADD COLUMN commit_to_kafka boolean NOT NULL DEFAULT false;
+-- partitions: the job owns only these partitions (of each of its topics),
+-- so that one topic can be split between jobs on different servers.
+ALTER TABLE @extschema@.jobs ADD COLUMN partitions integer[];
 
 -- The views read owner: drop them, change the type, create them again.
 DROP VIEW @extschema@.job_status;
@@ -81,7 +84,7 @@ SELECT j.name, pg_catalog.pg_get_userbyid(j.owner) AS owner, j.brokers, j.topic,
        CASE WHEN pg_catalog.pg_has_role(j.owner, 'USAGE') THEN j.options
             ELSE @extschema@._mask_options(j.options) END AS options,
        j.on_error, j.checkpoint_interval_ms, j.key_columns, j.key_format,
-       j.offset_commit_interval_ms, j.max_message_bytes, j.commit_to_kafka,
+       j.offset_commit_interval_ms, j.max_message_bytes, j.commit_to_kafka, j.partitions,
        j.state, j.last_error, j.created_at
   FROM @extschema@.jobs j;
 REVOKE ALL ON @extschema@.job_status, @extschema@.job_definitions FROM PUBLIC;
@@ -106,7 +109,8 @@ CREATE FUNCTION @extschema@.create_job(
     key_format        text DEFAULT NULL,
     offset_commit_interval_ms integer DEFAULT 1000,
     max_message_bytes integer DEFAULT 10485760,
-    commit_to_kafka   boolean DEFAULT false)
+    commit_to_kafka   boolean DEFAULT false,
+    partitions        integer[] DEFAULT NULL)
 RETURNS void
 LANGUAGE C VOLATILE
 AS 'MODULE_PATHNAME', 'eoingest_create_job';

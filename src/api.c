@@ -190,6 +190,34 @@ check_topic(const char *topic)
 	}
 }
 
+/* partitions => ARRAY[...]: distinct, non-negative partition numbers. */
+static void
+check_partitions(ArrayType *partitions)
+{
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n;
+
+	deconstruct_array(partitions, INT4OID, 4, true, TYPALIGN_INT, &elems, &nulls, &n);
+	if (n == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("partitions must name at least one partition"),
+				 errhint("Leave partitions NULL for all of them.")));
+	for (int i = 0; i < n; i++)
+	{
+		if (nulls[i] || DatumGetInt32(elems[i]) < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("partitions must be partition numbers, 0 or more")));
+		for (int j = 0; j < i; j++)
+			if (DatumGetInt32(elems[j]) == DatumGetInt32(elems[i]))
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("partition %d is named twice", DatumGetInt32(elems[i]))));
+	}
+}
+
 static char *
 resolve_target(const char *target, EoiFormat format)
 {
@@ -349,6 +377,7 @@ eoingest_create_job(PG_FUNCTION_ARGS)
 	EoiFormat	key_format;
 	int			max_message_bytes = int_in_range(fcinfo, 17, "max_message_bytes", 1, MaxAllocSize - VARHDRSZ);
 	bool		commit_to_kafka = PG_NARGS() > 18 && !PG_ARGISNULL(18) && PG_GETARG_BOOL(18);
+	ArrayType  *partitions = (PG_NARGS() > 19 && !PG_ARGISNULL(19)) ? PG_GETARG_ARRAYTYPE_P(19) : NULL;
 	EoiFormat	format;
 	EoiMode		mode;
 	char	   *qualified_target = NULL;
@@ -358,6 +387,8 @@ eoingest_create_job(PG_FUNCTION_ARGS)
 
 	check_database();
 	check_job_name(name);
+	if (partitions != NULL)
+		check_partitions(partitions);
 	check_topic(topic);
 	format = eoi_parse_format(format_s);
 	mode = eoi_parse_mode(mode_s);
@@ -409,11 +440,11 @@ eoingest_create_job(PG_FUNCTION_ARGS)
 				 errmsg("eoingest job \"%s\" already exists", name),
 				 errhint("Choose another name, or drop the existing job with eoingest.drop_job('%s').", name)));
 	{
-		Oid			types[21] = {TEXTOID, OIDOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
+		Oid			types[22] = {TEXTOID, OIDOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
 			TEXTOID, TEXTOID, INT4OID, INT4OID, INT4OID, JSONBOID, TEXTOID, INT4OID,
-		TEXTARRAYOID, TEXTOID, INT4OID, TEXTOID, INT4OID, BOOLOID};
-		Datum		args[21];
-		char		nulls[21];
+		TEXTARRAYOID, TEXTOID, INT4OID, TEXTOID, INT4OID, BOOLOID, INT4ARRAYOID};
+		Datum		args[22];
+		char		nulls[22];
 		/* Called through the 0.1 definition, there is no commit_to_kafka. */
 		bool		v02 = PG_NARGS() > 18;
 
@@ -451,6 +482,8 @@ eoingest_create_job(PG_FUNCTION_ARGS)
 		args[18] = CStringGetTextDatum(on_error_s);
 		args[19] = Int32GetDatum(max_message_bytes);
 		args[20] = BoolGetDatum(commit_to_kafka);
+		args[21] = partitions ? PointerGetDatum(partitions) : (Datum) 0;
+		nulls[21] = partitions ? ' ' : 'n';
 
 		if (SPI_execute_with_args(psprintf("INSERT INTO eoingest.jobs (name, owner, brokers, topic, target,"
 										   " format, mode, transform, start_offset, batch_size, batch_timeout_ms,"
@@ -458,8 +491,8 @@ eoingest_create_job(PG_FUNCTION_ARGS)
 										   " key_columns, key_format, offset_commit_interval_ms, max_message_bytes%s)"
 										   " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $19, $14, $15,"
 										   "         $16, $17, $18, $20%s)",
-										   v02 ? ", commit_to_kafka" : "", v02 ? ", $21" : ""),
-								  v02 ? 21 : 20, types, args, nulls, false, 0) != SPI_OK_INSERT)
+										   v02 ? ", commit_to_kafka, partitions" : "", v02 ? ", $21, $22" : ""),
+								  v02 ? 22 : 20, types, args, nulls, false, 0) != SPI_OK_INSERT)
 			elog(ERROR, "could not insert into eoingest.jobs");
 	}
 	SPI_finish();

@@ -69,6 +69,7 @@ typedef struct EoiJob
 	int			offset_commit_interval_ms;	/* upsert */
 	int			max_message_bytes;	/* larger values are bad records */
 	bool		commit_to_kafka;	/* also commit offsets to Kafka, for monitoring */
+	List	   *partitions;		/* NIL for all, else the int partitions owned */
 	Jsonb	   *options;		/* librdkafka properties */
 	EoiOnError	on_error;
 	char	   *search_path;

@@ -170,6 +170,10 @@ eoi_positions_for(EoiKafka *kafka, const EoiJob *job, const char *topic, const c
 		for (int32 p = 0; p < *count; p++)
 			offsets[p] = eoi_kafka_offset_for_time(kafka, topic, p, ms, RESET_TIMEOUT_MS);
 	}
+	/* a job with explicit partitions positions only those */
+	for (int32 p = 0; p < *count; p++)
+		if (job->partitions != NIL && !list_member_int(job->partitions, p))
+			offsets[p] = -1;
 	return offsets;
 }
 
@@ -285,6 +289,8 @@ caught_up(const EoiJob *job, const TopicEnds *t)
 	{
 		int64		at = -1;
 
+		if (job->partitions != NIL && !list_member_int(job->partitions, p))
+			continue;			/* another job's partition */
 		for (int i = 0; i < n; i++)
 			if (stored[i].partition == p)
 				at = stored[i].offset;

@@ -222,6 +222,29 @@ initial_offset(const char *topic, int32 partition, bool job_has_positions)
 	return low;
 }
 
+/* Does the job take partition p (all, or those its `partitions` name)? */
+static bool
+job_owns(int32 p)
+{
+	return w.job->partitions == NIL || list_member_int(w.job->partitions, p);
+}
+
+/*
+ * Which worker of the job owns partition p: p % parallelism, or, with an
+ * explicit list, the partition's place in the list % parallelism, so that
+ * the listed partitions spread over the workers.
+ */
+static int
+owner_index(int32 p)
+{
+	if (w.job->partitions == NIL)
+		return p % w.job->parallelism;
+	for (int i = 0; i < list_length(w.job->partitions); i++)
+		if (list_nth_int(w.job->partitions, i) == p)
+			return i % w.job->parallelism;
+	return -1;
+}
+
 /*
  * Make sure every partition this worker owns has a stored position, read
  * them all, and assign them to the consumer there.  Returns false while a
@@ -290,7 +313,7 @@ assign_partitions(void)
 			EoiPosition *pos;
 			int			i;
 
-			if (p % w.job->parallelism != w.index)
+			if (!job_owns(p) || owner_index(p) != w.index)
 				continue;
 			pos = &w.owned[w.nowned++];
 			pos->topic = topic;
