@@ -13,14 +13,15 @@ set -euo pipefail
 . "$(dirname "$0")/../lib/tap.sh"
 . "$(dirname "$0")/../lib/faults.sh"
 
+# The producer spreads M records over WAVES waves PAUSE seconds apart, so
+# that ingestion is still going on while the K kills happen.
 if [ "${EOINGEST_CONSISTENCY:-quick}" = long ]; then
-  M=200000 K=10 IMMEDIATE=5
+  M=200000 K=10 IMMEDIATE=5 WAVES=50 PAUSE=0.6
 else
-  M=20000 K=3 IMMEDIATE=2
+  M=20000 K=3 IMMEDIATE=2 WAVES=10 PAUSE=0.2
 fi
 NKEYS=1000
 PARTS=4
-WAVES=10
 modes=(exactly_once two_phase upsert at_least_once at_most_once)
 plan $((${#modes[@]} * 2 + 2))
 
@@ -50,7 +51,7 @@ worker_pid() {
 wait_progress() {
   local job=$1 before
   before=$(sql "SELECT coalesce(sum(next_offset), 0) FROM eoingest.offsets WHERE job = '$job'" 2>/dev/null || echo 0)
-  wait_until 60 "SELECT coalesce(sum(next_offset), 0) > $before FROM eoingest.offsets WHERE job = '$job'" >/dev/null 2>&1 || true
+  wait_until 20 "SELECT coalesce(sum(next_offset), 0) > $before FROM eoingest.offsets WHERE job = '$job'" >/dev/null 2>&1 || true
 }
 
 # run MODE SCENARIO: SCENARIO is kill, immediate or fault:POINT.  Appends a
@@ -74,7 +75,7 @@ run() {
   (
     for ((i = 0; i < WAVES; i++)); do
       produce_wave "$mode" "$topic" $((i * M / WAVES)) $((M / WAVES))
-      sleep 0.2
+      sleep "$PAUSE"
     done
   ) &
   local producer=$!
