@@ -554,15 +554,13 @@ update_job(const char *sql, const char *name, const char *state)
  * to start it where the server cannot hold them.
  */
 static void
-check_can_start(const char *name)
+check_can_start(const EoiJob *job)
 {
-	EoiJob	   *job = eoi_job_load_by_name(name);
-
 	if (job->mode == EOI_MODE_TWO_PHASE && max_prepared_xacts < job->parallelism)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("two_phase job \"%s\" needs %d prepared transactions, but max_prepared_transactions is %d",
-						name, job->parallelism, max_prepared_xacts),
+						job->name, job->parallelism, max_prepared_xacts),
 				 errhint("Set max_prepared_transactions to at least %d (plus what other clients use) and restart the server.",
 						 job->parallelism)));
 }
@@ -575,9 +573,10 @@ Datum
 eoingest_start_job(PG_FUNCTION_ARGS)
 {
 	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	EoiJob	   *job = eoi_job_load_by_name(name);
 
-	eoi_check_job_owner(name, job_owner(name));
-	check_can_start(name);
+	eoi_check_job_owner(name, job->owner);
+	check_can_start(job);
 	update_job("UPDATE eoingest.jobs SET state = $2, last_error = NULL WHERE name = $1",
 			   name, "running");
 	PG_RETURN_VOID();

@@ -92,7 +92,6 @@ eoi_batch_slice(EoiBatch *batch, int from, int to)
 	if (batch->topics != NULL)
 		slice.topics = batch->topics + from;
 	slice.n = to - from;
-	slice.capacity = slice.n;
 	return slice;
 }
 
@@ -119,7 +118,6 @@ eoi_batch_create(MemoryContext cxt, int capacity)
 	MemoryContextCallback *cb = MemoryContextAllocZero(cxt, sizeof(MemoryContextCallback));
 
 	batch->messages = MemoryContextAllocHuge(cxt, sizeof(rd_kafka_message_t *) * capacity);
-	batch->capacity = capacity;
 	cb->func = batch_release;
 	cb->arg = batch;
 	MemoryContextRegisterResetCallback(cxt, cb);

@@ -21,7 +21,6 @@ typedef struct EoiBatch
 {
 	rd_kafka_message_t **messages;
 	int			n;
-	int			capacity;
 	const char **topics;		/* messages rebuilt from dead letters: their topics */
 } EoiBatch;
 

@@ -144,7 +144,6 @@ eoingest_replay_dead_letters(PG_FUNCTION_ARGS)
 	n = SPI_processed;
 
 	batch.n = (int) n;
-	batch.capacity = (int) n;
 	batch.messages = MemoryContextAllocZero(cxt, sizeof(rd_kafka_message_t *) * Max(n, 1));
 	batch.topics = MemoryContextAllocZero(cxt, sizeof(char *) * Max(n, 1));
 	dl_ids = MemoryContextAlloc(cxt, sizeof(int64) * Max(n, 1));

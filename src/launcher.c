@@ -50,7 +50,6 @@ typedef struct LauncherJob
 	int			parallelism;
 	bool		running;
 	bool		two_phase;
-	char	   *name;
 	int32		config_version;
 } LauncherJob;
 
@@ -190,7 +189,7 @@ read_jobs(int *njobs)
 			elog(ERROR, "SPI_connect failed");
 		fail_jobs_without_owner();
 		ret = SPI_execute("SELECT id, owner, parallelism, state = 'running',"
-						  "       mode = 'two_phase', name, config_version"
+						  "       mode = 'two_phase', config_version"
 						  "  FROM eoingest.jobs ORDER BY id", true, 0);
 		if (ret != SPI_OK_SELECT)
 			elog(ERROR, "could not read eoingest.jobs: %s", SPI_result_code_string(ret));
@@ -208,8 +207,7 @@ read_jobs(int *njobs)
 			jobs[i].parallelism = DatumGetInt32(SPI_getbinval(tup, desc, 3, &isnull));
 			jobs[i].running = DatumGetBool(SPI_getbinval(tup, desc, 4, &isnull));
 			jobs[i].two_phase = DatumGetBool(SPI_getbinval(tup, desc, 5, &isnull));
-			jobs[i].name = MemoryContextStrdup(tick_context, SPI_getvalue(tup, desc, 6));
-			jobs[i].config_version = DatumGetInt32(SPI_getbinval(tup, desc, 7, &isnull));
+			jobs[i].config_version = DatumGetInt32(SPI_getbinval(tup, desc, 6, &isnull));
 		}
 		*njobs = (int) SPI_processed;
 		SPI_finish();
@@ -493,7 +491,6 @@ coordinate_two_phase(LauncherJob *jobs, int njobs)
 		if (!jobs[i].two_phase)
 			continue;
 		tp[ntp].job_id = jobs[i].id;
-		tp[ntp].name = jobs[i].name;
 		tp[ntp].parallelism = jobs[i].parallelism;
 		tp[ntp].running = jobs[i].running;
 		ntp++;

@@ -25,7 +25,6 @@ extern bool eoi_tp_prepare_epoch(const char *gid);
 typedef struct EoiTpJob
 {
 	int32		job_id;
-	char	   *name;
 	int			parallelism;
 	bool		running;
 } EoiTpJob;
