@@ -20,6 +20,10 @@
  */
 #include "postgres.h"
 
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
 #include "access/xact.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
@@ -70,6 +74,7 @@ typedef struct Worker
 	int			failures;		/* consecutive failed attempts */
 	uint64		epoch_done;		/* two_phase: last epoch prepared or skipped */
 	TimestampTz next_lag_refresh;
+	bool		busy;			/* the last poll returned messages */
 } Worker;
 
 static Worker w;
@@ -461,6 +466,28 @@ offsets_committed(void)
 }
 
 /* Every 10 s, note the message count, for the rate over the last minute. */
+/*
+ * When a worker runs dry after a busy stretch, hand back to the system the
+ * memory glibc kept from its batches and from librdkafka's prefetch (whose
+ * threads allocate in arenas of their own): an idle job should not sit on
+ * its peak.  Once per busy stretch, so a steady stream pays nothing.
+ */
+static void
+release_memory_when_idle(int messages)
+{
+	if (messages > 0)
+	{
+		w.busy = true;
+		return;
+	}
+	if (!w.busy)
+		return;
+	w.busy = false;
+#ifdef __GLIBC__
+	(void) malloc_trim(0);
+#endif
+}
+
 static void
 sample_rate(void)
 {
@@ -698,6 +725,7 @@ run_epoch(void)
 
 		batch->n = eoi_kafka_poll(w.kafka, batch->messages, w.job->batch_size,
 								  (int) Min(remaining, w.job->batch_timeout_ms));
+		release_memory_when_idle(batch->n);
 		prepare_batch(batch, last_offset);
 		if (batch->n > 0)
 		{
@@ -909,6 +937,7 @@ one_iteration(void)
 	pgstat_report_activity(STATE_IDLE, NULL);
 	batch->n = eoi_kafka_poll(w.kafka, batch->messages, w.job->batch_size,
 							  w.job->batch_timeout_ms);
+	release_memory_when_idle(batch->n);
 	if (batch->n > 0)
 		write_batch(batch);
 	else if (w.job->mode == EOI_MODE_UPSERT)
