@@ -6,7 +6,7 @@ set -euo pipefail
 . "$(dirname "$0")/../lib/tap.sh"
 . "$(dirname "$0")/../lib/faults.sh"
 
-plan 30
+plan 31
 sql "CREATE EXTENSION IF NOT EXISTS eoingest" >/dev/null 2>&1
 
 # new_job NAME TOPIC [BROKERS [BATCH_SIZE]]: a csv job into table NAME (id, ts, temperature).
