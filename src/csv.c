@@ -9,12 +9,47 @@
  *
  *-------------------------------------------------------------------------
  */
+#include <string.h>
+
 #include "csv.h"
 
 static bool
 is_blank(char c)
 {
 	return c == ' ' || c == '\t';
+}
+
+/* What ends an unquoted field: anything else is its data. */
+static const bool ends_unquoted[256] = {
+	[','] = true, ['"'] = true, ['\n'] = true, ['\r'] = true,
+};
+
+/*
+ * The quoted field at input[*pos] (just after its opening quote), unescaped
+ * into scratch at *out.  False if the closing quote is missing.
+ */
+static bool
+take_quoted(const char *input, size_t len, size_t *pos, char *scratch, size_t *out)
+{
+	for (;;)
+	{
+		const char *quote = memchr(input + *pos, '"', len - *pos);
+		size_t		span;
+
+		if (quote == NULL)
+			return false;
+		span = (size_t) (quote - (input + *pos));
+		memcpy(scratch + *out, input + *pos, span);
+		*out += span;
+		*pos += span + 1;
+		if (*pos < len && input[*pos] == '"')
+		{
+			scratch[(*out)++] = '"';	/* "" stands for " */
+			(*pos)++;
+			continue;
+		}
+		return true;
+	}
 }
 
 int
@@ -38,31 +73,15 @@ eoi_csv_split(const char *input, size_t len, char *scratch,
 		while (pos < len && is_blank(input[pos]))
 			pos++;
 
-		field.data = scratch + out;
-		field.isnull = false;
-
 		if (pos < len && input[pos] == '"')
 		{
+			field.data = scratch + out;
+			field.isnull = false;
 			pos++;
-			for (;;)
+			if (!take_quoted(input, len, &pos, scratch, &out))
 			{
-				if (pos >= len)
-				{
-					*error = "unterminated quoted field";
-					return -1;
-				}
-				if (input[pos] == '"')
-				{
-					if (pos + 1 < len && input[pos + 1] == '"')
-					{
-						scratch[out++] = '"';
-						pos += 2;
-						continue;
-					}
-					pos++;
-					break;
-				}
-				scratch[out++] = input[pos++];
+				*error = "unterminated quoted field";
+				return -1;
 			}
 			field.len = (size_t) (scratch + out - field.data);
 			while (pos < len && is_blank(input[pos]))
@@ -78,25 +97,23 @@ eoi_csv_split(const char *input, size_t len, char *scratch,
 			size_t		start = pos;
 			size_t		end;
 
-			while (pos < len && input[pos] != ',')
-			{
-				if (input[pos] == '"')
-				{
-					*error = "quote inside an unquoted field";
-					return -1;
-				}
-				if (input[pos] == '\n' || input[pos] == '\r')
-				{
-					*error = "line break outside quotes: a message must hold one record";
-					return -1;
-				}
+			/* Unquoted data is used where it lies, without a copy. */
+			while (pos < len && !ends_unquoted[(unsigned char) input[pos]])
 				pos++;
+			if (pos < len && input[pos] == '"')
+			{
+				*error = "quote inside an unquoted field";
+				return -1;
+			}
+			if (pos < len && input[pos] != ',')
+			{
+				*error = "line break outside quotes: a message must hold one record";
+				return -1;
 			}
 			end = pos;
 			while (end > start && is_blank(input[end - 1]))
 				end--;
-			for (size_t i = start; i < end; i++)
-				scratch[out++] = input[i];
+			field.data = input + start;
 			field.len = end - start;
 			field.isnull = (field.len == 0);
 		}

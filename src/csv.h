@@ -14,7 +14,7 @@
 
 typedef struct EoiCsvField
 {
-	const char *data;			/* points into the caller's scratch buffer */
+	const char *data;			/* into the input (unquoted) or scratch (quoted) */
 	size_t		len;
 	bool		isnull;			/* an empty, unquoted field */
 } EoiCsvField;
@@ -23,7 +23,8 @@ typedef struct EoiCsvField
  * Split `len` bytes of `input` (one record; a final line break is ignored)
  * into at most `max_fields` fields.  Unquoted fields are trimmed of spaces
  * and tabs; quoted fields keep everything, with "" standing for ".
- * `scratch` must hold `len` bytes.  Returns the number of fields, or -1
+ * Quoted fields are unescaped into `scratch`, which must hold `len` bytes;
+ * unquoted ones point into `input`.  Returns the number of fields, or -1
  * with *error set to a static message; returns max_fields + 1 when there
  * are more fields than that.
  */

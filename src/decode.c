@@ -30,7 +30,6 @@
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 
-#include "csv.h"
 #include "decode.h"
 
 static bool
@@ -170,6 +169,11 @@ eoi_columns_named(Relation rel, EoiFormat format, List *names)
 	return cols;
 }
 
+/* What COPY's text format writes after a backslash for a byte, or 0. */
+static const char copy_escape[256] = {
+	['\\'] = '\\', ['\n'] = 'n', ['\r'] = 'r', ['\t'] = 't',
+};
+
 /* Append `len` bytes of `s` to `out`, escaped for COPY's text format. */
 static void
 append_escaped(StringInfo out, const char *s, size_t len)
@@ -178,25 +182,10 @@ append_escaped(StringInfo out, const char *s, size_t len)
 
 	for (size_t i = 0; i < len; i++)
 	{
-		char		esc;
+		char		esc = copy_escape[(unsigned char) s[i]];
 
-		switch (s[i])
-		{
-			case '\\':
-				esc = '\\';
-				break;
-			case '\n':
-				esc = 'n';
-				break;
-			case '\r':
-				esc = 'r';
-				break;
-			case '\t':
-				esc = 't';
-				break;
-			default:
-				continue;
-		}
+		if (esc == 0)
+			continue;
 		appendBinaryStringInfo(out, s + start, i - start);
 		appendStringInfoChar(out, '\\');
 		appendStringInfoChar(out, esc);
@@ -236,15 +225,33 @@ eoi_copy_writer_init(EoiCopyWriter *cw, StringInfo out)
 
 /* ---- formats ---- */
 
+/* decode_csv's buffers for a message of `len` bytes, kept in cols. */
+static void
+reserve_csv_buffers(EoiColumns *cols, size_t len)
+{
+	MemoryContext cxt = GetMemoryChunkContext(cols);
+
+	if (cols->csv_fields == NULL)
+		cols->csv_fields = MemoryContextAlloc(cxt, sizeof(EoiCsvField) * Max(cols->ncolumns, 1));
+	if (len + 1 > cols->csv_scratch_size)
+	{
+		if (cols->csv_scratch != NULL)
+			pfree(cols->csv_scratch);
+		cols->csv_scratch_size = Max(len + 1, 2 * cols->csv_scratch_size);
+		cols->csv_scratch = MemoryContextAlloc(cxt, cols->csv_scratch_size);
+	}
+}
+
 static void
 decode_csv(EoiColumns *cols, const char *value, size_t len, EoiRowWriter *writer)
 {
-	EoiCsvField *fields = palloc(sizeof(EoiCsvField) * cols->ncolumns);
-	char	   *scratch = palloc(len + 1);
+	EoiCsvField *fields;
 	const char *error = NULL;
 	int			n;
 
-	n = eoi_csv_split(value, len, scratch, fields, cols->ncolumns, &error);
+	reserve_csv_buffers(cols, len);
+	fields = cols->csv_fields;
+	n = eoi_csv_split(value, len, cols->csv_scratch, fields, cols->ncolumns, &error);
 	if (n < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_BAD_COPY_FILE_FORMAT),
@@ -259,8 +266,6 @@ decode_csv(EoiColumns *cols, const char *value, size_t len, EoiRowWriter *writer
 
 	for (int i = 0; i < n; i++)
 		writer->field(writer, i, fields[i].isnull ? NULL : fields[i].data, fields[i].len);
-	pfree(fields);
-	pfree(scratch);
 }
 
 static void

@@ -15,6 +15,8 @@
 #include "lib/stringinfo.h"
 #include "utils/relcache.h"
 
+#include "csv.h"
+
 /* The target columns a format fills, in COPY's column-list order. */
 typedef struct EoiColumns
 {
@@ -25,6 +27,9 @@ typedef struct EoiColumns
 	ExprState **defaults;		/* json: evaluated for an absent key, or NULL */
 	FmgrInfo   *outfuncs;		/* json: to print a default */
 	const char *what;			/* for errors: "the target has" */
+	EoiCsvField *csv_fields;	/* csv: decode_csv's buffers, reused */
+	char	   *csv_scratch;
+	size_t		csv_scratch_size;
 } EoiColumns;
 
 /*
