@@ -3,7 +3,7 @@
 # naive consume-insert-commit loop, on the same rows and the same tables.
 #
 #   bash bench/run.sh [--records N | --big] [--runs K] [--quick] [--full]
-#                     [--no-install] [--no-profile] [--keep] [--out DIR]
+#                     [--no-install] [--no-profile] [--keep] [--out DIR] [--only ERE]
 #
 #   --records N    records per topic (default 1,000,000); --big = 10,000,000
 #   --runs K       runs per variant, the median is reported (default 3; 1 with --quick)
@@ -17,6 +17,9 @@
 #   --no-profile   skip the extra profiled run (perf record of the worker)
 #   --keep         leave the broker and PostgreSQL running at the end
 #   --out DIR      where latest.md / latest.png / raw.tsv go (default bench/results)
+#   --only ERE     run only the variants whose label matches the extended regular
+#                  expression (e.g. 'COPY|exactly_once b=10000 par=1$') and no
+#                  latency run: for working on one path
 #
 # Run as root, no stdin needed. It uses its own run directory and ports, never the
 # test bed's: EOINGEST_RUN=/tmp/eoingest-bench, Kafka 127.0.0.1:49092 (controller
@@ -28,9 +31,9 @@ BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$BENCH_DIR/.." && pwd)
 CMDLINE="bash bench/run.sh${*:+ $*}"
 
-usage() { sed -n '2,25p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit "${1:-2}"; }
+usage() { sed -n '2,27p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit "${1:-2}"; }
 
-RECORDS='' RUNS='' QUICK=0 FULL=0 INSTALL=1 PROFILE=1 KEEP=0 OUT=''
+RECORDS='' RUNS='' QUICK=0 FULL=0 INSTALL=1 PROFILE=1 KEEP=0 OUT='' ONLY=''
 while [ $# -gt 0 ]; do
   case $1 in
     --records) [ $# -ge 2 ] || usage; RECORDS=$2; shift 2 ;;
@@ -42,6 +45,7 @@ while [ $# -gt 0 ]; do
     --no-profile) PROFILE=0; shift ;;
     --keep) KEEP=1; shift ;;
     --out) [ $# -ge 2 ] || usage; OUT=$2; shift 2 ;;
+    --only) [ $# -ge 2 ] || usage; ONLY=$2; shift 2 ;;
     -h | --help) usage 0 ;;
     *) echo "unknown argument: $1" >&2; usage ;;
   esac
@@ -557,6 +561,7 @@ variant() {
   local group=$1 label=$2 method=$3 fmt=$4 parts=$5 pk=$6 mode=$7 batch=$8 par=$9
   shift 10
   local id="$method:$mode:$fmt:p$parts:$pk:b$batch:w$par${VARIANT_OPTIONS:+:$VARIANT_OPTIONS}" run rate
+  if [ -n "$ONLY" ] && ! [[ "$label$(pk_tag "$pk")" =~ $ONLY ]]; then return; fi
   log "$label$(pk_tag "$pk")"
   for ((run = 1; run <= RUNS; run++)); do
     reset_result
@@ -798,8 +803,10 @@ start_servers
 prepare_data
 run_baselines
 run_eoingest
-run_latency 2
-run_latency 4
+if [ -z "$ONLY" ]; then
+  run_latency 2
+  run_latency 4
+fi
 if [ "$PROFILE" = 1 ]; then run_profile; fi
 job_drop
 write_meta
