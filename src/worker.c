@@ -687,9 +687,9 @@ report_prepared(uint64 epoch, bool empty)
 }
 
 /*
- * Write one checkpoint epoch: batches for checkpoint_interval_ms in one
- * transaction block, then PREPARE it (the pre-commit) and wait for the
- * coordinator to commit it.
+ * Write one checkpoint epoch: batches for checkpoint_interval_ms, or until
+ * the worker has caught up, in one transaction block; then PREPARE it (the
+ * pre-commit) and wait for the coordinator to commit it.
  */
 static void
 run_epoch(void)
@@ -708,7 +708,8 @@ run_epoch(void)
 	LWLockRelease(eoi_shared->lock);
 	if (epoch == 0 || epoch <= w.epoch_done)
 	{
-		/* No epoch handed out yet: wait for the coordinator. */
+		/* No epoch handed out yet: ask the coordinator for one, and wait. */
+		eoi_wake_launcher();
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 1000L, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
@@ -722,9 +723,11 @@ run_epoch(void)
 	{
 		long		remaining = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
 		EoiBatch   *batch = eoi_batch_create(w.batch_context, w.job->batch_size);
+		int			polled;
 
 		batch->n = eoi_kafka_poll(w.kafka, batch->messages, w.job->batch_size,
 								  (int) Min(remaining, w.job->batch_timeout_ms));
+		polled = batch->n;
 		release_memory_when_idle(batch->n);
 		prepare_batch(batch, last_offset);
 		if (batch->n > 0)
@@ -745,6 +748,13 @@ run_epoch(void)
 					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 					 errmsg("checkpoint epoch " UINT64_FORMAT " was rolled back by the coordinator", epoch),
 					 errdetail("Another worker of the job ended during the epoch.")));
+
+		/*
+		 * Caught up (a poll of batch_timeout_ms brought nothing): end the
+		 * epoch now rather than hold its rows back until the deadline.
+		 */
+		if (polled == 0 && nmessages > 0)
+			break;
 	}
 
 	if (nmessages > 0)
