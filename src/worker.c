@@ -732,10 +732,20 @@ run_epoch(void)
 		prepare_batch(batch, last_offset);
 		if (batch->n > 0)
 		{
+			MemoryContext step_context;
+
 			begin_step("writing batch (two_phase)");
+
+			/*
+			 * What writing the batch allocates goes with the batch: in the
+			 * epoch's transaction context it would pile up until the epoch
+			 * ends (a COPY buffer per batch).
+			 */
+			step_context = MemoryContextSwitchTo(w.batch_context);
 			rows += eoi_sink_write_batch(w.job, batch, &batch_dead);
 			dead += batch_dead;
 			advance_offsets(last_offset);
+			MemoryContextSwitchTo(step_context);
 			end_step();
 			remember_offsets(last_offset);
 			nmessages += batch->n;
