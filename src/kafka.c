@@ -36,7 +36,11 @@ struct EoiKafka
 	uint64		stats_seq;		/* bumped by each new statistics */
 	Jsonb	   *stats_parsed;	/* stats, parsed once per stats_seq */
 	uint64		parsed_seq;
-	bool		may_wake;		/* messages arrived since the last wake_starved_fetcher */
+	/* For wake_starved_fetcher: what arrived since the queue was last dry. */
+	int64		since_dry_messages;
+	int64		since_dry_bytes;
+	int64		fill_messages;	/* half of queued.min.messages */
+	int64		fill_bytes;		/* half of queued.max.messages.kbytes, in bytes */
 };
 
 /* Properties eoingest sets itself: a user's value would break a guarantee. */
@@ -313,6 +317,18 @@ eoi_kafka_check_options(const char *brokers, Jsonb *options)
 	rd_kafka_destroy_flags(rk, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
 }
 
+/* An integer property of the handle's configuration, or `fallback`. */
+static int64
+conf_int(EoiKafka *kafka, const char *name, int64 fallback)
+{
+	char		value[64];
+	size_t		size = sizeof(value);
+
+	if (rd_kafka_conf_get(rd_kafka_conf(kafka->rk), name, value, &size) != RD_KAFKA_CONF_OK)
+		return fallback;
+	return strtoll(value, NULL, 10);
+}
+
 EoiKafka *
 eoi_kafka_open(const EoiJob *job, int worker_index)
 {
@@ -339,6 +355,8 @@ eoi_kafka_open(const EoiJob *job, int worker_index)
 				 errdetail("%s", errstr)));
 	}
 	rd_kafka_poll_set_consumer(kafka->rk);
+	kafka->fill_messages = conf_int(kafka, "queued.min.messages", 100000) / 2;
+	kafka->fill_bytes = conf_int(kafka, "queued.max.messages.kbytes", 65536) * 1024 / 2;
 	return kafka;
 }
 
@@ -610,14 +628,26 @@ handle_consumer_error(EoiKafka *kafka, rd_kafka_message_t *msg)
  *
  * So when the queue has run dry although the broker holds more records
  * than we have consumed, wake the fetcher by seeking each such partition
- * to our own position: the next record we need.  The queue being empty,
- * the seek drops nothing we have not seen (a fetch response in flight is
- * discarded and fetched again), and librdkafka still delivers each record
- * once, in order, from that position.  At most once until more messages
- * arrive, so a partition whose high watermark stays ahead of what can be
- * read (an open upstream transaction under read_committed) costs one seek,
- * not a loop.
+ * to our own position: the next record we need.  The seek bumps the
+ * partition's version before it returns, and the consumer drops whatever
+ * was fetched under an older one, so a fetch response in flight is
+ * discarded and fetched again: each record is still delivered once, in
+ * order, from that position, and the queue being empty, nothing is lost.
+ *
+ * Only when the queue can have reached a threshold since it was last dry
+ * (queue_may_have_filled): a live stream that the worker keeps up with
+ * never fills it, and there a dry queue means a fetch is on its way, which
+ * a seek would only throw away.  A partition whose high watermark stays
+ * ahead of what can be read (an open upstream transaction under
+ * read_committed) costs one seek per filled queue, not a loop.
  */
+static bool
+queue_may_have_filled(EoiKafka *kafka)
+{
+	return kafka->since_dry_messages >= kafka->fill_messages ||
+		kafka->since_dry_bytes >= kafka->fill_bytes;
+}
+
 static void
 wake_starved_fetcher(EoiKafka *kafka)
 {
@@ -625,7 +655,6 @@ wake_starved_fetcher(EoiKafka *kafka)
 	rd_kafka_topic_partition_list_t *behind;
 	rd_kafka_error_t *error;
 
-	kafka->may_wake = false;
 	if (rd_kafka_assignment(kafka->rk, &assigned) != RD_KAFKA_RESP_ERR_NO_ERROR)
 		return;
 	behind = rd_kafka_topic_partition_list_new(assigned->cnt);
@@ -679,12 +708,18 @@ eoi_kafka_poll(EoiKafka *kafka, rd_kafka_message_t **messages, int max_messages,
 			remaining = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
 			if (remaining > 0)
 			{
-				int			wait_ms = (int) Min(remaining,
-												kafka->may_wake ? STARVED_AFTER_MS : 100);
+				bool		filled = queue_may_have_filled(kafka);
+				int			wait_ms = (int) Min(remaining, filled ? STARVED_AFTER_MS : 100);
 
 				msg = rd_kafka_consumer_poll(kafka->rk, wait_ms);
-				if (msg == NULL && kafka->may_wake && wait_ms == STARVED_AFTER_MS)
-					wake_starved_fetcher(kafka);
+				if (msg == NULL && wait_ms >= STARVED_AFTER_MS)
+				{
+					/* Dry. */
+					if (filled)
+						wake_starved_fetcher(kafka);
+					kafka->since_dry_messages = 0;
+					kafka->since_dry_bytes = 0;
+				}
 			}
 		}
 		if (msg == NULL && kafka->auth_error != RD_KAFKA_RESP_ERR_NO_ERROR)
@@ -716,7 +751,8 @@ eoi_kafka_poll(EoiKafka *kafka, rd_kafka_message_t **messages, int max_messages,
 			continue;
 		}
 		kafka->last_error[0] = '\0';
-		kafka->may_wake = true;
+		kafka->since_dry_messages++;
+		kafka->since_dry_bytes += msg->len + msg->key_len;
 		messages[n++] = msg;
 	}
 	return n;
