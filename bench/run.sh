@@ -18,8 +18,8 @@
 #   --keep         leave the broker and PostgreSQL running at the end
 #   --out DIR      where latest.md / latest.png / raw.tsv go (default bench/results)
 #   --only ERE     run only the variants whose label matches the extended regular
-#                  expression (e.g. 'COPY|exactly_once b=10000 par=1$') and no
-#                  latency run: for working on one path
+#                  expression (e.g. 'COPY|exactly_once b=10000 par=1$'), and the
+#                  latency runs only if it matches "latency": for working on one path
 #
 # Run as root, no stdin needed. It uses its own run directory and ports, never the
 # test bed's: EOINGEST_RUN=/tmp/eoingest-bench, Kafka 127.0.0.1:49092 (controller
@@ -803,7 +803,7 @@ start_servers
 prepare_data
 run_baselines
 run_eoingest
-if [ -z "$ONLY" ]; then
+if [ -z "$ONLY" ] || [[ latency =~ $ONLY ]]; then
   run_latency 2
   run_latency 4
 fi
