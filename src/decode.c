@@ -344,11 +344,17 @@ decode_json(EoiColumns *cols, const char *value, size_t len, EoiRowWriter *write
  * Decode one message value into one row for `writer`.  The value must be
  * valid in the database encoding, without NUL bytes: anything else is an
  * error that names the message (the caller's error context).
+ *
+ * What decoding allocates (a copy of the value, a parsed JSON document)
+ * goes in econtext's per-tuple memory, which the caller resets after each
+ * message; writers keep their output in memory of their own.
  */
 void
 eoi_decode_message(EoiColumns *cols, const char *value, size_t len, EoiRowWriter *writer,
 				   ExprContext *econtext)
 {
+	MemoryContext old = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
+
 	(void) pg_verifymbstr(value, (int) len, false);
 
 	switch (cols->format)
@@ -364,4 +370,5 @@ eoi_decode_message(EoiColumns *cols, const char *value, size_t len, EoiRowWriter
 			break;
 	}
 	writer->end_row(writer);
+	MemoryContextSwitchTo(old);
 }

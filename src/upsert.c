@@ -41,6 +41,7 @@
 typedef struct ArrayWriter
 {
 	EoiRowWriter writer;
+	MemoryContext cxt;			/* where the cells live */
 	int			ncols;
 	int			nrows;
 	int			capacity;		/* rows */
@@ -56,6 +57,16 @@ typedef struct Op
 	int			row;
 } Op;
 
+static char *
+cell_copy(MemoryContext cxt, const char *data, size_t len)
+{
+	char	   *copy = MemoryContextAlloc(cxt, len + 1);
+
+	memcpy(copy, data, len);
+	copy[len] = '\0';
+	return copy;
+}
+
 static void
 array_field(EoiRowWriter *writer, int col, const char *data, size_t len)
 {
@@ -66,7 +77,8 @@ array_field(EoiRowWriter *writer, int col, const char *data, size_t len)
 		aw->capacity = Max(aw->capacity * 2, 64);
 		aw->cells = repalloc_huge(aw->cells, sizeof(char *) * aw->capacity * aw->ncols);
 	}
-	aw->cells[aw->nrows * aw->ncols + col] = data ? pnstrdup(data, len) : NULL;
+	aw->cells[aw->nrows * aw->ncols + col] =
+		data ? cell_copy(aw->cxt, data, len) : NULL;
 }
 
 static void
@@ -80,6 +92,7 @@ array_writer_init(ArrayWriter *aw, int ncols)
 {
 	aw->writer.field = array_field;
 	aw->writer.end_row = array_end_row;
+	aw->cxt = CurrentMemoryContext;
 	aw->ncols = ncols;
 	aw->nrows = 0;
 	aw->capacity = 64;
