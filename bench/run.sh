@@ -88,7 +88,8 @@ RAW=$WORK/raw.tsv
 LAT=$WORK/latency.tsv
 META=$WORK/meta.tsv
 PROF=$WORK/profile.txt
-rm -f "$RAW" "$LAT" "$META" "$PROF"
+PROF_UPSERT=$WORK/profile-upsert.txt
+rm -f "$RAW" "$LAT" "$META" "$PROF" "$PROF_UPSERT"
 exec > >(tee "$WORK/bench.log") 2>&1
 
 START=$SECONDS
@@ -732,13 +733,15 @@ run_latency() {
   job_drop
 }
 
-# ---- profile: one more exactly_once b=10000 par=1 run under perf ----
+# ---- profile: one more b=10000 par=1 run under perf ----
+# run_profile MODE TABLE OUTPUT: exactly_once into bench_nopk (profile.txt), and
+# upsert_0 into bench_pk (profile-upsert.txt), the mode furthest from its target.
 run_profile() {
-  local data=$WORK/perf.data
-  log "profile: perf record of the worker during one extra exactly_once b=10000 par=1 run"
+  local mode=$1 table=$2 output=$3 data=$WORK/perf.data
+  log "profile: perf record of the worker during one extra $mode b=10000 par=1 run into $table"
   reset_result
   rm -f "$data"
-  eoi_once "$(topic_name csv 4)" bench_nopk csv exactly_once 10000 1 0 "$data"
+  eoi_once "$(topic_name csv 4)" "$table" csv "$mode" 10000 1 0 "$data"
   [ "$R_STATUS" = ok ] || { fail_loudly "profiled run: $R_NOTE"; return; }
   [ -s "$data" ] || { log "    perf recorded nothing"; return; }
   perf report -i "$data" --stdio --no-children --sort dso,symbol -g none --percent-limit 0.3 \
@@ -749,6 +752,7 @@ run_profile() {
   perf report -i "$data" --stdio --no-children --sort dso -g none \
     >"$WORK/perf-dso.txt" 2>/dev/null || true
   {
+    echo "# $mode b=10000 par=1 into $table"
     echo "# $R_ROWS rows in ${R_SECONDS}s under perf (sampling slows it down); worker CPU ${R_PCPU}s"
     echo "# (all threads of the worker process, librdkafka's included; PostgreSQL's static"
     echo "# functions have no symbols in Debian's stripped binary and show as addresses)"
@@ -764,8 +768,8 @@ run_profile() {
     echo
     echo "# inclusive time of named functions (perf report --children --sort symbol):"
     awk '!/^#/ && NF && !/\] 0x[0-9a-f]+ / && n++ < 45' "$WORK/perf-children.txt"
-  } | sed 's/[[:space:]-]*$//' >"$PROF"
-  log "    profile written to $PROF"
+  } | sed 's/[[:space:]-]*$//' >"$output"
+  log "    profile written to $output"
 }
 
 write_meta() {
@@ -807,12 +811,17 @@ if [ -z "$ONLY" ] || [[ latency =~ $ONLY ]]; then
   run_latency 2
   run_latency 4
 fi
-if [ "$PROFILE" = 1 ]; then run_profile; fi
+if [ "$PROFILE" = 1 ]; then
+  run_profile exactly_once bench_nopk "$PROF"
+  run_profile upsert_0 bench_pk "$PROF_UPSERT"
+fi
 job_drop
 write_meta
 cp "$RAW" "$META" "$OUT/"
 if [ -f "$LAT" ]; then cp "$LAT" "$OUT/"; else rm -f "$OUT/latency.tsv"; fi
-if [ -f "$PROF" ]; then cp "$PROF" "$OUT/"; else rm -f "$OUT/profile.txt"; fi
+for f in "$PROF" "$PROF_UPSERT"; do
+  if [ -f "$f" ]; then cp "$f" "$OUT/"; else rm -f "$OUT/$(basename "$f")"; fi
+done
 bench_py report --dir "$OUT"
 log "report: $OUT/latest.md$([ -f "$OUT/latest.png" ] && echo " and $OUT/latest.png")"
 if [ "$FAILS" -gt 0 ]; then
