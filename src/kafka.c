@@ -69,10 +69,11 @@ static const char *const default_properties[][2] = {
 
 /*
  * How long the prefetch queue may stay dry, with records waiting at the
- * broker, before we take the fetcher to be asleep (wake_starved_fetcher).
- * A fetch from a responsive broker lands well within it.
+ * broker, after a queue's worth has arrived, before we take the fetcher to
+ * be asleep (wake_starved_fetcher).  Short, because the worker idles for
+ * it once per queue; a wrong guess costs one fetch fetched again.
  */
-#define STARVED_AFTER_MS	10
+#define STARVED_AFTER_MS	3
 
 static bool
 is_managed(const char *name)
