@@ -11,7 +11,7 @@
   bench.py timed OUT -- CMD...        run CMD; write "user_s sys_s maxrss_kb" of CMD and
                                       everything it waited for to OUT; exit with its status
   bench.py perf-fix FILE SO_COPY      name unresolved eoingest.so addresses in a perf report
-  bench.py report --dir DIR           raw.tsv, latency.tsv, meta.tsv [, profile*.txt] in DIR
+  bench.py report --dir DIR           raw.tsv, latency.tsv, meta.tsv [, paired.tsv, profile*.txt] in DIR
                                       -> DIR/latest.md and DIR/latest.png
 
 Only the report needs matplotlib (for the PNG); without it the Markdown is still written.
@@ -170,7 +170,7 @@ def find(summary, **kw):
     return None
 
 
-def target_lines(summary, lat):
+def target_lines(summary, lat, paired=()):
     """The targets of issue 6, each met or missed by how much."""
     lines = []
     copy_ = {pk: find(summary, method="copy", pk=pk) for pk in ("no", "yes")}
@@ -190,6 +190,12 @@ def target_lines(summary, lat):
     def add(name, value, goal, shown, higher=True):
         lines.append(f"| {name} | {shown} | {verdict(value, goal, higher)} |")
 
+    for par in ("1", "2"):
+        ratios = sorted(fnum(r["ratio"]) for r in paired if r["par"] == par)
+        if ratios:
+            m = statistics.median(ratios)
+            add(f"exactly_once b=10000 par={par} ≥ 0.8 × COPY (no PK), back to back: median of "
+                f"{len(ratios)} round(s), from {ratios[0]:.2f} to {ratios[-1]:.2f}", m, 0.8, f"{m:.2f} × COPY")
     for pk in ("no", "yes"):
         tag = "no PK" if pk == "no" else "PK"
         for par in ("1", "2"):
@@ -284,6 +290,7 @@ def chart(summary, path, meta):
 def report(d):
     raw = read_tsv(os.path.join(d, "raw.tsv"))
     lat = read_tsv(os.path.join(d, "latency.tsv"))
+    paired = read_tsv(os.path.join(d, "paired.tsv"))
     meta = {r["key"]: r["value"] for r in read_tsv(os.path.join(d, "meta.tsv"))}
     summary = summarize(raw)
     md = []
@@ -359,10 +366,21 @@ def report(d):
           "exactly_once b=10000 par=1 above, measured from a backlog; here the producer and the "
           "broker share the machine's CPUs with the worker.\n")
 
+    if paired:
+        w("## COPY and exactly_once back to back\n")
+        w("The table above measures COPY and eoingest minutes apart, and this machine's speed drifts. "
+          "Here each round runs COPY, then exactly_once b=10000 with 1 and 2 workers, into the same "
+          "table (no PK), seconds apart.\n")
+        w("| round | COPY rows/s | workers | exactly_once rows/s | × COPY |")
+        w("|---:|---:|---:|---:|---:|")
+        for r in paired:
+            w(f"| {r['round']} | {fmt_int(fnum(r['copy_rows_per_s']))} | {r['par']} | "
+              f"{fmt_int(fnum(r['eoingest_rows_per_s']))} | {fnum(r['ratio']):.2f} |")
+        w("")
     w("## Targets of issue 6\n")
     w("| target | measured | verdict |")
     w("|---|---|---|")
-    for l in target_lines(summary, lat):
+    for l in target_lines(summary, lat, paired):
         w(l)
     w("")
     for name, what in (("profile.txt", "exactly_once b=10000 par=1"),

@@ -18,8 +18,8 @@
 #   --keep         leave the broker and PostgreSQL running at the end
 #   --out DIR      where latest.md / latest.png / raw.tsv go (default bench/results)
 #   --only ERE     run only the variants whose label matches the extended regular
-#                  expression (e.g. 'COPY|exactly_once b=10000 par=1$'), and the
-#                  latency runs only if it matches "latency": for working on one path
+#                  expression (e.g. 'COPY|exactly_once b=10000 par=1$'); the latency
+#                  and back-to-back runs only if it matches "latency" / "back to back"
 #
 # Run as root, no stdin needed. It uses its own run directory and ports, never the
 # test bed's: EOINGEST_RUN=/tmp/eoingest-bench, Kafka 127.0.0.1:49092 (controller
@@ -86,10 +86,11 @@ mkdir -p "$EOINGEST_RUN" "$WORK" "$OUT"
 chmod 755 "$EOINGEST_RUN" "$WORK"
 RAW=$WORK/raw.tsv
 LAT=$WORK/latency.tsv
+PAIRED=$WORK/paired.tsv
 META=$WORK/meta.tsv
 PROF=$WORK/profile.txt
 PROF_UPSERT=$WORK/profile-upsert.txt
-rm -f "$RAW" "$LAT" "$META" "$PROF" "$PROF_UPSERT"
+rm -f "$RAW" "$LAT" "$PAIRED" "$META" "$PROF" "$PROF_UPSERT"
 exec > >(tee "$WORK/bench.log") 2>&1
 
 START=$SECONDS
@@ -682,6 +683,32 @@ run_eoingest() {
   done
 }
 
+# ---- COPY and exactly_once back to back ----
+# The machine's speed drifts over minutes, and the main table measures COPY
+# and eoingest minutes apart.  Here each round runs COPY, then exactly_once
+# b=10000 with 1 and with 2 workers, into the same table, so that a ratio
+# compares runs seconds apart; the report gives each round's and the median.
+run_paired() {
+  local round copy_rate par rate
+  log "back to back: COPY, then exactly_once b=10000 par=1 and par=2, $RUNS round(s)"
+  printf 'round\tcopy_rows_per_s\tpar\teoingest_rows_per_s\tratio\n' >"$PAIRED"
+  for ((round = 1; round <= RUNS; round++)); do
+    reset_result
+    copy_once bench_nopk
+    [ "$R_STATUS" = ok ] || { fail_loudly "back to back: COPY: $R_NOTE"; return; }
+    copy_rate=$(awk -v r="$R_ROWS" -v s="$R_SECONDS" 'BEGIN {printf "%.0f", r / s}')
+    for par in 1 2; do
+      reset_result
+      eoi_once "$(topic_name csv 4)" bench_nopk csv exactly_once 10000 "$par" 0
+      [ "$R_STATUS" = ok ] || { fail_loudly "back to back: exactly_once par=$par: $R_NOTE"; return; }
+      rate=$(awk -v r="$R_ROWS" -v s="$R_SECONDS" 'BEGIN {printf "%.0f", r / s}')
+      printf '%s\t%s\t%s\t%s\t%s\n' "$round" "$copy_rate" "$par" "$rate" \
+        "$(awk -v a="$rate" -v b="$copy_rate" 'BEGIN {printf "%.3f", a / b}')" >>"$PAIRED"
+      log "    round $round: COPY $copy_rate rows/s, exactly_once par=$par $rate rows/s"
+    done
+  done
+}
+
 # ---- latency at half the maximum rate ----
 # run_latency DIVISOR: at 1/DIVISOR of the rate exactly_once b=10000 par=1 reached.
 run_latency() {
@@ -807,6 +834,9 @@ start_servers
 prepare_data
 run_baselines
 run_eoingest
+if [ -z "$ONLY" ] || [[ "back to back" =~ $ONLY ]]; then
+  run_paired
+fi
 if [ -z "$ONLY" ] || [[ latency =~ $ONLY ]]; then
   run_latency 2
   run_latency 4
@@ -818,7 +848,9 @@ fi
 job_drop
 write_meta
 cp "$RAW" "$META" "$OUT/"
-if [ -f "$LAT" ]; then cp "$LAT" "$OUT/"; else rm -f "$OUT/latency.tsv"; fi
+for f in "$LAT" "$PAIRED"; do
+  if [ -f "$f" ]; then cp "$f" "$OUT/"; else rm -f "$OUT/$(basename "$f")"; fi
+done
 for f in "$PROF" "$PROF_UPSERT"; do
   if [ -f "$f" ]; then cp "$f" "$OUT/"; else rm -f "$OUT/$(basename "$f")"; fi
 done

@@ -465,7 +465,6 @@ offsets_committed(void)
 		eoi_kafka_commit_for_monitoring(w.kafka, w.owned, w.nowned);
 }
 
-/* Every 10 s, note the message count, for the rate over the last minute. */
 /*
  * When a worker runs dry after a busy stretch, hand back to the system the
  * memory glibc kept from its batches and from librdkafka's prefetch (whose
@@ -488,6 +487,7 @@ release_memory_when_idle(int messages)
 #endif
 }
 
+/* Every 10 s, note the message count, for the rate over the last minute. */
 static void
 sample_rate(void)
 {
