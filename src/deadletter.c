@@ -65,6 +65,29 @@ bytes_datum(const void *data, size_t len, char *null)
 	return PointerGetDatum(b);
 }
 
+/*
+ * The inverse of bytes_datum: column `col` of an SPI row as a NUL-terminated
+ * copy in `cxt` (as librdkafka hands message bytes), or NULL with *len 0.
+ */
+static void *
+bytes_copy(HeapTuple tup, TupleDesc desc, int col, MemoryContext cxt, size_t *len)
+{
+	bool		isnull;
+	Datum		d = SPI_getbinval(tup, desc, col, &isnull);
+	bytea	   *b;
+	char	   *copy;
+
+	*len = 0;
+	if (isnull)
+		return NULL;
+	b = DatumGetByteaPP(d);
+	*len = VARSIZE_ANY_EXHDR(b);
+	copy = MemoryContextAlloc(cxt, *len + 1);
+	memcpy(copy, VARDATA_ANY(b), *len);
+	copy[*len] = '\0';
+	return copy;
+}
+
 /* Keep one failed record, in the current transaction. */
 void
 eoi_dead_letter_store(const EoiJob *job, const char *topic, rd_kafka_message_t *msg,
@@ -153,30 +176,13 @@ eoingest_replay_dead_letters(PG_FUNCTION_ARGS)
 		TupleDesc	desc = SPI_tuptable->tupdesc;
 		rd_kafka_message_t *msg = MemoryContextAllocZero(cxt, sizeof(rd_kafka_message_t));
 		bool		isnull;
-		Datum		d;
 
 		dl_ids[i] = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
 		batch.topics[i] = MemoryContextStrdup(cxt, SPI_getvalue(tup, desc, 2));
 		msg->partition = DatumGetInt32(SPI_getbinval(tup, desc, 3, &isnull));
 		msg->offset = DatumGetInt64(SPI_getbinval(tup, desc, 4, &isnull));
-		d = SPI_getbinval(tup, desc, 5, &isnull);
-		if (!isnull)
-		{
-			bytea	   *b = DatumGetByteaPCopy(d);
-
-			msg->key = MemoryContextAlloc(cxt, VARSIZE_ANY_EXHDR(b) + 1);
-			memcpy(msg->key, VARDATA_ANY(b), VARSIZE_ANY_EXHDR(b));
-			msg->key_len = VARSIZE_ANY_EXHDR(b);
-		}
-		d = SPI_getbinval(tup, desc, 6, &isnull);
-		if (!isnull)
-		{
-			bytea	   *b = DatumGetByteaPCopy(d);
-
-			msg->payload = MemoryContextAlloc(cxt, VARSIZE_ANY_EXHDR(b) + 1);
-			memcpy(msg->payload, VARDATA_ANY(b), VARSIZE_ANY_EXHDR(b));
-			msg->len = VARSIZE_ANY_EXHDR(b);
-		}
+		msg->key = bytes_copy(tup, desc, 5, cxt, &msg->key_len);
+		msg->payload = bytes_copy(tup, desc, 6, cxt, &msg->len);
 		batch.messages[i] = msg;
 	}
 	SPI_finish();
