@@ -29,19 +29,6 @@ PG_FUNCTION_INFO_V1(eoingest_reset_offsets);
 
 #define RESET_TIMEOUT_MS 10000
 
-static bool
-job_has_worker(int32 job_id)
-{
-	bool		found = false;
-
-	LWLockAcquire(eoi_shared->lock, LW_SHARED);
-	for (int i = 0; i < eoi_shared->nslots; i++)
-		if (eoi_shared->slots[i].in_use && eoi_shared->slots[i].job_id == job_id)
-			found = true;
-	LWLockRelease(eoi_shared->lock);
-	return found;
-}
-
 /*
  * Explicit positions of one topic from `to`: {"partition": offset, ...}
  * for a job of one topic, or {"topic": {"partition": offset}, ...}.
@@ -194,7 +181,7 @@ eoingest_reset_offsets(PG_FUNCTION_ARGS)
 	volatile int set = 0;
 
 	eoi_check_job_owner(name, job->owner);
-	if (strcmp(job->state, "running") == 0 || job_has_worker(job->id))
+	if (strcmp(job->state, "running") == 0 || eoi_job_has_slot(job->id))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_IN_USE),
 				 errmsg("eoingest job \"%s\" is running", name),

@@ -62,3 +62,19 @@ eoi_wake_launcher(void)
 	if (latch != NULL)
 		SetLatch(latch);
 }
+
+/*
+ * Whether a worker slot is held for the job: one being started, running,
+ * or exited and not yet reaped by the launcher.
+ */
+bool
+eoi_job_has_slot(int32 job_id)
+{
+	bool		found = false;
+
+	LWLockAcquire(eoi_shared->lock, LW_SHARED);
+	for (int i = 0; i < eoi_shared->nslots && !found; i++)
+		found = eoi_shared->slots[i].in_use && eoi_shared->slots[i].job_id == job_id;
+	LWLockRelease(eoi_shared->lock);
+	return found;
+}

@@ -472,15 +472,6 @@ eoi_tp_coordinate(EoiTpJob *jobs, int njobs)
 }
 
 static bool
-job_has_live_slot(int32 job_id)
-{
-	for (int i = 0; i < eoi_shared->nslots; i++)
-		if (eoi_shared->slots[i].in_use && eoi_shared->slots[i].job_id == job_id)
-			return true;
-	return false;
-}
-
-static bool
 job_is_running(EoiTpJob *jobs, int njobs, int32 job_id)
 {
 	for (int j = 0; j < njobs; j++)
@@ -506,7 +497,7 @@ eoi_tp_resolve_orphans(EoiTpJob *jobs, int njobs)
 		CoordState *st;
 		int64		decided;
 
-		if (job_is_running(jobs, njobs, p->job_id) || job_has_live_slot(p->job_id))
+		if (job_is_running(jobs, njobs, p->job_id) || eoi_job_has_slot(p->job_id))
 			continue;
 		decided = read_decided(p->job_id);
 		if (decided < 0)
@@ -523,7 +514,7 @@ eoi_tp_resolve_orphans(EoiTpJob *jobs, int njobs)
 	{
 		CoordState *st = lfirst(lc);
 
-		if (!job_is_running(jobs, njobs, st->job_id) && !job_has_live_slot(st->job_id))
+		if (!job_is_running(jobs, njobs, st->job_id) && !eoi_job_has_slot(st->job_id))
 		{
 			coord_states = foreach_delete_current(coord_states, lc);
 			pfree(st);
