@@ -181,7 +181,12 @@ eoingest_reset_offsets(PG_FUNCTION_ARGS)
 	volatile int set = 0;
 
 	eoi_check_job_owner(name, job->owner);
-	if (strcmp(job->state, "running") == 0 || eoi_job_has_slot(job->id))
+	/*
+	 * A slot without a process is a worker that has exited, or one that has
+	 * yet to attach and will then read the job stopped: neither consumes.
+	 * So the job counts as stopped once job_status shows it so.
+	 */
+	if (strcmp(job->state, "running") == 0 || eoi_job_has_slot(job->id, true))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_IN_USE),
 				 errmsg("eoingest job \"%s\" is running", name),

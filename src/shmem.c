@@ -65,16 +65,21 @@ eoi_wake_launcher(void)
 
 /*
  * Whether a worker slot is held for the job: one being started, running,
- * or exited and not yet reaped by the launcher.
+ * or exited and not yet reaped by the launcher.  With attached_only, only
+ * a slot whose worker process is attached, which is what job_status shows.
  */
 bool
-eoi_job_has_slot(int32 job_id)
+eoi_job_has_slot(int32 job_id, bool attached_only)
 {
 	bool		found = false;
 
 	LWLockAcquire(eoi_shared->lock, LW_SHARED);
 	for (int i = 0; i < eoi_shared->nslots && !found; i++)
-		found = eoi_shared->slots[i].in_use && eoi_shared->slots[i].job_id == job_id;
+	{
+		EoiWorkerSlot *slot = &eoi_shared->slots[i];
+
+		found = slot->in_use && slot->job_id == job_id && (!attached_only || slot->pid != 0);
+	}
 	LWLockRelease(eoi_shared->lock);
 	return found;
 }

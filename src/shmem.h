@@ -79,6 +79,6 @@ extern EoiShared *eoi_shared;
 extern void eoi_shmem_request(void);
 extern void eoi_shmem_startup(void);
 extern void eoi_wake_launcher(void);
-extern bool eoi_job_has_slot(int32 job_id);
+extern bool eoi_job_has_slot(int32 job_id, bool attached_only);
 
 #endif

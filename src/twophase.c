@@ -497,7 +497,7 @@ eoi_tp_resolve_orphans(EoiTpJob *jobs, int njobs)
 		CoordState *st;
 		int64		decided;
 
-		if (job_is_running(jobs, njobs, p->job_id) || eoi_job_has_slot(p->job_id))
+		if (job_is_running(jobs, njobs, p->job_id) || eoi_job_has_slot(p->job_id, false))
 			continue;
 		decided = read_decided(p->job_id);
 		if (decided < 0)
@@ -514,7 +514,7 @@ eoi_tp_resolve_orphans(EoiTpJob *jobs, int njobs)
 	{
 		CoordState *st = lfirst(lc);
 
-		if (!job_is_running(jobs, njobs, st->job_id) && !eoi_job_has_slot(st->job_id))
+		if (!job_is_running(jobs, njobs, st->job_id) && !eoi_job_has_slot(st->job_id, false))
 		{
 			coord_states = foreach_delete_current(coord_states, lc);
 			pfree(st);
