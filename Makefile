@@ -17,6 +17,7 @@ OBJS = \
 	src/upsert.o \
 	src/deadletter.o \
 	src/positions.o \
+	src/policy.o \
 	src/api.o
 
 DATA = $(wildcard sql/eoingest--*.sql)

@@ -34,6 +34,7 @@
 #include "utils/tuplestore.h"
 
 #include "batch.h"
+#include "deadletter.h"
 #include "decode.h"
 #include "job.h"
 #include "kafka.h"
@@ -429,7 +430,7 @@ eoingest_create_job(PG_FUNCTION_ARGS)
 	if (key_format_s == NULL)
 		key_format_s = "text";
 
-	eoi_kafka_check_options(brokers, options);
+	eoi_kafka_check_options(brokers, options, GetUserId());
 
 	eoi_become_extension_owner(&saved);
 	if (SPI_connect() != SPI_OK_CONNECT)
@@ -597,9 +598,16 @@ Datum
 eoingest_drop_job(PG_FUNCTION_ARGS)
 {
 	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	EoiJob	   *job = eoi_job_load_by_name(name);
+	int64		letters;
 
-	eoi_check_job_owner(name, job_owner(name));
+	eoi_check_job_owner(name, job->owner);
+	/* Its dead letters go with it (by job id: no later job inherits them). */
+	letters = eoi_dead_letter_count(job->id);
 	update_job("DELETE FROM eoingest.jobs WHERE name = $1", name, NULL);
+	if (letters > 0)
+		ereport(NOTICE,
+				(errmsg("dropped " INT64_FORMAT " dead letters of job \"%s\"", letters, name)));
 	PG_RETURN_VOID();
 }
 
@@ -771,7 +779,7 @@ eoingest_alter_job(PG_FUNCTION_ARGS)
 	if (!PG_ARGISNULL(2))
 		(void) int_in_range(fcinfo, 2, "batch_timeout_ms", 1, MAX_BATCH_TIMEOUT_MS);
 	if (!PG_ARGISNULL(3))
-		eoi_kafka_check_options(job->brokers, PG_GETARG_JSONB_P(3));
+		eoi_kafka_check_options(job->brokers, PG_GETARG_JSONB_P(3), job->owner);
 	if (!PG_ARGISNULL(4))
 	{
 		if (job->target != NULL)

@@ -94,10 +94,10 @@ eoi_dead_letter_store(const EoiJob *job, const char *topic, rd_kafka_message_t *
 					  ErrorData *edata)
 {
 	EoiSavedUser saved;
-	Oid			types[10] = {TEXTOID, TEXTOID, INT4OID, INT8OID, BYTEAOID, BYTEAOID,
-	TIMESTAMPTZOID, TEXTOID, TEXTOID, OIDOID};
-	Datum		args[10];
-	char		nulls[10] = "          ";
+	Oid			types[11] = {TEXTOID, TEXTOID, INT4OID, INT8OID, BYTEAOID, BYTEAOID,
+	TIMESTAMPTZOID, TEXTOID, TEXTOID, OIDOID, INT4OID};
+	Datum		args[11];
+	char		nulls[11] = "           ";
 	bool		isnull;
 
 	args[0] = CStringGetTextDatum(job->name);
@@ -111,24 +111,53 @@ eoi_dead_letter_store(const EoiJob *job, const char *topic, rd_kafka_message_t *
 	args[7] = CStringGetTextDatum(eoi_describe_error(edata));
 	args[8] = CStringGetTextDatum(unpack_sql_state(edata->sqlerrcode));
 	args[9] = ObjectIdGetDatum(job->owner);
+	args[10] = Int32GetDatum(job->id);
 
 	eoi_become_extension_owner(&saved);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	if (SPI_execute_with_args("INSERT INTO eoingest.dead_letters"
-							  " (job, topic, \"partition\", \"offset\", key, value, \"timestamp\", error, sqlstate, owner)"
-							  " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
-							  10, types, args, nulls, false, 0) != SPI_OK_INSERT)
+							  " (job, topic, \"partition\", \"offset\", key, value, \"timestamp\", error, sqlstate, owner, job_id)"
+							  " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+							  11, types, args, nulls, false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "could not insert into eoingest.dead_letters");
 	SPI_finish();
 	eoi_restore_user(&saved);
 }
 
+/* How many dead letters job `job_id` has (drop_job says what it removes). */
+int64
+eoi_dead_letter_count(int32 job_id)
+{
+	EoiSavedUser saved;
+	Oid			types[1] = {INT4OID};
+	Datum		args[1] = {Int32GetDatum(job_id)};
+	bool		isnull;
+	int64		n;
+
+	eoi_become_extension_owner(&saved);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute_with_args("SELECT count(*) FROM eoingest.dead_letters WHERE job_id = $1",
+							  1, types, args, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read eoingest.dead_letters");
+	n = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	SPI_finish();
+	eoi_restore_user(&saved);
+	return n;
+}
+
 /*
  * eoingest.replay_dead_letters(job, ids): write the job's dead letters
- * (all, or those ids) through its write path, in the caller's transaction
- * and with the caller's privileges, and delete them.  All or nothing: a
- * record that still fails raises its error, and nothing is replayed.
+ * (all, or those ids) through its write path, in the caller's transaction,
+ * and delete them.  All or nothing: a record that still fails raises its
+ * error, and nothing is replayed.
+ *
+ * The write path runs exactly as in the job's worker: as the job's owner,
+ * with the job's search_path, and under SECURITY_RESTRICTED_OPERATION, as
+ * PostgreSQL runs maintenance on behalf of a table's owner.  A superuser
+ * replaying a job must not run the owner's triggers or transform with the
+ * superuser's rights.
  */
 Datum
 eoingest_replay_dead_letters(PG_FUNCTION_ARGS)
@@ -137,7 +166,7 @@ eoingest_replay_dead_letters(PG_FUNCTION_ARGS)
 	char	   *name;
 	EoiSavedUser saved;
 	EoiJob	   *job;
-	Oid			types[2] = {TEXTOID, INT8ARRAYOID};
+	Oid			types[2] = {INT4OID, INT8ARRAYOID};
 	Datum		args[2];
 	char		nulls[2] = "  ";
 	MemoryContext cxt = CurrentMemoryContext;
@@ -155,12 +184,12 @@ eoingest_replay_dead_letters(PG_FUNCTION_ARGS)
 	eoi_become_extension_owner(&saved);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	args[0] = CStringGetTextDatum(name);
+	args[0] = Int32GetDatum(job->id);
 	args[1] = ids ? PointerGetDatum(ids) : (Datum) 0;
 	nulls[1] = ids ? ' ' : 'n';
 	if (SPI_execute_with_args("SELECT id, topic, \"partition\", \"offset\", key, value"
 							  "  FROM eoingest.dead_letters"
-							  " WHERE job = $1 AND ($2 IS NULL OR id = ANY ($2))"
+							  " WHERE job_id = $1 AND ($2 IS NULL OR id = ANY ($2))"
 							  " ORDER BY id FOR UPDATE",
 							  2, types, args, nulls, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read eoingest.dead_letters");
@@ -190,8 +219,10 @@ eoingest_replay_dead_letters(PG_FUNCTION_ARGS)
 
 	if (n > 0)
 	{
-		/* The rows go in as the caller, the dead letters go as ours. */
+		/* The rows go in as the job's owner, the dead letters go as ours. */
+		eoi_become_job_owner(job, &saved);
 		(void) eoi_sink_write(job, &batch);
+		eoi_restore_user(&saved);
 
 		eoi_become_extension_owner(&saved);
 		if (SPI_connect() != SPI_OK_CONNECT)

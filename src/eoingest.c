@@ -19,6 +19,7 @@
 
 #include "eoingest.h"
 #include "launcher.h"
+#include "policy.h"
 #include "shmem.h"
 
 PG_MODULE_MAGIC;
@@ -82,6 +83,15 @@ eoi_define_settings(void)
 							PGC_SIGHUP,
 							GUC_UNIT_MS,
 							NULL, NULL, NULL);
+
+	DefineCustomStringVariable("eoingest.allowed_brokers",
+							   "Kafka brokers that jobs may connect to, as a comma-separated list of host:port patterns.",
+							   "A host may be *, *.domain or a name or address; a port may be * or be left out for any port. Empty allows any broker.",
+							   &eoingest_allowed_brokers,
+							   "",
+							   PGC_SIGHUP,
+							   0,
+							   eoi_allowed_brokers_check_hook, NULL, NULL);
 
 	DefineCustomStringVariable("eoingest.fault_point",
 							   "For tests: a named point at which eoingest processes kill themselves.",

@@ -15,7 +15,7 @@
 #include "utils/jsonb.h"
 
 /* The SQL objects this library expects (eoingest.control's default_version). */
-#define EOI_EXTENSION_VERSION "0.2"
+#define EOI_EXTENSION_VERSION "0.3"
 
 /* Settings (eoingest.c) */
 extern char *eoingest_database;
@@ -74,6 +74,7 @@ typedef struct EoiJob
 	EoiOnError	on_error;
 	char	   *search_path;
 	char	   *state;
+	int32		config_version;	/* bumped by alter_job */
 } EoiJob;
 
 /* An error as one line: message, detail, hint, context (eoingest.c). */

@@ -110,6 +110,24 @@ eoi_become_extension_owner(EoiSavedUser *saved)
 							 GUC_ACTION_SAVE, true, 0, false);
 }
 
+/*
+ * Act for the job's owner, as its worker does: the owner's rights, the
+ * job's search_path, and SECURITY_RESTRICTED_OPERATION, so that code the
+ * owner wrote (triggers, the transform) cannot change the session it runs
+ * in for a caller with more rights than the owner.
+ */
+void
+eoi_become_job_owner(const EoiJob *job, EoiSavedUser *saved)
+{
+	GetUserIdAndSecContext(&saved->userid, &saved->sec_context);
+	SetUserIdAndSecContext(job->owner,
+						   saved->sec_context | SECURITY_LOCAL_USERID_CHANGE |
+						   SECURITY_RESTRICTED_OPERATION);
+	saved->guc_nest_level = NewGUCNestLevel();
+	(void) set_config_option("search_path", job->search_path, PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+}
+
 void
 eoi_restore_user(EoiSavedUser *saved)
 {
@@ -240,7 +258,7 @@ job_load(const char *where, Oid argtype, Datum arg)
 				   "       transform, start_offset, batch_size, batch_timeout_ms,"
 				   "       parallelism, options, on_error, search_path, state, checkpoint_interval_ms,"
 				   "       key_columns, key_format, offset_commit_interval_ms, max_message_bytes,"
-				   "       commit_to_kafka, partitions"
+				   "       commit_to_kafka, partitions, config_version"
 				   "  FROM eoingest.jobs WHERE %s", where);
 	ret = SPI_execute_with_args(sql, 1, argtypes, args, NULL, true, 1);
 	if (ret != SPI_OK_SELECT)
@@ -310,6 +328,7 @@ job_load(const char *where, Oid argtype, Datum arg)
 				MemoryContextSwitchTo(old);
 			}
 		}
+		job->config_version = DatumGetInt32(SPI_getbinval(tup, desc, 25, &isnull));
 	}
 	SPI_finish();
 	eoi_restore_user(&saved);

@@ -34,6 +34,7 @@ typedef struct EoiSavedUser
 } EoiSavedUser;
 
 extern void eoi_become_extension_owner(EoiSavedUser *saved);
+extern void eoi_become_job_owner(const EoiJob *job, EoiSavedUser *saved);
 extern void eoi_restore_user(EoiSavedUser *saved);
 extern void eoi_check_job_owner(const char *name, Oid owner);
 #endif

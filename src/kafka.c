@@ -25,6 +25,7 @@
 #include "utils/timestamp.h"
 
 #include "kafka.h"
+#include "policy.h"
 
 struct EoiKafka
 {
@@ -41,14 +42,6 @@ struct EoiKafka
 	int64		since_dry_bytes;
 	int64		fill_messages;	/* half of queued.min.messages */
 	int64		fill_bytes;		/* half of queued.max.messages.kbytes, in bytes */
-};
-
-/* Properties eoingest sets itself: a user's value would break a guarantee. */
-static const char *const managed_properties[] = {
-	"bootstrap.servers", "metadata.broker.list", "group.id",
-	"enable.auto.commit", "enable.auto.offset.store", "auto.commit.enable",
-	"isolation.level", "auto.offset.reset", "enable.partition.eof",
-	"group.instance.id", "partition.assignment.strategy",
 };
 
 /*
@@ -74,15 +67,6 @@ static const char *const default_properties[][2] = {
  * it once per queue; a wrong guess costs one fetch fetched again.
  */
 #define STARVED_AFTER_MS	3
-
-static bool
-is_managed(const char *name)
-{
-	for (int i = 0; i < lengthof(managed_properties); i++)
-		if (strcmp(managed_properties[i], name) == 0)
-			return true;
-	return false;
-}
 
 /* Properties whose values are credentials: never echoed in a message. */
 bool
@@ -117,9 +101,9 @@ conf_set_or_error(rd_kafka_conf_t *conf, const char *name, const char *value)
 			 errdetail("%s", errstr)));
 }
 
-/* The text of a scalar option value, or an error for objects and arrays. */
+/* The text of a scalar option value (the policy refused anything else). */
 static char *
-option_value_text(const char *name, JsonbValue *v)
+option_value_text(JsonbValue *v)
 {
 	switch (v->type)
 	{
@@ -131,14 +115,12 @@ option_value_text(const char *name, JsonbValue *v)
 		case jbvBool:
 			return pstrdup(v->val.boolean ? "true" : "false");
 		default:
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("Kafka client property \"%s\" must be a string, number or boolean", name)));
+			elog(ERROR, "unexpected JSON value type %d in options", (int) v->type);
 	}
 	return NULL;				/* keep compiler quiet */
 }
 
-/* Apply the job's options to conf, refusing managed or unknown ones. */
+/* Apply the job's options, already checked by eoi_check_options_allowed. */
 static void
 apply_options(rd_kafka_conf_t *conf, Jsonb *options)
 {
@@ -149,40 +131,30 @@ apply_options(rd_kafka_conf_t *conf, Jsonb *options)
 
 	if (options == NULL)
 		return;
-	if (!JB_ROOT_IS_OBJECT(options))
-	{
-		rd_kafka_conf_destroy(conf);
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("options must be a JSON object of Kafka client properties"),
-				 errhint("For example: options => '{\"fetch.wait.max.ms\": 50}'.")));
-	}
-
 	it = JsonbIteratorInit(&options->root);
 	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
 	{
 		if (tok == WJB_KEY)
-		{
 			name = pnstrdup(v.val.string.val, v.val.string.len);
-			if (is_managed(name))
-			{
-				rd_kafka_conf_destroy(conf);
-				ereport(ERROR,
-						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						 errmsg("Kafka client property \"%s\" is managed by eoingest", name),
-						 errdetail("eoingest keeps offsets in PostgreSQL and sets this property itself to keep its guarantees."),
-						 errhint("Remove \"%s\" from options; use the brokers and start_offset parameters instead.", name)));
-			}
-		}
 		else if (tok == WJB_VALUE)
-			conf_set_or_error(conf, name, option_value_text(name, &v));
+			conf_set_or_error(conf, name, option_value_text(&v));
 	}
 }
 
+/*
+ * The client configuration of a job.  Nothing reaches librdkafka before
+ * the policy has checked the brokers and every property against what the
+ * owner may do (policy.c): this is the one place a configuration is built.
+ */
 static rd_kafka_conf_t *
-build_conf(const char *brokers, Jsonb *options, const char *group, const char *client_id)
+build_conf(const char *brokers, Jsonb *options, Oid owner, const char *group,
+		   const char *client_id)
 {
-	rd_kafka_conf_t *conf = rd_kafka_conf_new();
+	rd_kafka_conf_t *conf;
+
+	eoi_check_brokers_allowed(brokers);
+	eoi_check_options_allowed(options, owner);
+	conf = rd_kafka_conf_new();
 
 	for (int i = 0; i < lengthof(default_properties); i++)
 		conf_set_or_error(conf, default_properties[i][0], default_properties[i][1]);
@@ -300,9 +272,9 @@ eoi_kafka_last_stable_offset(EoiKafka *kafka, const char *topic, int32 partition
  * catch properties that are only checked together (security settings).
  */
 void
-eoi_kafka_check_options(const char *brokers, Jsonb *options)
+eoi_kafka_check_options(const char *brokers, Jsonb *options, Oid owner)
 {
-	rd_kafka_conf_t *conf = build_conf(brokers, options, "eoingest.check", "eoingest-check");
+	rd_kafka_conf_t *conf = build_conf(brokers, options, owner, "eoingest.check", "eoingest-check");
 	char		errstr[512];
 	rd_kafka_t *rk;
 
@@ -341,7 +313,7 @@ eoi_kafka_open(const EoiJob *job, int worker_index)
 
 	snprintf(group, sizeof(group), "eoingest.%s", job->name);
 	snprintf(client_id, sizeof(client_id), "eoingest-%s-%d", job->name, worker_index);
-	conf = build_conf(job->brokers, job->options, group, client_id);
+	conf = build_conf(job->brokers, job->options, job->owner, group, client_id);
 	rd_kafka_conf_set_opaque(conf, kafka);
 	rd_kafka_conf_set_error_cb(conf, error_cb);
 	rd_kafka_conf_set_stats_cb(conf, stats_cb);
@@ -377,6 +349,36 @@ const char *
 eoi_kafka_last_error(EoiKafka *kafka)
 {
 	return kafka->last_error[0] ? kafka->last_error : NULL;
+}
+
+/*
+ * Requests to the broker block for up to their timeout, and a backend that
+ * blocks in librdkafka notices neither a cancel nor a terminate.  So they
+ * are made in slices of at most REQUEST_SLICE_MS, with an interrupt check
+ * between slices, until the whole timeout has passed.  A slice that times
+ * out leaves its request to librdkafka; the next slice asks again.
+ */
+#define REQUEST_SLICE_MS	250
+
+static int
+next_slice(TimestampTz deadline)
+{
+	long		remaining = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
+
+	return (int) Max(Min(remaining, REQUEST_SLICE_MS), 1);
+}
+
+/*
+ * After a slice: true to ask again, false once answered, past the deadline,
+ * or interrupted.  The caller frees what it holds of librdkafka's, then
+ * calls CHECK_FOR_INTERRUPTS() before reporting a timeout.
+ */
+static bool
+again_after_slice(rd_kafka_resp_err_t err, TimestampTz deadline)
+{
+	if (err != RD_KAFKA_RESP_ERR__TIMED_OUT || GetCurrentTimestamp() >= deadline)
+		return false;
+	return !(InterruptPending && INTERRUPTS_CAN_BE_PROCESSED());
 }
 
 /*
@@ -424,10 +426,15 @@ eoi_kafka_partition_count(EoiKafka *kafka, const char *topic, int timeout_ms)
 	const struct rd_kafka_metadata *md;
 	rd_kafka_resp_err_t err;
 	rd_kafka_topic_t *rkt = rd_kafka_topic_new(kafka->rk, topic, NULL);
+	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), timeout_ms);
 	int			count;
 
-	err = rd_kafka_metadata(kafka->rk, 0, rkt, &md, timeout_ms);
+	do
+		err = rd_kafka_metadata(kafka->rk, 0, rkt, &md, next_slice(deadline));
+	while (again_after_slice(err, deadline));
 	rd_kafka_topic_destroy(rkt);
+	if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
+		CHECK_FOR_INTERRUPTS();
 	if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
 	{
 		serve_events(kafka);
@@ -463,10 +470,14 @@ void
 eoi_kafka_watermarks(EoiKafka *kafka, const char *topic, int32 partition, int64 *low,
 					 int64 *high, int timeout_ms)
 {
+	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), timeout_ms);
 	rd_kafka_resp_err_t err;
 
-	err = rd_kafka_query_watermark_offsets(kafka->rk, topic, partition,
-										   low, high, timeout_ms);
+	do
+		err = rd_kafka_query_watermark_offsets(kafka->rk, topic, partition,
+											   low, high, next_slice(deadline));
+	while (again_after_slice(err, deadline));
+	CHECK_FOR_INTERRUPTS();
 	if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
 		ereport(ERROR,
 				(errcode(ERRCODE_CONNECTION_FAILURE),
@@ -495,15 +506,22 @@ eoi_kafka_offset_for_time(EoiKafka *kafka, const char *topic, int32 partition, i
 						  int timeout_ms)
 {
 	rd_kafka_topic_partition_list_t *list = rd_kafka_topic_partition_list_new(1);
+	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), timeout_ms);
 	rd_kafka_resp_err_t err;
 	int64		offset;
 
-	rd_kafka_topic_partition_list_add(list, topic, partition)->offset = ms;
-	err = rd_kafka_offsets_for_times(kafka->rk, list, timeout_ms);
-	if (err == RD_KAFKA_RESP_ERR_NO_ERROR)
-		err = list->elems[0].err;
+	rd_kafka_topic_partition_list_add(list, topic, partition);
+	do
+	{
+		/* each slice asks anew: the call overwrites the offset with its answer */
+		list->elems[0].offset = ms;
+		err = rd_kafka_offsets_for_times(kafka->rk, list, next_slice(deadline));
+		if (err == RD_KAFKA_RESP_ERR_NO_ERROR)
+			err = list->elems[0].err;
+	} while (again_after_slice(err, deadline));
 	offset = list->elems[0].offset;
 	rd_kafka_topic_partition_list_destroy(list);
+	CHECK_FOR_INTERRUPTS();
 	if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
 		ereport(ERROR,
 				(errcode(ERRCODE_CONNECTION_FAILURE),

@@ -24,7 +24,7 @@ typedef struct EoiPosition
 	int64		offset;
 } EoiPosition;
 
-extern void eoi_kafka_check_options(const char *brokers, Jsonb *options);
+extern void eoi_kafka_check_options(const char *brokers, Jsonb *options, Oid owner);
 extern bool eoi_kafka_property_is_secret(const char *name);
 extern EoiKafka *eoi_kafka_open(const EoiJob *job, int worker_index);
 extern void eoi_kafka_close(EoiKafka *kafka);

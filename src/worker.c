@@ -44,6 +44,7 @@
 #include "kafka.h"
 #include "launcher.h"
 #include "offsets.h"
+#include "policy.h"
 #include "shmem.h"
 #include "sink.h"
 #include "twophase.h"
@@ -54,6 +55,7 @@
 #define RETRY_DELAY_MIN_MS		100
 #define RETRY_DELAY_MAX_MS		30000
 #define LAG_REFRESH_MS			5000
+#define RECHECK_INTERVAL_MS		5000
 
 typedef struct Worker
 {
@@ -74,6 +76,7 @@ typedef struct Worker
 	int			failures;		/* consecutive failed attempts */
 	uint64		epoch_done;		/* two_phase: last epoch prepared or skipped */
 	TimestampTz next_lag_refresh;
+	TimestampTz next_recheck;	/* of the job's row and the owner's rights */
 	bool		busy;			/* the last poll returned messages */
 } Worker;
 
@@ -918,6 +921,58 @@ load_job(int32 job_id)
 	pgstat_report_appname(psprintf("eoingest %s/%d", w.job->name, w.index));
 }
 
+/*
+ * The Kafka client, made in a transaction: the policy checks the owner's
+ * rights to every property against the catalogs (policy.c).
+ */
+static void
+open_kafka(void)
+{
+	MemoryContext old;
+
+	begin_work("opening the Kafka client");
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	w.kafka = eoi_kafka_open(w.job, w.index);
+	MemoryContextSwitchTo(old);
+	commit_work();
+}
+
+/*
+ * Every few seconds, and after a configuration reload: is the job still
+ * the one this worker was started for, and may its owner still do what
+ * its options and brokers ask?  The launcher stops workers of stopped,
+ * dropped and altered jobs; this is the second line of defence, for a
+ * worker the launcher lost track of.  A right revoked meanwhile (a role
+ * membership, eoingest.allowed_brokers) fails the job here.
+ */
+static void
+maybe_recheck_job(void)
+{
+	EoiJob	   *now;
+
+	if (GetCurrentTimestamp() < w.next_recheck)
+		return;
+	w.next_recheck = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), RECHECK_INTERVAL_MS);
+
+	begin_work("checking the job");
+	now = eoi_job_load(w.job->id, true);
+	if (now == NULL || strcmp(now->state, "running") != 0 ||
+		now->config_version != w.job->config_version)
+	{
+		const char *why = now == NULL ? "dropped" :
+			strcmp(now->state, "running") != 0 ? "stopped" : "altered";
+
+		commit_work();
+		ereport(LOG,
+				(errmsg("eoingest job \"%s\" worker %d exits: the job was %s",
+						w.job->name, w.index, why)));
+		proc_exit(0);
+	}
+	eoi_check_brokers_allowed(w.job->brokers);
+	eoi_check_options_allowed(w.job->options, w.job->owner);
+	commit_work();
+}
+
 static void
 one_iteration(void)
 {
@@ -929,7 +984,11 @@ one_iteration(void)
 		ConfigReloadPending = false;
 		ProcessConfigFile(PGC_SIGHUP);
 		apply_lock_timeout();
+		w.next_recheck = 0;		/* eoingest.allowed_brokers may have changed */
 	}
+	maybe_recheck_job();
+	if (w.kafka == NULL)
+		open_kafka();
 
 	if (!w.assigned && w.job->mode == EOI_MODE_TWO_PHASE)
 		eoi_tp_wait_for_resolution(w.job->id, w.index);
@@ -981,7 +1040,7 @@ eoingest_worker_main(Datum main_arg)
 	BackgroundWorkerInitializeConnectionByOid(args.database, args.owner, 0);
 	load_job(args.job_id);
 
-	w.kafka = eoi_kafka_open(w.job, w.index);
+	w.next_recheck = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), RECHECK_INTERVAL_MS);
 	w.batch_context = AllocSetContextCreate(TopMemoryContext, "eoingest batch",
 											ALLOCSET_DEFAULT_SIZES);
 	loop_context = AllocSetContextCreate(TopMemoryContext, "eoingest worker loop",

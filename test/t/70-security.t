@@ -101,7 +101,9 @@ check "a wrong password fails the job with the broker's reason" wait_until 90 \
   "SELECT state = 'failed' AND last_error LIKE '%Authentication failed%' AND last_error NOT LIKE '%wrong-password%'
      FROM eoingest.job_status WHERE name = 'sec_badpw'"
 
-sql "CREATE TABLE sec_tls (id text, ts bigint, temperature double precision); GRANT INSERT ON sec_tls TO eoi_alice" >/dev/null
+# ssl.ca.location reads a server file: pg_read_server_files (71-security-tenant.t)
+sql "CREATE TABLE sec_tls (id text, ts bigint, temperature double precision); GRANT INSERT ON sec_tls TO eoi_alice;
+     GRANT pg_read_server_files TO eoi_alice" >/dev/null
 as eoi_alice "SELECT eoingest.create_job(name => 'sec_tls', brokers => '$KAFKA_SSL_BROKERS', topic => '$topic', target => 'sec_tls',
    batch_timeout_ms => 100, options => '{\"security.protocol\": \"SSL\", \"ssl.ca.location\": \"$KAFKA_SSL_CA\"}');
    SELECT eoingest.start_job('sec_tls')" >/dev/null

@@ -1,0 +1,62 @@
+-- eoingest 0.2 -> 0.3: dead letters belong to a job's id, not its name;
+-- positions and lag are shown only to the roles that may see the job.
+\echo Use "ALTER EXTENSION eoingest UPDATE TO '0.3'" to load this file. \quit
+
+-- A dead letter belongs to the job that wrote it, by id: a later job of the
+-- same name (perhaps another role's) never sees it, and drop_job removes a
+-- job's dead letters with it.  Letters written before this version are
+-- matched to the job of that name and owner that existed when they failed;
+-- letters of jobs dropped before it keep job_id NULL: their owner still
+-- reads them (the policy below), no job can replay them.
+ALTER TABLE @extschema@.dead_letters
+    ADD COLUMN job_id integer REFERENCES @extschema@.jobs (id) ON DELETE CASCADE;
+UPDATE @extschema@.dead_letters d
+   SET job_id = j.id
+  FROM @extschema@.jobs j
+ WHERE j.name OPERATOR(pg_catalog.=) d.job
+   AND j.owner OPERATOR(pg_catalog.=) d.owner
+   AND j.created_at OPERATOR(pg_catalog.<=) d.failed_at;
+CREATE INDEX ON @extschema@.dead_letters (job_id, id);
+
+-- May role `member` see job `job` (as its owner's member, or pg_monitor's)?
+-- SECURITY DEFINER so that the row-level policy on offsets can look at the
+-- job table, which the caller cannot read; the policy passes current_user,
+-- since inside the function it is the definer.
+CREATE FUNCTION @extschema@._may_see_job(job text, member name)
+RETURNS boolean
+LANGUAGE sql STABLE STRICT SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+SELECT EXISTS (SELECT FROM @extschema@.jobs j
+                WHERE j.name OPERATOR(pg_catalog.=) job
+                  AND (pg_catalog.pg_has_role(member, j.owner, 'USAGE')
+                       OR pg_catalog.pg_has_role(member, 'pg_monitor', 'USAGE')))
+$$;
+REVOKE ALL ON FUNCTION @extschema@._may_see_job(text, name) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@._may_see_job(text, name) TO PUBLIC;
+
+-- A role granted SELECT on offsets sees the positions of the jobs it may
+-- see (the workers and job functions write as the extension's owner, which
+-- row-level security does not restrict).
+ALTER TABLE @extschema@.offsets ENABLE ROW LEVEL SECURITY;
+CREATE POLICY visible_jobs ON @extschema@.offsets
+    USING (@extschema@._may_see_job(job, CURRENT_USER));
+
+-- The lag of the jobs the current role may see, as job_status shows them.
+-- (Dropped and created again: SELECT granted on it must be granted again.)
+DROP VIEW @extschema@.lag;
+CREATE VIEW @extschema@.lag AS
+SELECT o.job, o.topic, o."partition", o.next_offset,
+       w.high_watermark,
+       w.last_stable_offset,
+       CASE WHEN w.high_watermark OPERATOR(pg_catalog.>) o.next_offset
+            THEN w.high_watermark OPERATOR(pg_catalog.-) o.next_offset ELSE 0 END AS lag,
+       w.measured_at
+  FROM @extschema@.offsets o
+  JOIN @extschema@.jobs j ON j.name OPERATOR(pg_catalog.=) o.job
+  LEFT JOIN @extschema@.watermarks w
+         ON w.job OPERATOR(pg_catalog.=) o.job AND w.topic OPERATOR(pg_catalog.=) o.topic
+        AND w."partition" OPERATOR(pg_catalog.=) o."partition"
+ WHERE pg_catalog.pg_has_role(j.owner, 'USAGE')
+    OR pg_catalog.pg_has_role('pg_monitor', 'USAGE');
+REVOKE ALL ON @extschema@.lag FROM PUBLIC;
