@@ -19,6 +19,8 @@
 #include "postgres.h"
 
 #include "miscadmin.h"
+#include "storage/ipc.h"
+#include "storage/pmsignal.h"
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
 #include "utils/memutils.h"
@@ -704,8 +706,22 @@ wake_starved_fetcher(EoiKafka *kafka)
 }
 
 /*
+ * A worker polls librdkafka, not a latch, so WL_EXIT_ON_PM_DEATH does not
+ * cover it: without its postmaster it must not go on committing.
+ */
+static void
+exit_if_postmaster_died(EoiKafka *kafka, rd_kafka_message_t **messages, int n)
+{
+	if (PostmasterIsAlive())
+		return;
+	for (int i = 0; i < n; i++)
+		rd_kafka_message_destroy(messages[i]);
+	proc_exit(1);
+}
+
+/*
  * Poll up to max_messages messages within timeout_ms, in slices short
- * enough to notice interrupts.  Returns how many were stored in messages;
+ * enough to notice interrupts and the postmaster's death.  Returns how many were stored in messages;
  * the caller owns them (rd_kafka_message_destroy).
  */
 int
@@ -752,6 +768,7 @@ eoi_kafka_poll(EoiKafka *kafka, rd_kafka_message_t **messages, int max_messages,
 			if (remaining <= 0)
 				break;
 			CHECK_FOR_INTERRUPTS();
+			exit_if_postmaster_died(kafka, messages, n);
 			continue;
 		}
 		if (msg->err != RD_KAFKA_RESP_ERR_NO_ERROR)

@@ -32,6 +32,7 @@
 #include "postmaster/interrupt.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
+#include "storage/pmsignal.h"
 #include "tcop/tcopprot.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
@@ -979,6 +980,8 @@ one_iteration(void)
 	EoiBatch   *batch;
 
 	CHECK_FOR_INTERRUPTS();
+	if (!PostmasterIsAlive())
+		proc_exit(1);			/* as WL_EXIT_ON_PM_DEATH would */
 	if (ConfigReloadPending)
 	{
 		ConfigReloadPending = false;
