@@ -57,6 +57,19 @@ eoi_materialize_srf(FunctionCallInfo fcinfo, Tuplestorestate **store, TupleDesc 
 	rsinfo->setDesc = *tupdesc;
 }
 
+/*
+ * Is the report being made a notice or a warning?  Their SQLSTATEs are of
+ * classes 00 (successful completion) and 01 (warning); an error's never are.
+ */
+static bool
+report_is_not_an_error(void)
+{
+	int			category = ERRCODE_TO_CATEGORY(geterrcode());
+
+	return category == ERRCODE_TO_CATEGORY(ERRCODE_SUCCESSFUL_COMPLETION) ||
+		category == ERRCODE_TO_CATEGORY(ERRCODE_WARNING);
+}
+
 /* For error context callbacks: name the message and remember it. */
 void
 eoi_message_errcontext(EoiBatch *batch, int index)
@@ -66,7 +79,14 @@ eoi_message_errcontext(EoiBatch *batch, int index)
 	if (index < 0 || index >= batch->n)
 		return;
 	msg = batch->messages[index];
-	eoi_failed_message = index;
+
+	/*
+	 * Context callbacks run for warnings and notices too (a trigger's RAISE
+	 * WARNING): only an error may blame the message, or a later error that
+	 * names no message would be pinned on this one.
+	 */
+	if (!report_is_not_an_error())
+		eoi_failed_message = index;
 	errcontext("Kafka message at topic \"%s\" partition %d offset %lld",
 			   eoi_message_topic(batch, index), msg->partition, (long long) msg->offset);
 }

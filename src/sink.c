@@ -50,7 +50,22 @@ typedef struct MessagePosition
 	EoiBatch   *batch;
 	int			current;		/* index while decoding, or -1 */
 	CopyFromState cstate;		/* while copying: line N is message N-1 */
+	ErrorContextCallback *self; /* this callback's entry in the stack */
 } MessagePosition;
+
+/*
+ * Is COPY working on a line (reading, converting, inserting or flushing
+ * it), as opposed to before or after its lines (statement triggers)?  Its
+ * own context callback is then on the stack above ours.
+ */
+static bool
+copy_is_on_a_line(MessagePosition *mc)
+{
+	for (ErrorContextCallback *e = error_context_stack; e != NULL && e != mc->self; e = e->previous)
+		if (e->callback == CopyFromErrorCallback)
+			return true;
+	return false;
+}
 
 static void
 message_error_callback(void *arg)
@@ -58,8 +73,9 @@ message_error_callback(void *arg)
 	MessagePosition *mc = arg;
 	int			i = mc->current;
 
-	if (mc->cstate != NULL && mc->cstate->cur_lineno > 0)
-		i = (int) mc->cstate->cur_lineno - 1;
+	if (mc->cstate != NULL)
+		i = (mc->cstate->cur_lineno > 0 && copy_is_on_a_line(mc)) ?
+			(int) mc->cstate->cur_lineno - 1 : -1;
 	eoi_message_errcontext(mc->batch, i);
 }
 
@@ -172,34 +188,81 @@ decode_batch(EoiBatch *batch, EoiColumns *cols, StringInfo lines,
 }
 
 /*
- * The target must keep the columns it had when this process first wrote
- * to it: a table altered under a running job fails the job (its offsets
- * stay where they are) rather than sending every message to dead letters.
+ * What a worker's writes depend on in its target: the table itself, and
+ * each column written, with its type.
+ */
+typedef struct TargetShape
+{
+	Oid			relid;
+	int			ncolumns;
+	NameData   *names;
+	Oid		   *types;
+	int32	   *typmods;
+} TargetShape;
+
+static TargetShape *
+target_shape(Relation rel, EoiColumns *cols, MemoryContext cxt)
+{
+	TargetShape *shape = MemoryContextAllocZero(cxt, sizeof(TargetShape));
+
+	shape->relid = RelationGetRelid(rel);
+	shape->ncolumns = cols->ncolumns;
+	shape->names = MemoryContextAllocZero(cxt, sizeof(NameData) * Max(cols->ncolumns, 1));
+	shape->types = MemoryContextAllocZero(cxt, sizeof(Oid) * Max(cols->ncolumns, 1));
+	shape->typmods = MemoryContextAllocZero(cxt, sizeof(int32) * Max(cols->ncolumns, 1));
+	for (int c = 0; c < cols->ncolumns; c++)
+	{
+		AttrNumber	attnum = attnameAttNum(rel, cols->colnames[c], false);
+		Form_pg_attribute att = TupleDescAttr(RelationGetDescr(rel), attnum - 1);
+
+		namestrcpy(&shape->names[c], cols->colnames[c]);
+		shape->types[c] = att->atttypid;
+		shape->typmods[c] = att->atttypmod;
+	}
+	return shape;
+}
+
+static bool
+same_shape(const TargetShape *a, const TargetShape *b)
+{
+	if (a->relid != b->relid || a->ncolumns != b->ncolumns)
+		return false;
+	for (int c = 0; c < a->ncolumns; c++)
+		if (strcmp(NameStr(a->names[c]), NameStr(b->names[c])) != 0 ||
+			a->types[c] != b->types[c] || a->typmods[c] != b->typmods[c])
+			return false;
+	return true;
+}
+
+/*
+ * The target must keep the shape it had when this worker first wrote to
+ * it: the same table, the same columns of the same types.  A table altered
+ * under a running job fails the job (its offsets stay where they are)
+ * rather than sending every message to dead letters; start_job, in a new
+ * process, accepts the new shape.  The shape is the process's, kept across
+ * retries on purpose: a retry must not take an altered table for new.
  */
 void
 eoi_check_target_unchanged(Relation rel, EoiColumns *cols)
 {
-	static List *first_names = NIL;
-	static Oid	first_relid = InvalidOid;
-	List	   *names = NIL;
-	MemoryContext old;
+	static TargetShape *first = NULL;
+	TargetShape *now;
 
-	for (int c = 0; c < cols->ncolumns; c++)
-		names = lappend(names, makeString(cols->colnames[c]));
-	if (first_relid == RelationGetRelid(rel) && equal(names, first_names))
-		return;
-	if (first_relid == InvalidOid || !IsBackgroundWorker)
+	if (!IsBackgroundWorker)
+		return;					/* replay_dead_letters: the table as it is now */
+	if (first == NULL)
 	{
-		old = MemoryContextSwitchTo(TopMemoryContext);
-		first_relid = RelationGetRelid(rel);
-		first_names = copyObject(names);
-		MemoryContextSwitchTo(old);
+		first = target_shape(rel, cols, TopMemoryContext);
 		return;
 	}
+	now = target_shape(rel, cols, CurrentMemoryContext);
+	if (same_shape(first, now))
+		return;
 	ereport(ERROR,
 			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 			 errmsg("target \"%s\" was altered while the job was running",
 					RelationGetRelationName(rel)),
+			 errdetail("Its columns, their types, or the table itself are not what the job's worker started with."),
 			 errhint("Check that the job's format still fits the table, then run eoingest.start_job() again.")));
 }
 
@@ -211,8 +274,8 @@ copy_into_target(const EoiJob *job, EoiBatch *batch)
 	EState	   *estate = CreateExecutorState();
 	EoiColumns *cols = eoi_columns_for(rel, job->format, estate);
 	StringInfoData lines;
-	MessagePosition mc = {batch, -1, NULL};
 	ErrorContextCallback errcb;
+	MessagePosition mc = {batch, -1, NULL, &errcb};
 	CopyFromState cstate;
 	List	   *options;
 	uint64		processed;
