@@ -67,6 +67,27 @@ eoi_offsets_read(const EoiJob *job, const char *topic, EoiPosition *positions, i
 	return n;
 }
 
+/*
+ * Lock the job's row until the transaction ends: the workers of a job take
+ * it to decide the job's first positions one at a time (alter_job, stop_job
+ * and drop_job wait for that too, briefly).
+ */
+void
+eoi_offsets_lock_job(const EoiJob *job)
+{
+	EoiSavedUser saved;
+	Oid			types[1] = {INT4OID};
+	Datum		args[1] = {Int32GetDatum(job->id)};
+	int			ret;
+
+	offsets_spi_begin(&saved);
+	ret = SPI_execute_with_args("SELECT 1 FROM eoingest.jobs WHERE id = $1 FOR NO KEY UPDATE",
+								1, types, args, NULL, false, 0);
+	if (ret != SPI_OK_SELECT)
+		elog(ERROR, "could not lock the job's row: %s", SPI_result_code_string(ret));
+	offsets_spi_end(&saved);
+}
+
 /* Has the job stored any position yet, on any topic? */
 bool
 eoi_offsets_any(const EoiJob *job)

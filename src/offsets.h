@@ -13,6 +13,7 @@
 #include "kafka.h"
 
 extern int	eoi_offsets_read(const EoiJob *job, const char *topic, EoiPosition *positions, int max);
+extern void eoi_offsets_lock_job(const EoiJob *job);
 extern bool eoi_offsets_any(const EoiJob *job);
 extern void eoi_offsets_insert(const EoiJob *job, const EoiPosition *position);
 extern void eoi_offsets_note_watermarks(const EoiJob *job, const EoiPosition *position,

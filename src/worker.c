@@ -202,35 +202,6 @@ find_owned(const char *topic, int32 partition)
 	return NULL;
 }
 
-/*
- * Where a partition that has no stored position starts: the job's
- * start_offset for the job's first positions (earliest, latest, a
- * timestamp, explicit offsets; a partition the explicit offsets do not
- * name starts at its beginning), the beginning of the partition for
- * partitions added to the topic later.
- */
-static int64
-initial_offset(const char *topic, int32 partition, bool job_has_positions)
-{
-	int64		low,
-				high;
-
-	eoi_kafka_watermarks(w.kafka, topic, partition, &low, &high, METADATA_TIMEOUT_MS);
-	if (job_has_positions || strcmp(w.job->start_offset, "earliest") == 0)
-		return low;
-	if (strcmp(w.job->start_offset, "latest") == 0)
-		return high;
-	{
-		int			count;
-		int64	   *offsets = eoi_positions_for(w.kafka, w.job, topic, w.job->start_offset, &count);
-
-		/* below the log start, the job fails as for any lost offset */
-		if (partition < count && offsets[partition] >= 0)
-			return offsets[partition];
-	}
-	return low;
-}
-
 /* Does the job take partition p (all, or those its `partitions` name)? */
 static bool
 job_owns(int32 p)
@@ -254,6 +225,58 @@ owner_index(int32 p)
 	return -1;
 }
 
+/* The beginning of a partition: where partitions added to a topic start. */
+static int64
+log_start(const char *topic, int32 partition)
+{
+	int64		low,
+				high;
+
+	eoi_kafka_watermarks(w.kafka, topic, partition, &low, &high, METADATA_TIMEOUT_MS);
+	return low;
+}
+
+/*
+ * A job's first positions follow its start_offset (earliest, latest, a
+ * timestamp, explicit offsets: a partition these do not name starts at its
+ * beginning), and they are decided once for the whole job, for the
+ * partitions of every worker: whichever worker comes first stores them all
+ * while holding the job's row, so that a sibling starting a moment later
+ * finds them instead of mistaking the job for an old one (and starting its
+ * partitions at their beginning, whatever start_offset said).
+ */
+static void
+position_new_job(const int *counts)
+{
+	ListCell   *lc;
+
+	begin_work("deciding the job's first positions");
+	eoi_offsets_lock_job(w.job);
+	if (eoi_offsets_any(w.job))
+	{
+		commit_work();
+		return;
+	}
+	foreach(lc, w.job->topics)
+	{
+		const char *topic = lfirst(lc);
+		int			count = counts[foreach_current_index(lc)];
+		int			known;
+		int64	   *offsets = eoi_positions_for(w.kafka, w.job, topic, w.job->start_offset, &known);
+
+		for (int32 p = 0; p < count; p++)
+		{
+			EoiPosition pos = {topic, p, 0};
+
+			if (!job_owns(p))
+				continue;
+			pos.offset = (p < known && offsets[p] >= 0) ? offsets[p] : log_start(topic, p);
+			eoi_offsets_insert(w.job, &pos);
+		}
+	}
+	commit_work();
+}
+
 /*
  * Make sure every partition this worker owns has a stored position, read
  * them all, and assign them to the consumer there.  Returns false while a
@@ -266,7 +289,6 @@ assign_partitions(void)
 	int			ntopics = list_length(w.job->topics);
 	int		   *counts = palloc0(sizeof(int) * ntopics);
 	int			total = 0;
-	bool		job_has_positions;
 	ListCell   *lc;
 
 	/* Start over: nothing prefetched survives, errors can be read. */
@@ -289,9 +311,7 @@ assign_partitions(void)
 		total += count;
 	}
 
-	begin_work("reading stored offsets");
-	job_has_positions = eoi_offsets_any(w.job);
-	commit_work();
+	position_new_job(counts);
 
 	old = MemoryContextSwitchTo(TopMemoryContext);
 	if (w.owned)
@@ -334,7 +354,8 @@ assign_partitions(void)
 				pos->offset = stored[i].offset;
 				continue;
 			}
-			pos->offset = initial_offset(topic, p, job_has_positions);
+			/* a partition added to the topic since the job began */
+			pos->offset = log_start(topic, p);
 			begin_work("storing a partition's starting offset");
 			eoi_offsets_insert(w.job, pos);
 			commit_work();
