@@ -63,6 +63,7 @@ typedef struct Worker
 	EoiJob	   *job;
 	int			index;
 	EoiWorkerSlot *slot;
+	uint64		generation;		/* of the slot, as the launcher gave it */
 	EoiKafka   *kafka;
 	MemoryContext batch_context;
 
@@ -118,6 +119,7 @@ slot_attach(int slotno, const EoiWorkerArgs *args)
 	slot->started_at = GetCurrentTimestamp();
 	LWLockRelease(eoi_shared->lock);
 	w.slot = slot;
+	w.generation = args->generation;
 	before_shmem_exit(slot_detach, (Datum) 0);
 }
 
@@ -149,6 +151,22 @@ slot_count_batch(int messages, uint64 rows, uint64 bytes, int dead)
 	w.slot->last_error[0] = '\0';
 	w.slot->last_error_at = 0;
 	LWLockRelease(eoi_shared->lock);
+}
+
+/*
+ * Is the slot still this worker's?  A launcher that took it for dead and
+ * gave it to a successor would otherwise leave two workers on the same
+ * partitions.
+ */
+static bool
+slot_still_mine(void)
+{
+	bool		mine;
+
+	LWLockAcquire(eoi_shared->lock, LW_SHARED);
+	mine = w.slot->in_use && w.slot->generation == w.generation && w.slot->pid == MyProcPid;
+	LWLockRelease(eoi_shared->lock);
+	return mine;
 }
 
 /* ---- transactions ---- */
@@ -975,6 +993,13 @@ maybe_recheck_job(void)
 	if (GetCurrentTimestamp() < w.next_recheck)
 		return;
 	w.next_recheck = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), RECHECK_INTERVAL_MS);
+	if (!slot_still_mine())
+	{
+		ereport(LOG,
+				(errmsg("eoingest job \"%s\" worker %d exits: its slot was given to another worker",
+						w.job->name, w.index)));
+		proc_exit(0);
+	}
 
 	begin_work("checking the job");
 	now = eoi_job_load(w.job->id, true);
