@@ -354,9 +354,114 @@ job_exists(const char *name)
 	return found;
 }
 
+/*
+ * A job's definition as create_job takes it and as alter_job makes it from
+ * the stored job and the changes: both check it with check_definition(),
+ * so that no definition can be stored that create_job would have refused.
+ */
+typedef struct JobDefinition
+{
+	const char *name;
+	Oid			owner;
+	const char *brokers;
+	const char *topic;
+	const char *target;			/* as given (or as stored), NULL with a transform */
+	const char *format_s;
+	const char *mode_s;
+	const char *transform;
+	const char *start_offset;
+	Jsonb	   *options;
+	const char *on_error_s;
+	List	   *key_columns;	/* NIL: the target's primary key */
+	const char *key_format_s;	/* NULL: the default for the key */
+	ArrayType  *partitions;
+	int			parallelism;
+	const char *search_path;	/* the transform's names resolve with it */
+	bool		running;		/* alter_job of a running job */
+
+	/* set by check_definition */
+	EoiFormat	format;
+	EoiMode		mode;
+	EoiFormat	key_format;
+	const char *qualified_target;
+} JobDefinition;
+
+static void check_can_start_mode(const char *name, EoiMode mode, int parallelism);
+
+/* Plan the transform with the search_path its job will run it with. */
+static void
+check_transform_with_path(const char *transform, const char *search_path)
+{
+	int			nest = NewGUCNestLevel();
+
+	(void) set_config_option("search_path", search_path, PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	check_transform(transform);
+	AtEOXact_GUC(true, nest);
+}
+
+/*
+ * Check a whole definition, as the job's owner will run it; fill in the
+ * parsed fields, the qualified target, the key columns and key format.
+ * The caller acts as the owner (create_job is called by it).
+ */
+static void
+check_definition(JobDefinition *def)
+{
+	check_job_name(def->name);
+	if (def->partitions != NULL)
+		check_partitions(def->partitions);
+	check_topic(def->topic);
+	def->format = eoi_parse_format(def->format_s);
+	def->mode = eoi_parse_mode(def->mode_s);
+	(void) eoi_parse_on_error(def->on_error_s);
+	def->key_format = def->key_format_s ? eoi_parse_format(def->key_format_s) : EOI_FORMAT_TEXT;
+	eoi_check_start_offset(def->start_offset);
+
+	if (def->target == NULL && def->transform == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("a job needs a target table or a transform"),
+				 errhint("Pass target => 'table', or transform => 'INSERT INTO ... SELECT ... FROM eoingest.batch()'.")));
+	if (def->target != NULL && def->transform != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("target and transform cannot both be given"),
+				 errhint("A transform writes where it likes; name the table inside it. To switch a job between the two, create a new job.")));
+	def->qualified_target = NULL;
+	if (def->target != NULL)
+		def->qualified_target = resolve_target(def->target, def->format);
+	else
+		check_transform_with_path(def->transform, def->search_path);
+
+	if (def->mode == EOI_MODE_UPSERT && def->target != NULL)
+	{
+		Relation	rel = eoi_open_target(def->qualified_target, AccessShareLock);
+
+		if (def->key_columns == NIL)
+			def->key_columns = eoi_primary_key_columns(rel);
+		table_close(rel, NoLock);
+		/* By default a one-column key is the message key's text, else like the value. */
+		if (def->key_format_s == NULL && list_length(def->key_columns) > 1)
+		{
+			def->key_format = (def->format == EOI_FORMAT_JSON) ? EOI_FORMAT_JSON : EOI_FORMAT_CSV;
+			def->key_format_s = def->key_format == EOI_FORMAT_JSON ? "json" : "csv";
+		}
+		def->key_columns = check_upsert(def->qualified_target, def->format, def->key_format,
+										def->key_columns);
+	}
+	if (def->key_format_s == NULL)
+		def->key_format_s = "text";
+	if (def->running)
+		check_can_start_mode(def->name, def->mode, def->parallelism);
+
+	eoi_kafka_check_options(def->brokers, def->options, def->owner);
+}
+
 Datum
 eoingest_create_job(PG_FUNCTION_ARGS)
 {
+	JobDefinition def = {0};
 	char	   *name = required_text(fcinfo, 0, "name");
 	char	   *brokers = required_text(fcinfo, 1, "brokers");
 	char	   *topic = required_text(fcinfo, 2, "topic");
@@ -375,62 +480,35 @@ eoingest_create_job(PG_FUNCTION_ARGS)
 	List	   *key_columns = PG_ARGISNULL(14) ? NIL : text_array_list(PG_GETARG_ARRAYTYPE_P(14));
 	char	   *key_format_s = optional_text(fcinfo, 15);
 	int			offset_commit_interval_ms = int_in_range(fcinfo, 16, "offset_commit_interval_ms", 10, MAX_BATCH_TIMEOUT_MS);
-	EoiFormat	key_format;
 	int			max_message_bytes = int_in_range(fcinfo, 17, "max_message_bytes", 1, MaxAllocSize - VARHDRSZ);
 	bool		commit_to_kafka = PG_NARGS() > 18 && !PG_ARGISNULL(18) && PG_GETARG_BOOL(18);
 	ArrayType  *partitions = (PG_NARGS() > 19 && !PG_ARGISNULL(19)) ? PG_GETARG_ARRAYTYPE_P(19) : NULL;
-	EoiFormat	format;
-	EoiMode		mode;
-	char	   *qualified_target = NULL;
+	char	   *qualified_target;
 	EoiSavedUser saved;
 	/* The transform's names resolve as they do for the caller now. */
 	const char *search_path = pstrdup(GetConfigOption("search_path", false, false));
 
 	check_database();
-	check_job_name(name);
-	if (partitions != NULL)
-		check_partitions(partitions);
-	check_topic(topic);
-	format = eoi_parse_format(format_s);
-	mode = eoi_parse_mode(mode_s);
-	(void) eoi_parse_on_error(on_error_s);
-
-	key_format = key_format_s ? eoi_parse_format(key_format_s) : EOI_FORMAT_TEXT;
-	eoi_check_start_offset(start_offset);
-
-	if (target == NULL && transform == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("a job needs a target table or a transform"),
-				 errhint("Pass target => 'table', or transform => 'INSERT INTO ... SELECT ... FROM eoingest.batch()'.")));
-	if (target != NULL && transform != NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("target and transform cannot both be given"),
-				 errhint("A transform writes where it likes; name the table inside it.")));
-	if (target != NULL)
-		qualified_target = resolve_target(target, format);
-	else
-		check_transform(transform);
-	if (mode == EOI_MODE_UPSERT && target != NULL)
-	{
-		Relation	rel = eoi_open_target(qualified_target, AccessShareLock);
-
-		if (key_columns == NIL)
-			key_columns = eoi_primary_key_columns(rel);
-		table_close(rel, NoLock);
-		/* By default a one-column key is the message key's text, else like the value. */
-		if (key_format_s == NULL && list_length(key_columns) > 1)
-		{
-			key_format = (format == EOI_FORMAT_JSON) ? EOI_FORMAT_JSON : EOI_FORMAT_CSV;
-			key_format_s = key_format == EOI_FORMAT_JSON ? "json" : "csv";
-		}
-		key_columns = check_upsert(qualified_target, format, key_format, key_columns);
-	}
-	if (key_format_s == NULL)
-		key_format_s = "text";
-
-	eoi_kafka_check_options(brokers, options, GetUserId());
+	def.name = name;
+	def.owner = GetUserId();
+	def.brokers = brokers;
+	def.topic = topic;
+	def.target = target;
+	def.format_s = format_s;
+	def.mode_s = mode_s;
+	def.transform = transform;
+	def.start_offset = start_offset;
+	def.options = options;
+	def.on_error_s = on_error_s;
+	def.key_columns = key_columns;
+	def.key_format_s = key_format_s;
+	def.partitions = partitions;
+	def.parallelism = parallelism;
+	def.search_path = search_path ? search_path : "";
+	check_definition(&def);
+	qualified_target = (char *) def.qualified_target;
+	key_columns = def.key_columns;
+	key_format_s = (char *) def.key_format_s;
 
 	eoi_become_extension_owner(&saved);
 	if (SPI_connect() != SPI_OK_CONNECT)
@@ -555,15 +633,21 @@ update_job(const char *sql, const char *name, const char *state)
  * to start it where the server cannot hold them.
  */
 static void
-check_can_start(const EoiJob *job)
+check_can_start_mode(const char *name, EoiMode mode, int parallelism)
 {
-	if (job->mode == EOI_MODE_TWO_PHASE && max_prepared_xacts < job->parallelism)
+	if (mode == EOI_MODE_TWO_PHASE && max_prepared_xacts < parallelism)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("two_phase job \"%s\" needs %d prepared transactions, but max_prepared_transactions is %d",
-						job->name, job->parallelism, max_prepared_xacts),
+						name, parallelism, max_prepared_xacts),
 				 errhint("Set max_prepared_transactions to at least %d (plus what other clients use) and restart the server.",
-						 job->parallelism)));
+						 parallelism)));
+}
+
+static void
+check_can_start(const EoiJob *job)
+{
+	check_can_start_mode(job->name, job->mode, job->parallelism);
 }
 
 /*
@@ -740,25 +824,65 @@ eoingest_worker_status(PG_FUNCTION_ARGS)
 
 PG_FUNCTION_INFO_V1(eoingest_alter_job);
 
+/* The stored definition of `job`, for alter_job to change. */
+static JobDefinition
+stored_definition(const EoiJob *job)
+{
+	JobDefinition def = {0};
+
+	def.name = job->name;
+	def.owner = job->owner;
+	def.brokers = job->brokers;
+	def.topic = job->topic;
+	def.target = job->target;
+	def.format_s = eoi_format_name(job->format);
+	def.mode_s = eoi_mode_name(job->mode);
+	def.transform = job->transform;
+	def.start_offset = job->start_offset;
+	def.options = job->options;
+	def.on_error_s = eoi_on_error_name(job->on_error);
+	def.key_columns = job->key_columns;
+	def.key_format_s = eoi_format_name(job->key_format);
+	if (job->partitions != NIL)
+	{
+		Datum	   *elems = palloc(sizeof(Datum) * list_length(job->partitions));
+		ListCell   *lc;
+
+		foreach(lc, job->partitions)
+			elems[foreach_current_index(lc)] = Int32GetDatum(lfirst_int(lc));
+		def.partitions = construct_array(elems, list_length(job->partitions), INT4OID, 4, true, TYPALIGN_INT);
+	}
+	def.parallelism = job->parallelism;
+	def.search_path = job->search_path;
+	def.running = strcmp(job->state, "running") == 0;
+	return def;
+}
+
 /*
  * eoingest.alter_job(name, batch_size, batch_timeout_ms, options,
  * transform, on_error, target, mode): change what is given (NULL keeps
- * it).  Everything is checked as create_job checks it.  A running job's
- * workers are restarted by the launcher with the new settings within a
- * second (an open batch rolls back and is read again).  The target and the
- * mode of a job that has committed offsets cannot change: the offsets
- * account for rows in that table, written with that mode's guarantee.
+ * it).  The definition that results is checked exactly as create_job
+ * checks one, as the job's owner (check_definition), the transform with
+ * the job's search_path.  A running job's workers are restarted by the
+ * launcher with the new settings within a second (an open batch rolls
+ * back and is read again).  The target and the mode of a job that has
+ * committed offsets cannot change: the offsets account for rows in that
+ * table, written with that mode's guarantee.
  */
 Datum
 eoingest_alter_job(PG_FUNCTION_ARGS)
 {
 	char	   *name;
 	EoiJob	   *job;
+	JobDefinition def;
 	StringInfoData sql;
-	Datum		args[8];
-	Oid			types[8] = {TEXTOID, INT4OID, INT4OID, JSONBOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID};
-	char		nulls[8] = "        ";
+	Datum		args[10];
+	Oid			types[10] = {TEXTOID, INT4OID, INT4OID, JSONBOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
+	TEXTOID, TEXTARRAYOID};
+	char		nulls[10] = "          ";
 	EoiSavedUser saved;
+	Oid			caller;
+	int			sec_context;
 
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
@@ -768,52 +892,53 @@ eoingest_alter_job(PG_FUNCTION_ARGS)
 	job = eoi_job_load_by_name(name);
 	eoi_check_job_owner(name, job->owner);
 
-	args[0] = CStringGetTextDatum(name);
-	for (int i = 1; i < 8; i++)
-	{
-		nulls[i] = PG_ARGISNULL(i) ? 'n' : ' ';
-		args[i] = PG_ARGISNULL(i) ? (Datum) 0 : PG_GETARG_DATUM(i);
-	}
 	if (!PG_ARGISNULL(1))
 		(void) int_in_range(fcinfo, 1, "batch_size", 1, MAX_BATCH_SIZE);
 	if (!PG_ARGISNULL(2))
 		(void) int_in_range(fcinfo, 2, "batch_timeout_ms", 1, MAX_BATCH_TIMEOUT_MS);
+	if ((!PG_ARGISNULL(6) || !PG_ARGISNULL(7)) && eoi_offsets_any(job))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the target and mode of job \"%s\" cannot change: it has committed offsets", name),
+				 errdetail("The stored offsets account for rows written into %s in mode %s.",
+						   job->target ? job->target : "its transform's tables", eoi_mode_name(job->mode)),
+				 errhint("Create a new job (with start_offset, or reset_offsets, where it should begin), or drop this one.")));
+
+	def = stored_definition(job);
 	if (!PG_ARGISNULL(3))
-		eoi_kafka_check_options(job->brokers, PG_GETARG_JSONB_P(3), job->owner);
+		def.options = PG_GETARG_JSONB_P(3);
 	if (!PG_ARGISNULL(4))
-	{
-		if (job->target != NULL)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("job \"%s\" writes into a target, not through a transform", name),
-					 errhint("Create a new job with the transform.")));
-		check_transform(text_to_cstring(PG_GETARG_TEXT_PP(4)));
-	}
+		def.transform = text_to_cstring(PG_GETARG_TEXT_PP(4));
 	if (!PG_ARGISNULL(5))
-		(void) eoi_parse_on_error(text_to_cstring(PG_GETARG_TEXT_PP(5)));
-	if (!PG_ARGISNULL(6) || !PG_ARGISNULL(7))
+		def.on_error_s = text_to_cstring(PG_GETARG_TEXT_PP(5));
+	if (!PG_ARGISNULL(6))
+		def.target = text_to_cstring(PG_GETARG_TEXT_PP(6));
+	if (!PG_ARGISNULL(7))
 	{
-		{
-			/* offsets of this job exist: the target and mode are settled */
-			bool		has_offsets = eoi_offsets_any(job);
-
-			if (has_offsets)
-				ereport(ERROR,
-						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-						 errmsg("the target and mode of job \"%s\" cannot change: it has committed offsets", name),
-						 errdetail("The stored offsets account for rows written into %s in mode %s.",
-								   job->target ? job->target : "its transform's tables", eoi_mode_name(job->mode)),
-						 errhint("Create a new job (with start_offset, or reset_offsets, where it should begin), or drop this one.")));
-		}
-		if (!PG_ARGISNULL(7))
-			(void) eoi_parse_mode(text_to_cstring(PG_GETARG_TEXT_PP(7)));
-		if (!PG_ARGISNULL(6))
-		{
-			EoiFormat	format = job->format;
-
-			args[6] = CStringGetTextDatum(resolve_target(text_to_cstring(PG_GETARG_TEXT_PP(6)), format));
-		}
+		def.mode_s = text_to_cstring(PG_GETARG_TEXT_PP(7));
+		/* into upsert: the key's format follows the key, as at create_job */
+		if (strcmp(def.mode_s, "upsert") == 0 && job->mode != EOI_MODE_UPSERT)
+			def.key_format_s = NULL;
 	}
+
+	/* Checked as the owner's worker will run it (target privileges). */
+	GetUserIdAndSecContext(&caller, &sec_context);
+	SetUserIdAndSecContext(job->owner, sec_context | SECURITY_LOCAL_USERID_CHANGE);
+	check_definition(&def);
+	SetUserIdAndSecContext(caller, sec_context);
+
+	args[0] = CStringGetTextDatum(name);
+	for (int i = 1; i < 6; i++)
+	{
+		nulls[i] = PG_ARGISNULL(i) ? 'n' : ' ';
+		args[i] = PG_ARGISNULL(i) ? (Datum) 0 : PG_GETARG_DATUM(i);
+	}
+	nulls[6] = def.qualified_target ? ' ' : 'n';
+	args[6] = def.qualified_target ? CStringGetTextDatum(def.qualified_target) : (Datum) 0;
+	args[7] = CStringGetTextDatum(def.mode_s);
+	args[8] = CStringGetTextDatum(def.key_format_s);
+	nulls[9] = def.key_columns != NIL ? ' ' : 'n';
+	args[9] = def.key_columns != NIL ? list_text_array(def.key_columns) : (Datum) 0;
 
 	initStringInfo(&sql);
 	appendStringInfoString(&sql,
@@ -823,14 +948,16 @@ eoingest_alter_job(PG_FUNCTION_ARGS)
 						   " options = coalesce($4, options),"
 						   " transform = coalesce($5, transform),"
 						   " on_error = coalesce($6, on_error),"
-						   " target = coalesce($7, target),"
-						   " mode = coalesce($8, mode),"
+						   " target = $7,"
+						   " mode = $8,"
+						   " key_format = $9,"
+						   " key_columns = $10,"
 						   " config_version = config_version + 1"
 						   " WHERE name = $1");
 	eoi_become_extension_owner(&saved);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute_with_args(sql.data, 8, types, args, nulls, false, 0) != SPI_OK_UPDATE)
+	if (SPI_execute_with_args(sql.data, 10, types, args, nulls, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not update eoingest.jobs");
 	SPI_finish();
 	eoi_restore_user(&saved);

@@ -68,6 +68,18 @@ eoi_mode_name(EoiMode mode)
 	return mode_names[mode];
 }
 
+const char *
+eoi_format_name(EoiFormat format)
+{
+	return format_names[format];
+}
+
+const char *
+eoi_on_error_name(EoiOnError on_error)
+{
+	return on_error_names[on_error];
+}
+
 EoiFormat
 eoi_parse_format(const char *format)
 {

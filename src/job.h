@@ -17,6 +17,8 @@ extern EoiMode eoi_parse_mode(const char *mode);
 extern EoiFormat eoi_parse_format(const char *format);
 extern EoiOnError eoi_parse_on_error(const char *on_error);
 extern const char *eoi_mode_name(EoiMode mode);
+extern const char *eoi_format_name(EoiFormat format);
+extern const char *eoi_on_error_name(EoiOnError on_error);
 
 
 
