@@ -338,9 +338,11 @@ assign_partitions(void)
 	if (w.consumed)
 		pfree(w.consumed);
 	w.consumed = palloc0(sizeof(int64) * Max(total, 1));
+	/* a copy: counts lives in the loop's memory, reset every iteration */
 	if (w.partition_counts)
 		pfree(w.partition_counts);
-	w.partition_counts = counts;
+	w.partition_counts = palloc(sizeof(int) * Max(ntopics, 1));
+	memcpy(w.partition_counts, counts, sizeof(int) * ntopics);
 	MemoryContextSwitchTo(old);
 	w.nowned = 0;
 
