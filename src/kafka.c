@@ -371,14 +371,21 @@ next_slice(TimestampTz deadline)
 }
 
 /*
- * After a slice: true to ask again, false once answered, past the deadline,
- * or interrupted.  The caller frees what it holds of librdkafka's, then
+ * After a slice: true to ask again, false once answered (or refused for a
+ * reason that waiting will not cure), past the deadline, or interrupted.  The caller frees what it holds of librdkafka's, then
  * calls CHECK_FOR_INTERRUPTS() before reporting a timeout.
  */
 static bool
 again_after_slice(rd_kafka_resp_err_t err, TimestampTz deadline)
 {
-	if (err != RD_KAFKA_RESP_ERR__TIMED_OUT || GetCurrentTimestamp() >= deadline)
+	/*
+	 * A slice that ends before any broker is up says "transport failure"
+	 * rather than "timed out" (librdkafka 2.0.2, a broker that accepts the
+	 * connection and has not answered yet): both mean "not yet".
+	 */
+	if (err != RD_KAFKA_RESP_ERR__TIMED_OUT && err != RD_KAFKA_RESP_ERR__TRANSPORT)
+		return false;
+	if (GetCurrentTimestamp() >= deadline)
 		return false;
 	return !(InterruptPending && INTERRUPTS_CAN_BE_PROCESSED());
 }
