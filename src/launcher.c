@@ -507,6 +507,7 @@ reconcile(void)
 
 	MemoryContextReset(tick_context);
 	MemoryContextSwitchTo(tick_context);
+	EOI_FAULT_POINT("launcher_tick");
 	jobs = read_jobs(&njobs);
 	reap_and_terminate(jobs, njobs);
 	prune_backoffs(jobs, njobs);

@@ -204,6 +204,8 @@ finish_prepared(const char *gid, bool commit)
 		SetCurrentStatementStartTimestamp();
 		StartTransactionCommand();
 		pgstat_report_activity(STATE_RUNNING, commit ? "COMMIT PREPARED" : "ROLLBACK PREPARED");
+		if (commit)
+			EOI_FAULT_POINT("commit_prepared");
 		FinishPreparedTransaction(gid, commit);
 		CommitTransactionCommand();
 		pgstat_report_activity(STATE_IDLE, NULL);

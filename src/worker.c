@@ -772,6 +772,7 @@ run_epoch(void)
 		char		gid[EOI_GID_LEN];
 
 		eoi_gid_format(gid, MyDatabaseId, w.job->id, epoch, w.index);
+		EOI_FAULT_POINT("before_prepare");
 		if (!eoi_tp_prepare_epoch(gid))
 			ereport(ERROR,
 					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
