@@ -550,19 +550,60 @@ update_job(const char *sql, const char *name, const char *state)
 }
 
 /*
- * A two_phase job holds up to one prepared transaction per worker; refuse
- * to start it where the server cannot hold them.
+ * How many prepared transactions the other running two_phase jobs may
+ * hold at once: one per worker.
+ */
+static int
+other_two_phase_workers(int32 job_id)
+{
+	EoiSavedUser saved;
+	Oid			types[1] = {INT4OID};
+	Datum		args[1] = {Int32GetDatum(job_id)};
+	bool		isnull;
+	int			n;
+
+	eoi_become_extension_owner(&saved);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute_with_args("SELECT coalesce(sum(parallelism), 0)::int4 FROM eoingest.jobs"
+							  " WHERE mode = 'two_phase' AND state = 'running' AND id <> $1",
+							  1, types, args, NULL, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "could not read eoingest.jobs");
+	n = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	SPI_finish();
+	eoi_restore_user(&saved);
+	return n;
+}
+
+/*
+ * A two_phase job holds up to one prepared transaction per worker, and so
+ * does every other running two_phase job: refuse to start it where the
+ * server cannot hold them all.  Jobs that cannot all prepare would keep
+ * each other's epochs from completing.
  */
 static void
 check_can_start(const EoiJob *job)
 {
-	if (job->mode == EOI_MODE_TWO_PHASE && max_prepared_xacts < job->parallelism)
+	int			others;
+
+	if (job->mode != EOI_MODE_TWO_PHASE)
+		return;
+	if (max_prepared_xacts < job->parallelism)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("two_phase job \"%s\" needs %d prepared transactions, but max_prepared_transactions is %d",
 						job->name, job->parallelism, max_prepared_xacts),
 				 errhint("Set max_prepared_transactions to at least %d (plus what other clients use) and restart the server.",
 						 job->parallelism)));
+	others = other_two_phase_workers(job->id);
+	if (max_prepared_xacts < job->parallelism + others)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("two_phase job \"%s\" needs %d prepared transactions and the running two_phase jobs need %d more, but max_prepared_transactions is %d",
+						job->name, job->parallelism, others, max_prepared_xacts),
+				 errdetail("Each worker of a two_phase job holds a prepared transaction at the end of every checkpoint epoch."),
+				 errhint("Set max_prepared_transactions to at least %d (plus what other clients use) and restart the server, or stop another two_phase job first.",
+						 job->parallelism + others)));
 }
 
 /*
