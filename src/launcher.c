@@ -495,8 +495,7 @@ coordinate_two_phase(LauncherJob *jobs, int njobs)
 		tp[ntp].running = jobs[i].running;
 		ntp++;
 	}
-	eoi_tp_resolve_orphans(tp, ntp);
-	eoi_tp_coordinate(tp, ntp);
+	eoi_tp_coordinate(tp, ntp, false);
 }
 
 static void

@@ -54,6 +54,7 @@
 #define RETRY_DELAY_MIN_MS		100
 #define RETRY_DELAY_MAX_MS		30000
 #define LAG_REFRESH_MS			5000
+#define DECISION_WAIT_MS		60000
 
 typedef struct Worker
 {
@@ -73,6 +74,7 @@ typedef struct Worker
 	TimestampTz next_discovery;
 	int			failures;		/* consecutive failed attempts */
 	uint64		epoch_done;		/* two_phase: last epoch prepared or skipped */
+	uint64		epoch_open;		/* two_phase: epoch begun, not yet prepared */
 	TimestampTz next_lag_refresh;
 	bool		busy;			/* the last poll returned messages */
 } Worker;
@@ -638,24 +640,34 @@ write_batch(EoiBatch *batch)
 
 /* ---- two_phase epochs ---- */
 
+/*
+ * Was the epoch rolled back?  The coordinator rolls an epoch back by
+ * handing out the next one: an epoch that current_epoch passed without
+ * committing it will never be committed.
+ */
 static bool
 epoch_aborted(uint64 epoch)
 {
 	bool		aborted;
 
 	LWLockAcquire(eoi_shared->lock, LW_SHARED);
-	aborted = (w.slot->aborted_epoch == epoch);
+	aborted = (w.slot->committed_epoch < epoch && w.slot->current_epoch > epoch);
 	LWLockRelease(eoi_shared->lock);
 	return aborted;
 }
 
 /*
  * Wait for the coordinator's verdict on the epoch we prepared: true once it
- * is committed, false if it was rolled back.
+ * is committed, false if it was rolled back.  Bounded: without a verdict
+ * (no coordinator), give up with an error that job_status shows; the retry
+ * then waits for the coordinator to resolve what we prepared.
  */
 static bool
 wait_for_decision(uint64 epoch)
 {
+	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+													   DECISION_WAIT_MS + w.job->checkpoint_interval_ms);
+
 	pgstat_report_activity(STATE_IDLE, "waiting for the checkpoint decision");
 	for (;;)
 	{
@@ -668,6 +680,13 @@ wait_for_decision(uint64 epoch)
 			return true;
 		if (epoch_aborted(epoch))
 			return false;
+		if (GetCurrentTimestamp() >= deadline)
+			ereport(ERROR,
+					(errcode(ERRCODE_TRANSACTION_RESOLUTION_UNKNOWN),
+					 errmsg("no decision on checkpoint epoch " UINT64_FORMAT " after %d s",
+							epoch, (DECISION_WAIT_MS + w.job->checkpoint_interval_ms) / 1000),
+					 errdetail("The eoingest launcher decides two_phase epochs; the worker waits for it to resolve what it prepared."),
+					 errhint("Check that the eoingest launcher runs (pg_stat_activity, backend_type \"eoingest launcher\") and what the server log says about it.")));
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 1000L, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
@@ -683,6 +702,7 @@ report_prepared(uint64 epoch, bool empty)
 	w.slot->prepared_empty = empty;
 	LWLockRelease(eoi_shared->lock);
 	w.epoch_done = epoch;
+	w.epoch_open = 0;
 	eoi_wake_launcher();
 }
 
@@ -719,6 +739,7 @@ run_epoch(void)
 	slot_set_state(EOI_WORKER_RUNNING, NULL);
 	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), w.job->checkpoint_interval_ms);
 	eoi_tp_begin_epoch();
+	w.epoch_open = epoch;
 	while (GetCurrentTimestamp() < deadline)
 	{
 		long		remaining = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
@@ -757,7 +778,7 @@ run_epoch(void)
 			ereport(ERROR,
 					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 					 errmsg("checkpoint epoch " UINT64_FORMAT " was rolled back by the coordinator", epoch),
-					 errdetail("Another worker of the job ended during the epoch.")));
+					 errdetail("Another worker of the job ended or failed during the epoch, or the coordinator restarted.")));
 
 		/*
 		 * Caught up (a poll of batch_timeout_ms brought nothing): end the
@@ -818,7 +839,9 @@ error_is_transient(int sqlerrcode)
 		default:
 			break;
 	}
-	return sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE;
+	/* default_transaction_read_only turned on: wait until it is off */
+	return sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE ||
+		sqlerrcode == ERRCODE_READ_ONLY_SQL_TRANSACTION;
 }
 
 /* Stop the job for good: state 'failed', the error kept for job_status. */
@@ -844,6 +867,25 @@ fail_job(const char *message)
 }
 
 /*
+ * two_phase: this worker cannot finish the epoch it began (it failed to
+ * write or to PREPARE it, for instance because max_prepared_transactions
+ * is reached).  Tell the coordinator, which rolls the epoch back for the
+ * whole job: the siblings must not hold their prepared transactions while
+ * this worker backs off, nor keep the slots it would need.
+ */
+static void
+epoch_failed(const char *message)
+{
+	LWLockAcquire(eoi_shared->lock, LW_EXCLUSIVE);
+	w.slot->failed_epoch = w.epoch_open;
+	strlcpy(w.slot->last_error, message, EOI_ERROR_LEN);
+	w.slot->last_error_at = GetCurrentTimestamp();
+	LWLockRelease(eoi_shared->lock);
+	w.epoch_open = 0;
+	eoi_wake_launcher();
+}
+
+/*
  * After an error: roll back, and either stop the job or wait and retry
  * from the stored offsets.
  */
@@ -861,6 +903,8 @@ handle_failure(MemoryContext error_context)
 	eoi_current_batch = NULL;
 	pgstat_report_activity(STATE_IDLE, NULL);
 	message = eoi_describe_error(edata);
+	if (w.epoch_open != 0)
+		epoch_failed(message);
 
 	if (!error_is_transient(edata->sqlerrcode))
 	{
@@ -930,6 +974,17 @@ one_iteration(void)
 		ConfigReloadPending = false;
 		ProcessConfigFile(PGC_SIGHUP);
 		apply_lock_timeout();
+	}
+
+	/* Writes are refused: say so in job_status and wait, holding nothing. */
+	if (DefaultXactReadOnly)
+	{
+		slot_set_state(EOI_WORKER_WAITING,
+					   "the database is read-only (default_transaction_read_only is on); the job resumes when it is turned off");
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 1000L, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		return;
 	}
 
 	if (!w.assigned && w.job->mode == EOI_MODE_TWO_PHASE)
