@@ -9,7 +9,7 @@ set -euo pipefail
 . "$(dirname "$0")/../lib/tap.sh"
 . "$(dirname "$0")/../lib/faults.sh"
 
-plan 43
+plan 45
 
 # No statement of the test may hang it: a stranded prepared transaction
 # would otherwise block drop_job forever.
@@ -187,6 +187,18 @@ check "slots: its sibling's prepared transaction ($held) is rolled back" wait_un
   "SELECT count(*) = 0 FROM pg_prepared_xacts WHERE gid = '$held'"
 sql "ROLLBACK PREPARED 'eoi_test_hold'" >/dev/null
 check_exact "$job" "$topic" 24000
+
+# An idle job does not rewrite eoingest.watermarks every 5 s, only on change
+# (and to confirm it every 50 s): no new row version for 12 s.
+check "idle: the log end is recorded" wait_until 30 \
+  "SELECT bool_and(high_watermark = next_offset) FROM eoingest.lag WHERE job = '$job'"
+xmins=$(sql "SELECT string_agg(xmin::text, ',' ORDER BY \"partition\") FROM eoingest.watermarks WHERE job = '$job'")
+if wait_until 12 "SELECT string_agg(xmin::text, ',' ORDER BY \"partition\") <> '$xmins'
+                    FROM eoingest.watermarks WHERE job = '$job'" >/dev/null 2>&1; then
+  ok 1 "idle: eoingest.watermarks is not rewritten while nothing changes"
+else
+  ok 0 "idle: eoingest.watermarks is not rewritten while nothing changes"
+fi
 finish "$job"
 
 # 8. DROP EXTENSION while an epoch is prepared neither hangs nor leaves a GID.
