@@ -54,6 +54,7 @@
 #define RETRY_DELAY_MIN_MS		100
 #define RETRY_DELAY_MAX_MS		30000
 #define LAG_REFRESH_MS			5000
+#define LAG_CONFIRM_MS			50000
 #define DECISION_WAIT_MS		60000
 
 typedef struct Worker
@@ -76,6 +77,8 @@ typedef struct Worker
 	uint64		epoch_done;		/* two_phase: last epoch prepared or skipped */
 	uint64		epoch_open;		/* two_phase: epoch begun, not yet prepared */
 	TimestampTz next_lag_refresh;
+	TimestampTz next_lag_confirm;
+	int64	   *noted;			/* low, high, lso last written, per owned partition */
 	bool		busy;			/* the last poll returned messages */
 } Worker;
 
@@ -350,6 +353,9 @@ assign_partitions(void)
 
 	for (int i = 0; i < w.nowned; i++)
 		w.consumed[i] = w.owned[i].offset;
+	if (w.noted)
+		pfree(w.noted);
+	w.noted = NULL;				/* write every partition's log end anew */
 	eoi_kafka_assign(w.kafka, w.owned, w.nowned);
 	w.assigned = true;
 	return true;
@@ -382,31 +388,47 @@ maybe_discover_partitions(void)
 
 /*
  * Every few seconds, record the log end librdkafka last saw for each owned
- * partition, so that eoingest.lag answers without asking the broker.
+ * partition, so that eoingest.lag answers without asking the broker.  Only
+ * what changed is written, and the rest every LAG_CONFIRM_MS, so that an
+ * idle job does not update its rows every few seconds while measured_at
+ * still says (within a minute) that the worker is polling.
  */
 static void
 maybe_refresh_lag(void)
 {
 	bool		any = false;
+	bool		confirm;
+	TimestampTz now = GetCurrentTimestamp();
 
-	if (GetCurrentTimestamp() < w.next_lag_refresh)
+	if (now < w.next_lag_refresh)
 		return;
-	w.next_lag_refresh = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), LAG_REFRESH_MS);
+	w.next_lag_refresh = TimestampTzPlusMilliseconds(now, LAG_REFRESH_MS);
+	confirm = (w.noted == NULL || now >= w.next_lag_confirm);
+	if (confirm)
+		w.next_lag_confirm = TimestampTzPlusMilliseconds(now, LAG_CONFIRM_MS);
+	if (w.noted == NULL)
+		w.noted = MemoryContextAllocZero(TopMemoryContext, sizeof(int64) * 3 * Max(w.nowned, 1));
 	for (int i = 0; i < w.nowned; i++)
 	{
 		int64		low,
 					high,
 					lso = -1;
+		int64	   *noted = &w.noted[i * 3];
 
 		if (!eoi_kafka_cached_watermarks(w.kafka, w.owned[i].topic, w.owned[i].partition,
 										 &low, &high))
 			continue;
+		if (!eoi_kafka_last_stable_offset(w.kafka, w.owned[i].topic, w.owned[i].partition, &lso))
+			lso = -1;
+		if (!confirm && noted[0] == low && noted[1] == high && noted[2] == lso)
+			continue;
 		if (!any)
 			begin_work("recording the log end");
 		any = true;
-		if (!eoi_kafka_last_stable_offset(w.kafka, w.owned[i].topic, w.owned[i].partition, &lso))
-			lso = -1;
 		eoi_offsets_note_watermarks(w.job, &w.owned[i], low, high, lso);
+		noted[0] = low;
+		noted[1] = high;
+		noted[2] = lso;
 	}
 	if (any)
 		commit_work();
