@@ -9,7 +9,7 @@ set -euo pipefail
 . "$(dirname "$0")/../lib/tap.sh"
 . "$(dirname "$0")/../lib/faults.sh"
 
-plan 45
+plan 47
 
 # No statement of the test may hang it: a stranded prepared transaction
 # would otherwise block drop_job forever.
@@ -119,6 +119,22 @@ check "$job: COMMIT PREPARED failed" wait_fault commit_prepared "$before" 30
 clear_fault
 check_exact "$job" "$topic" 8000
 finish "$job"
+
+# 3b. on_error = dead_letter writes each batch in a subtransaction: an epoch
+#     of many small batches must not overflow the subtransaction cache (64).
+topic=tp_subxact_$$
+eoi-kafka create-topic "$topic" 1 >/dev/null
+eoi-kafka produce-seq "$topic" --count 3000 --format csv >/dev/null
+overflows=$(log_count "overflowed the subtransaction cache")
+sql "CREATE TABLE tp_subxact (part int, off bigint, value text);
+     SELECT eoingest.create_job(name => 'tp_subxact', brokers => '$KAFKA_BROKERS', topic => '$topic', mode => 'two_phase',
+            on_error => 'dead_letter', batch_size => 10, batch_timeout_ms => 100, checkpoint_interval_ms => 5000,
+            transform => 'INSERT INTO tp_subxact SELECT \"partition\", \"offset\", value FROM eoingest.batch()');
+     SELECT eoingest.start_job('tp_subxact')" >/dev/null
+check "subxact: all 3000 messages arrive" wait_until 60 "SELECT count(*) = 3000 FROM tp_subxact"
+is "$(($(log_count "overflowed the subtransaction cache") - overflows))" 0 \
+  "subxact: no epoch overflowed the subtransaction cache"
+finish tp_subxact
 
 # 4. Errors in the launcher's loop: logged once, the launcher stays (same
 #    process, same coordinator state) and goes on once they stop.
