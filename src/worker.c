@@ -32,6 +32,7 @@
 #include "postmaster/interrupt.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
+#include "storage/proc.h"
 #include "tcop/tcopprot.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
@@ -56,6 +57,15 @@
 #define LAG_REFRESH_MS			5000
 #define LAG_CONFIRM_MS			50000
 #define DECISION_WAIT_MS		60000
+
+/*
+ * With on_error = dead_letter every batch is written in a subtransaction;
+ * PostgreSQL caches 64 of a transaction's subtransaction ids
+ * (PGPROC_MAX_CACHED_SUBXIDS), and once a transaction has more, every other
+ * session's snapshot must look them up in pg_subtrans.  A two_phase epoch
+ * (one transaction) ends before that many batches.
+ */
+#define EPOCH_MAX_SUBXACT_BATCHES	48
 
 typedef struct Worker
 {
@@ -728,6 +738,22 @@ report_prepared(uint64 epoch, bool empty)
 	eoi_wake_launcher();
 }
 
+/* Say (once per worker) when an epoch overflowed the subtransaction cache. */
+static void
+note_subxact_overflow(uint64 epoch)
+{
+	static bool said = false;
+
+	if (said || !MyProc->subxidStatus.overflowed)
+		return;
+	said = true;
+	ereport(LOG,
+			(errmsg("eoingest job \"%s\": checkpoint epoch " UINT64_FORMAT " overflowed the subtransaction cache",
+					w.job->name, epoch),
+			 errdetail("The epoch holds more than %d subtransactions; other sessions' snapshots look them up in pg_subtrans until it ends.",
+					   PGPROC_MAX_CACHED_SUBXIDS)));
+}
+
 /*
  * Write one checkpoint epoch: batches for checkpoint_interval_ms, or until
  * the worker has caught up, in one transaction block; then PREPARE it (the
@@ -744,6 +770,7 @@ run_epoch(void)
 	uint64		bytes = 0;
 	int			dead = 0;
 	int			batch_dead;
+	int			batches = 0;
 
 	LWLockAcquire(eoi_shared->lock, LW_SHARED);
 	epoch = w.slot->current_epoch;
@@ -808,6 +835,8 @@ run_epoch(void)
 		 */
 		if (polled == 0 && nmessages > 0)
 			break;
+		if (w.job->on_error == EOI_ON_ERROR_DEAD_LETTER && ++batches >= EPOCH_MAX_SUBXACT_BATCHES)
+			break;
 	}
 
 	if (nmessages > 0)
@@ -815,6 +844,7 @@ run_epoch(void)
 		char		gid[EOI_GID_LEN];
 
 		eoi_gid_format(gid, MyDatabaseId, w.job->id, epoch, w.index);
+		note_subxact_overflow(epoch);
 		EOI_FAULT_POINT("before_prepare");
 		if (!eoi_tp_prepare_epoch(gid))
 			ereport(ERROR,
