@@ -9,7 +9,7 @@ set -euo pipefail
 . "$(dirname "$0")/../lib/tap.sh"
 . "$(dirname "$0")/../lib/faults.sh"
 
-plan 47
+plan 48
 
 # No statement of the test may hang it: a stranded prepared transaction
 # would otherwise block drop_job forever.
@@ -204,8 +204,12 @@ check "slots: its sibling's prepared transaction ($held) is rolled back" wait_un
 sql "ROLLBACK PREPARED 'eoi_test_hold'" >/dev/null
 check_exact "$job" "$topic" 24000
 
-# An idle job does not rewrite eoingest.watermarks every 5 s, only on change
-# (and to confirm it every 50 s): no new row version for 12 s.
+finish "$job"
+
+# 7b. An idle job does not rewrite eoingest.watermarks every 5 s, only on
+#     change (and to confirm it every 50 s): no new row version for 12 s.
+#     A fresh job, so that no reassignment (which writes anew) follows.
+new_case tp_idle
 check "idle: the log end is recorded" wait_until 30 \
   "SELECT bool_and(high_watermark = next_offset) FROM eoingest.lag WHERE job = '$job'"
 xmins=$(sql "SELECT string_agg(xmin::text, ',' ORDER BY \"partition\") FROM eoingest.watermarks WHERE job = '$job'")
