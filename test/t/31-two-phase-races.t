@@ -211,7 +211,8 @@ finish "$job"
 #     A fresh job, so that no reassignment (which writes anew) follows.
 new_case tp_idle
 check "idle: the log end is recorded" wait_until 30 \
-  "SELECT bool_and(high_watermark = next_offset) FROM eoingest.lag WHERE job = '$job'"
+  "SELECT bool_and(high_watermark = next_offset AND last_stable_offset = high_watermark)
+     FROM eoingest.lag WHERE job = '$job'"
 xmins=$(sql "SELECT string_agg(xmin::text, ',' ORDER BY \"partition\") FROM eoingest.watermarks WHERE job = '$job'")
 if wait_until 12 "SELECT string_agg(xmin::text, ',' ORDER BY \"partition\") <> '$xmins'
                     FROM eoingest.watermarks WHERE job = '$job'" >/dev/null 2>&1; then
