@@ -195,7 +195,12 @@ done
 eoi-kafka produce-seq "$topic" --count 20000 --start 4000 --format csv >/dev/null
 check "slots: one worker prepared" wait_until 30 \
   "SELECT count(*) = 1 FROM pg_prepared_xacts WHERE gid LIKE 'eoingest:%'"
-held=$(sql "SELECT gid FROM pg_prepared_xacts WHERE gid LIKE 'eoingest:%'")
+held=
+hold_deadline=$((SECONDS + 30))
+while [ -z "$held" ] && [ $SECONDS -lt $hold_deadline ]; do
+  held=$(sql "SELECT min(gid) FROM pg_prepared_xacts WHERE gid LIKE 'eoingest:%'")
+  [ -n "$held" ] || sleep 0.1
+done
 check "slots: job_status shows the worker that cannot prepare" wait_until 30 \
   "SELECT count(*) >= 1 FROM eoingest.job_status WHERE name = '$job'
       AND last_error LIKE '%maximum number of prepared transactions reached%'"
