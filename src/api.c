@@ -361,6 +361,7 @@ job_exists(const char *name)
  */
 typedef struct JobDefinition
 {
+	int32		id;				/* alter_job: the job's; create_job: 0 */
 	const char *name;
 	Oid			owner;
 	const char *brokers;
@@ -386,7 +387,7 @@ typedef struct JobDefinition
 	const char *qualified_target;
 } JobDefinition;
 
-static void check_can_start_mode(const char *name, EoiMode mode, int parallelism);
+static void check_can_start_mode(int32 job_id, const char *name, EoiMode mode, int parallelism);
 
 /* Plan the transform with the search_path its job will run it with. */
 static void
@@ -453,7 +454,7 @@ check_definition(JobDefinition *def)
 	if (def->key_format_s == NULL)
 		def->key_format_s = "text";
 	if (def->running)
-		check_can_start_mode(def->name, def->mode, def->parallelism);
+		check_can_start_mode(def->id, def->name, def->mode, def->parallelism);
 
 	eoi_kafka_check_options(def->brokers, def->options, def->owner);
 }
@@ -629,25 +630,66 @@ update_job(const char *sql, const char *name, const char *state)
 }
 
 /*
- * A two_phase job holds up to one prepared transaction per worker; refuse
- * to start it where the server cannot hold them.
+ * How many prepared transactions the other running two_phase jobs may
+ * hold at once: one per worker.
+ */
+static int
+other_two_phase_workers(int32 job_id)
+{
+	EoiSavedUser saved;
+	Oid			types[1] = {INT4OID};
+	Datum		args[1] = {Int32GetDatum(job_id)};
+	bool		isnull;
+	int			n;
+
+	eoi_become_extension_owner(&saved);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute_with_args("SELECT coalesce(sum(parallelism), 0)::int4 FROM eoingest.jobs"
+							  " WHERE mode = 'two_phase' AND state = 'running' AND id <> $1",
+							  1, types, args, NULL, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "could not read eoingest.jobs");
+	n = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	SPI_finish();
+	eoi_restore_user(&saved);
+	return n;
+}
+
+/*
+ * A two_phase job holds up to one prepared transaction per worker, and so
+ * does every other running two_phase job: refuse to start it where the
+ * server cannot hold them all.  Jobs that cannot all prepare would keep
+ * each other's epochs from completing.
  */
 static void
-check_can_start_mode(const char *name, EoiMode mode, int parallelism)
+check_can_start_mode(int32 job_id, const char *name, EoiMode mode, int parallelism)
 {
-	if (mode == EOI_MODE_TWO_PHASE && max_prepared_xacts < parallelism)
+	int			others;
+
+	if (mode != EOI_MODE_TWO_PHASE)
+		return;
+	if (max_prepared_xacts < parallelism)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("two_phase job \"%s\" needs %d prepared transactions, but max_prepared_transactions is %d",
 						name, parallelism, max_prepared_xacts),
 				 errhint("Set max_prepared_transactions to at least %d (plus what other clients use) and restart the server.",
 						 parallelism)));
+	others = other_two_phase_workers(job_id);
+	if (max_prepared_xacts < parallelism + others)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("two_phase job \"%s\" needs %d prepared transactions and the running two_phase jobs need %d more, but max_prepared_transactions is %d",
+						name, parallelism, others, max_prepared_xacts),
+				 errdetail("Each worker of a two_phase job holds a prepared transaction at the end of every checkpoint epoch."),
+				 errhint("Set max_prepared_transactions to at least %d (plus what other clients use) and restart the server, or stop another two_phase job first.",
+						 parallelism + others)));
 }
 
 static void
 check_can_start(const EoiJob *job)
 {
-	check_can_start_mode(job->name, job->mode, job->parallelism);
+	check_can_start_mode(job->id, job->name, job->mode, job->parallelism);
 }
 
 /*
@@ -830,6 +872,7 @@ stored_definition(const EoiJob *job)
 {
 	JobDefinition def = {0};
 
+	def.id = job->id;
 	def.name = job->name;
 	def.owner = job->owner;
 	def.brokers = job->brokers;

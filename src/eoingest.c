@@ -15,7 +15,10 @@
 #include "postmaster/bgworker.h"
 #include "storage/ipc.h"
 #include "lib/stringinfo.h"
+#include "storage/latch.h"
 #include "utils/guc.h"
+#include "utils/timestamp.h"
+#include "utils/wait_event.h"
 
 #include "eoingest.h"
 #include "launcher.h"
@@ -29,6 +32,8 @@ void		_PG_init(void);
 char	   *eoingest_database = NULL;
 int			eoingest_max_workers = 32;
 char	   *eoingest_fault_point = NULL;
+int			eoingest_fault_action = EOI_FAULT_KILL;
+int			eoingest_fault_sleep_ms = 5000;
 int			eoingest_lock_timeout = 10000;
 
 #if PG_VERSION_NUM >= 150000
@@ -53,6 +58,13 @@ eoi_shmem_startup_hook(void)
 		prev_shmem_startup_hook();
 	eoi_shmem_startup();
 }
+
+static const struct config_enum_entry fault_action_options[] = {
+	{"kill", EOI_FAULT_KILL, false},
+	{"error", EOI_FAULT_ERROR, false},
+	{"sleep", EOI_FAULT_SLEEP, false},
+	{NULL, 0, false}
+};
 
 static void
 eoi_define_settings(void)
@@ -102,6 +114,25 @@ eoi_define_settings(void)
 							   0,
 							   NULL, NULL, NULL);
 
+	DefineCustomEnumVariable("eoingest.fault_action",
+							 "For tests: what a process does at eoingest.fault_point.",
+							 "kill (SIGKILL itself), error (raise an error) or sleep (for eoingest.fault_sleep_ms).",
+							 &eoingest_fault_action,
+							 EOI_FAULT_KILL,
+							 fault_action_options,
+							 PGC_SUSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomIntVariable("eoingest.fault_sleep_ms",
+							"For tests: how long fault_action sleep waits at the fault point.",
+							NULL,
+							&eoingest_fault_sleep_ms,
+							5000, 0, 600000,
+							PGC_SUSET,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
 #if PG_VERSION_NUM >= 150000
 	MarkGUCPrefixReserved("eoingest");
 #else
@@ -148,11 +179,44 @@ _PG_init(void)
 	eoi_register_launcher();
 }
 
+/* Sleep at a fault point: interruptible, ends early on SIGTERM or postmaster death. */
+static void
+fault_sleep(const char *point)
+{
+	TimestampTz end = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), eoingest_fault_sleep_ms);
+
+	ereport(LOG,
+			(errmsg("eoingest: fault point \"%s\" reached, process %d sleeps for %d ms",
+					point, MyProcPid, eoingest_fault_sleep_ms)));
+	for (;;)
+	{
+		long		remaining = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), end);
+
+		if (remaining <= 0)
+			break;
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 Min(remaining, 1000L), PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+	ereport(LOG,
+			(errmsg("eoingest: fault point \"%s\" passed, process %d goes on", point, MyProcPid)));
+}
+
 void
 eoi_fault_fire(const char *point)
 {
 	if (strcmp(eoingest_fault_point, point) != 0)
 		return;
+	if (eoingest_fault_action == EOI_FAULT_SLEEP)
+	{
+		fault_sleep(point);
+		return;
+	}
+	if (eoingest_fault_action == EOI_FAULT_ERROR)
+		ereport(ERROR,
+				(errcode(ERRCODE_INTERNAL_ERROR),
+				 errmsg("eoingest: fault point \"%s\" reached, raising an error", point)));
 	ereport(LOG,
 			(errmsg("eoingest: fault point \"%s\" reached, killing process %d",
 					point, MyProcPid)));

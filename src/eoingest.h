@@ -21,6 +21,8 @@
 extern char *eoingest_database;
 extern int	eoingest_max_workers;
 extern char *eoingest_fault_point;
+extern int	eoingest_fault_action;
+extern int	eoingest_fault_sleep_ms;
 extern int	eoingest_lock_timeout;
 
 /* The ingestion modes: the rows of the seed article's consistency table. */
@@ -81,9 +83,18 @@ typedef struct EoiJob
 extern char *eoi_describe_error(ErrorData *edata);
 
 /*
- * Fault points for crash tests: when eoingest.fault_point names the point,
- * the process kills itself with SIGKILL right there.  Free when unset.
+ * Fault points for tests: when eoingest.fault_point names the point, the
+ * process reaching it does what eoingest.fault_action says: kills itself
+ * with SIGKILL (crash tests), raises an error, or sleeps for
+ * eoingest.fault_sleep_ms (to force an interleaving).  Free when unset.
  */
+typedef enum EoiFaultAction
+{
+	EOI_FAULT_KILL,
+	EOI_FAULT_ERROR,
+	EOI_FAULT_SLEEP
+} EoiFaultAction;
+
 extern void eoi_fault_fire(const char *point);
 
 #define EOI_FAULT_POINT(point) \

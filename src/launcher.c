@@ -11,6 +11,13 @@
  * BGW_NEVER_RESTART: after a crash-and-restart cycle of the server the
  * launcher, a static worker, brings them back from the job table.
  *
+ * An error in a tick does not end the launcher: exiting would forget the
+ * coordinator's state (and roll back every two_phase epoch in flight) only
+ * to hit the same error five seconds later.  It is logged once, the
+ * launcher backs off and tries again.  A read-only database
+ * (default_transaction_read_only) is said once too; the launcher then
+ * writes nothing, and the workers wait for writes to be allowed again.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -41,6 +48,7 @@
 #define LAUNCHER_NAPTIME_MS 1000
 #define RESTART_DELAY_MIN_MS 500
 #define RESTART_DELAY_MAX_MS 30000
+#define ERROR_BACKOFF_MAX_MS 30000
 
 /* A job as the launcher needs it. */
 typedef struct LauncherJob
@@ -67,6 +75,9 @@ static MemoryContext tick_context;
 static BackgroundWorkerHandle **handles;	/* by slot number */
 static List *backoffs;			/* of RestartBackoff, in launcher_context */
 static bool extension_present;	/* as of the last read_jobs() */
+static bool read_only;			/* default_transaction_read_only, this tick */
+static int	failed_ticks;		/* consecutive ticks that ended in an error */
+static char *last_tick_error;	/* its message, in launcher_context */
 
 static void
 launcher_detach(int code, Datum arg)
@@ -187,7 +198,8 @@ read_jobs(int *njobs)
 
 		if (SPI_connect() != SPI_OK_CONNECT)
 			elog(ERROR, "SPI_connect failed");
-		fail_jobs_without_owner();
+		if (!read_only)
+			fail_jobs_without_owner();
 		ret = SPI_execute("SELECT id, owner, parallelism, state = 'running',"
 						  "       mode = 'two_phase', config_version"
 						  "  FROM eoingest.jobs ORDER BY id", true, 0);
@@ -495,8 +507,29 @@ coordinate_two_phase(LauncherJob *jobs, int njobs)
 		tp[ntp].running = jobs[i].running;
 		ntp++;
 	}
-	eoi_tp_resolve_orphans(tp, ntp);
-	eoi_tp_coordinate(tp, ntp);
+	eoi_tp_coordinate(tp, ntp, read_only);
+}
+
+/*
+ * With default_transaction_read_only on, no write of the launcher's would
+ * pass: say so once, and let the tick skip its writes.
+ */
+static void
+check_read_only(void)
+{
+	bool		was = read_only;
+
+	read_only = DefaultXactReadOnly;
+	if (read_only && !was)
+		ereport(WARNING,
+				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+				 errmsg("eoingest jobs wait: the database is read-only"),
+				 errdetail("default_transaction_read_only is on in database \"%s\"; two_phase epochs are rolled back instead of decided.",
+						   eoingest_database),
+				 errhint("Turn default_transaction_read_only off; the jobs resume by themselves.")));
+	else if (was && !read_only)
+		ereport(LOG,
+				(errmsg("eoingest: the database is writable again, jobs resume")));
 }
 
 static void
@@ -505,14 +538,131 @@ reconcile(void)
 	LauncherJob *jobs;
 	int			njobs;
 
+	check_read_only();
 	MemoryContextReset(tick_context);
 	MemoryContextSwitchTo(tick_context);
+	EOI_FAULT_POINT("launcher_tick");
 	jobs = read_jobs(&njobs);
 	reap_and_terminate(jobs, njobs);
 	prune_backoffs(jobs, njobs);
 	launch_missing(jobs, njobs);
 	if (extension_present)
 		coordinate_two_phase(jobs, njobs);
+}
+
+/*
+ * A lock on eoingest's tables was not granted in time: let go of the
+ * two_phase epochs in flight, whose prepared transactions may be what the
+ * lock's holder waits for.  A failure here is left to the next tick.
+ */
+static void
+release_epochs(void)
+{
+	PG_TRY();
+	{
+		eoi_tp_release_epochs();
+	}
+	PG_CATCH();
+	{
+		EmitErrorReport();
+		FlushErrorState();
+		LWLockReleaseAll();
+		AbortOutOfAnyTransaction();
+	}
+	PG_END_TRY();
+}
+
+/*
+ * The launcher waits for a lock no longer than a worker does
+ * (eoingest.lock_timeout): a DROP EXTENSION waiting for a prepared epoch's
+ * locks must not also keep the coordinator, who would resolve it, waiting.
+ */
+static void
+apply_lock_timeout(void)
+{
+	char		value[32];
+
+	snprintf(value, sizeof(value), "%d", eoingest_lock_timeout);
+	SetConfigOption("lock_timeout", value, PGC_SUSET, PGC_S_OVERRIDE);
+}
+
+/*
+ * A tick failed: clean up as the end of a transaction would, and log the
+ * error unless it is the one the previous tick logged.  Returns how long to
+ * wait before the next tick: doubling, up to ERROR_BACKOFF_MAX_MS.
+ */
+static long
+tick_failed(void)
+{
+	ErrorData  *edata;
+	long		delay = LAUNCHER_NAPTIME_MS;
+
+	MemoryContextSwitchTo(launcher_context);
+	edata = CopyErrorData();
+
+	/* An error between transactions may hold the slots' lock. */
+	LWLockReleaseAll();
+	if (last_tick_error == NULL || strcmp(last_tick_error, edata->message) != 0)
+	{
+		EmitErrorReport();
+		ereport(LOG,
+				(errmsg("eoingest launcher goes on after the error above, and retries with a backoff of up to %d s",
+						ERROR_BACKOFF_MAX_MS / 1000)));
+		if (last_tick_error != NULL)
+			pfree(last_tick_error);
+		last_tick_error = pstrdup(edata->message);
+	}
+	FlushErrorState();
+	AbortOutOfAnyTransaction();
+	pgstat_report_activity(STATE_IDLE, NULL);
+	if (edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE)
+		release_epochs();
+	FreeErrorData(edata);
+
+	failed_ticks++;
+	for (int i = 1; i < failed_ticks && delay < ERROR_BACKOFF_MAX_MS; i++)
+		delay *= 2;
+	return Min(delay, ERROR_BACKOFF_MAX_MS);
+}
+
+static void
+tick_succeeded(void)
+{
+	if (failed_ticks > 0)
+		ereport(LOG,
+				(errmsg("eoingest launcher recovered after %d failed round(s)", failed_ticks)));
+	failed_ticks = 0;
+	if (last_tick_error != NULL)
+	{
+		pfree(last_tick_error);
+		last_tick_error = NULL;
+	}
+}
+
+/*
+ * Wait for the next tick.  Job functions and workers set the latch to have
+ * the tick now, except while ticks fail: then only SIGTERM and SIGHUP end
+ * the backoff early.  Postmaster death ends the process at once.
+ */
+static void
+nap(long naptime)
+{
+	TimestampTz end = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), naptime);
+
+	for (;;)
+	{
+		long		remaining = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), end);
+
+		if (remaining <= 0)
+			return;
+		(void) WaitLatch(MyLatch,
+						 WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 remaining,
+						 PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		if (failed_ticks == 0 || InterruptPending || ConfigReloadPending)
+			return;
+	}
 }
 
 void
@@ -535,25 +685,34 @@ eoingest_launcher_main(Datum main_arg)
 	BackgroundWorkerInitializeConnection(eoingest_database, NULL, 0);
 	/* The launcher runs as a superuser: resolve nothing a user created. */
 	SetConfigOption("search_path", "pg_catalog, pg_temp", PGC_SUSET, PGC_S_OVERRIDE);
+	apply_lock_timeout();
 	pgstat_report_appname("eoingest launcher");
 	ereport(LOG,
 			(errmsg("eoingest launcher started in database \"%s\"", eoingest_database)));
 
 	for (;;)
 	{
+		long		naptime = LAUNCHER_NAPTIME_MS;
+
 		CHECK_FOR_INTERRUPTS();
 		if (ConfigReloadPending)
 		{
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
+			apply_lock_timeout();
 		}
 
-		reconcile();
+		PG_TRY();
+		{
+			reconcile();
+			tick_succeeded();
+		}
+		PG_CATCH();
+		{
+			naptime = tick_failed();
+		}
+		PG_END_TRY();
 
-		(void) WaitLatch(MyLatch,
-						 WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 LAUNCHER_NAPTIME_MS,
-						 PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
+		nap(naptime);
 	}
 }

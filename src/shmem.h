@@ -53,15 +53,17 @@ typedef struct EoiWorkerSlot
 	Latch	   *latch;			/* the worker's, for the coordinator to wake it */
 
 	/*
-	 * two_phase: the coordinator sets current_epoch (the epoch to write),
-	 * and committed_epoch or aborted_epoch once it decided; the worker sets
-	 * prepared_epoch (with prepared_empty when it had nothing to write).
+	 * two_phase: the coordinator sets current_epoch (the epoch to write) and
+	 * committed_epoch once it committed one; an epoch that current_epoch
+	 * passed without being committed was rolled back.  The worker sets
+	 * prepared_epoch (with prepared_empty when it had nothing to write), or
+	 * failed_epoch when it could not finish an epoch it had begun.
 	 */
 	uint64		current_epoch;
 	uint64		prepared_epoch;
 	bool		prepared_empty;
 	uint64		committed_epoch;
-	uint64		aborted_epoch;
+	uint64		failed_epoch;
 } EoiWorkerSlot;
 
 typedef struct EoiShared

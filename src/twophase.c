@@ -12,12 +12,15 @@
  * runs COMMIT PREPARED for each of them.
  *
  * Recovery follows from the decision row: a prepared transaction of the
- * job whose epoch is at most the decided epoch is committed, any other is
- * rolled back.  It runs when the coordinator takes a job over (its start,
- * or the launcher's), when a worker of the job dies in the middle of an
- * epoch, and for jobs that are stopped or dropped, so that no prepared
- * transaction is left to hold locks and pin the xmin horizon.  Only GIDs
- * of this database's eoingest jobs are ever touched.
+ * job whose epoch is at most the decided epoch is committed, one of the
+ * epoch in flight is left to its workers, any other is rolled back.  This
+ * reconciliation runs in every round of the coordinator, for every job, so
+ * that whatever the interleaving (a worker that prepares an epoch just
+ * rolled back, a coordinator restart, a COMMIT PREPARED that failed) no
+ * prepared transaction is left to hold locks and pin the xmin horizon.
+ * An epoch is rolled back by handing out the next one: workers take an
+ * epoch that current_epoch passed without committing it as rolled back.
+ * Only GIDs of this database's eoingest jobs are ever touched.
  *
  *-------------------------------------------------------------------------
  */
@@ -43,6 +46,7 @@ typedef struct CoordState
 	int32		job_id;
 	bool		initialized;
 	bool		abort_pending;	/* a worker died during the epoch */
+	int			parallelism;
 	uint64		epoch;			/* the epoch being written */
 	uint64		decided;		/* the last epoch recorded as decided */
 } CoordState;
@@ -204,6 +208,8 @@ finish_prepared(const char *gid, bool commit)
 		SetCurrentStatementStartTimestamp();
 		StartTransactionCommand();
 		pgstat_report_activity(STATE_RUNNING, commit ? "COMMIT PREPARED" : "ROLLBACK PREPARED");
+		if (commit)
+			EOI_FAULT_POINT("commit_prepared");
 		FinishPreparedTransaction(gid, commit);
 		CommitTransactionCommand();
 		pgstat_report_activity(STATE_IDLE, NULL);
@@ -320,34 +326,47 @@ wake_slots(EoiWorkerSlot **by_index, int n)
 			SetLatch(by_index[i]->latch);
 }
 
-/* Take a job over: resolve what a previous coordinator left, pick an epoch. */
+/*
+ * Take a job over: pick an epoch number above any that may be in flight,
+ * so that no waiting worker mistakes it, and tell the workers what the
+ * decision row says.  What a previous coordinator left prepared is resolved
+ * by the reconciliation that follows in the same round.
+ */
 static void
 coord_init(CoordState *st, EoiWorkerSlot **slots, int parallelism)
 {
 	List	   *gids = list_prepared();
 	int64		decided = read_decided(st->job_id);
-	uint64		max_epoch;
+	uint64		max_epoch = 0;
+	ListCell   *lc;
 
-	if (decided < 0)
+	foreach(lc, gids)
 	{
-		free_gids(gids);
-		return;					/* dropped meanwhile */
+		PreparedGid *p = lfirst(lc);
+
+		if (p->job_id == st->job_id)
+			max_epoch = Max(max_epoch, p->epoch);
 	}
-	max_epoch = resolve_job(st->job_id, (uint64) decided, 0, gids);
 	free_gids(gids);
+	if (decided < 0)
+		return;					/* dropped meanwhile */
 
 	LWLockAcquire(eoi_shared->lock, LW_EXCLUSIVE);
 	for (int i = 0; i < parallelism; i++)
 		if (slots[i] != NULL)
 			max_epoch = Max(max_epoch, Max(slots[i]->current_epoch, slots[i]->prepared_epoch));
-	/* Never reuse an epoch number: a waiting worker must not mistake it. */
 	st->decided = (uint64) decided;
 	st->epoch = Max((uint64) decided, max_epoch) + 1;
+
+	/*
+	 * A worker waiting for an epoch the decision row covers learns that it
+	 * is committed; one waiting for any other learns from the new
+	 * current_epoch that it was rolled back.
+	 */
 	for (int i = 0; i < parallelism; i++)
 		if (slots[i] != NULL)
 		{
-			if (slots[i]->current_epoch != 0)
-				slots[i]->aborted_epoch = slots[i]->current_epoch;
+			slots[i]->committed_epoch = Max(slots[i]->committed_epoch, st->decided);
 			slots[i]->current_epoch = st->epoch;
 		}
 	LWLockRelease(eoi_shared->lock);
@@ -356,29 +375,26 @@ coord_init(CoordState *st, EoiWorkerSlot **slots, int parallelism)
 	wake_slots(slots, parallelism);
 }
 
-/* A worker died in the middle of the epoch: roll the epoch back everywhere. */
+/*
+ * Roll the current epoch back everywhere: hand out the next one.  Workers
+ * still writing the old one see that it is no longer current and stop;
+ * what they prepared, before or after this, the reconciliation rolls back.
+ */
 static void
-coord_abort_epoch(CoordState *st, EoiWorkerSlot **slots, int parallelism)
+coord_abort_epoch(CoordState *st, EoiWorkerSlot **slots, int parallelism, const char *reason)
 {
-	List	   *gids = list_prepared();
 	uint64		aborted = st->epoch;
-
-	(void) resolve_job(st->job_id, st->decided, 0, gids);
-	free_gids(gids);
 
 	LWLockAcquire(eoi_shared->lock, LW_EXCLUSIVE);
 	st->epoch++;
 	for (int i = 0; i < parallelism; i++)
 		if (slots[i] != NULL)
-		{
-			slots[i]->aborted_epoch = aborted;
 			slots[i]->current_epoch = st->epoch;
-		}
 	LWLockRelease(eoi_shared->lock);
 	st->abort_pending = false;
 	ereport(LOG,
-			(errmsg("eoingest: epoch " UINT64_FORMAT " of job %d rolled back after a worker ended",
-					aborted, st->job_id)));
+			(errmsg("eoingest: epoch " UINT64_FORMAT " of job %d rolled back: %s",
+					aborted, st->job_id, reason)));
 	wake_slots(slots, parallelism);
 }
 
@@ -401,6 +417,8 @@ coord_commit_epoch(CoordState *st, EoiWorkerSlot **slots, int parallelism)
 		record_decision(st->job_id, epoch);
 		st->decided = epoch;
 		EOI_FAULT_POINT("after_decision");
+
+		/* One that fails here is committed by the reconciliation. */
 		for (int i = 0; i < ngids; i++)
 			finish_prepared(gids[i], true);
 		EOI_FAULT_POINT("after_commit_prepared");
@@ -418,108 +436,179 @@ coord_commit_epoch(CoordState *st, EoiWorkerSlot **slots, int parallelism)
 }
 
 /*
- * One round of coordination for the running two_phase jobs: take new ones
- * over, hand the current epoch to workers that just attached, abort the
- * epoch when a worker died, and commit it once every worker is prepared.
+ * Did a worker give up on the current epoch (it could not write or prepare
+ * it)?  Then its siblings must not hold their prepared transactions while
+ * it backs off: the epoch is rolled back.  The worker's error is the reason.
  */
-void
-eoi_tp_coordinate(EoiTpJob *jobs, int njobs)
-{
-	for (int j = 0; j < njobs; j++)
-	{
-		EoiTpJob   *job = &jobs[j];
-		EoiWorkerSlot *slots[EOI_MAX_PARALLELISM_GIDS];
-		CoordState *st;
-		int			attached;
-		bool		all_prepared = true;
-
-		if (!job->running)
-			continue;
-		st = coord_state(job->job_id, true);
-		attached = job_slots(job->job_id, job->parallelism, slots);
-
-		if (!st->initialized)
-		{
-			coord_init(st, slots, job->parallelism);
-			continue;
-		}
-		if (st->abort_pending)
-		{
-			coord_abort_epoch(st, slots, job->parallelism);
-			continue;
-		}
-
-		LWLockAcquire(eoi_shared->lock, LW_EXCLUSIVE);
-		for (int i = 0; i < job->parallelism; i++)
-		{
-			if (slots[i] == NULL)
-			{
-				all_prepared = false;
-				continue;
-			}
-			if (slots[i]->current_epoch != st->epoch)
-				slots[i]->current_epoch = st->epoch;	/* a new worker */
-			if (slots[i]->prepared_epoch != st->epoch)
-				all_prepared = false;
-		}
-		LWLockRelease(eoi_shared->lock);
-
-		if (all_prepared && attached == job->parallelism)
-			coord_commit_epoch(st, slots, job->parallelism);
-		else
-			wake_slots(slots, job->parallelism);
-	}
-}
-
 static bool
-job_is_running(EoiTpJob *jobs, int njobs, int32 job_id)
+epoch_failed(CoordState *st, EoiWorkerSlot **slots, int parallelism, char *reason, size_t len)
 {
-	for (int j = 0; j < njobs; j++)
-		if (jobs[j].job_id == job_id && jobs[j].running)
-			return true;
-	return false;
+	bool		failed = false;
+
+	LWLockAcquire(eoi_shared->lock, LW_SHARED);
+	for (int i = 0; i < parallelism && !failed; i++)
+		if (slots[i] != NULL && slots[i]->failed_epoch == st->epoch)
+		{
+			snprintf(reason, len, "worker %d could not finish it: %s", i, slots[i]->last_error);
+			failed = true;
+		}
+	LWLockRelease(eoi_shared->lock);
+	return failed;
 }
 
 /*
- * Prepared transactions of jobs that no longer run (stopped, failed,
- * dropped) and have no worker left: resolve them from the decision row, so
- * that stop_job and drop_job leave nothing prepared behind.
+ * Advance one running job: take it over, roll its epoch back, hand the
+ * epoch to workers that just attached, or commit it once every worker
+ * prepared.  A read-only database records no decision: a complete epoch is
+ * rolled back instead, so that nothing stays prepared while the workers
+ * wait for writes to be allowed again.
+ */
+static void
+coord_step(CoordState *st, EoiTpJob *job, bool read_only)
+{
+	EoiWorkerSlot *slots[EOI_MAX_PARALLELISM_GIDS];
+	int			attached = job_slots(job->job_id, job->parallelism, slots);
+	bool		all_prepared = true;
+	char		reason[EOI_ERROR_LEN + 64];
+
+	st->parallelism = job->parallelism;
+	if (!st->initialized)
+	{
+		coord_init(st, slots, job->parallelism);
+		return;
+	}
+	if (st->abort_pending)
+	{
+		coord_abort_epoch(st, slots, job->parallelism, "a worker of the job ended during it");
+		return;
+	}
+	if (epoch_failed(st, slots, job->parallelism, reason, sizeof(reason)))
+	{
+		coord_abort_epoch(st, slots, job->parallelism, reason);
+		return;
+	}
+
+	LWLockAcquire(eoi_shared->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < job->parallelism; i++)
+	{
+		if (slots[i] == NULL)
+		{
+			all_prepared = false;
+			continue;
+		}
+		if (slots[i]->current_epoch != st->epoch)
+			slots[i]->current_epoch = st->epoch;	/* a new worker */
+		if (slots[i]->prepared_epoch != st->epoch)
+			all_prepared = false;
+	}
+	LWLockRelease(eoi_shared->lock);
+
+	if (all_prepared && attached == job->parallelism)
+	{
+		if (read_only)
+			coord_abort_epoch(st, slots, job->parallelism,
+							  "the database is read-only (default_transaction_read_only is on)");
+		else
+			coord_commit_epoch(st, slots, job->parallelism);
+	}
+	else
+		wake_slots(slots, job->parallelism);
+}
+
+static EoiTpJob *
+find_running(EoiTpJob *jobs, int njobs, int32 job_id)
+{
+	for (int j = 0; j < njobs; j++)
+		if (jobs[j].job_id == job_id && jobs[j].running)
+			return &jobs[j];
+	return NULL;
+}
+
+/*
+ * One round of coordination.  First every running two_phase job advances
+ * (coord_step).  Then the reconciliation: each prepared transaction of an
+ * eoingest job in this database is held against its job's decision.  For
+ * a running job, one of an epoch up to the decided one is committed, one
+ * of the epoch in flight is left to its workers, any other is rolled back;
+ * for a job that no longer runs and has no worker left, the decision row
+ * says.  Whatever interleaving of workers, coordinator restarts and failed
+ * COMMIT PREPAREDs left a transaction prepared, the next round resolves it.
  */
 void
-eoi_tp_resolve_orphans(EoiTpJob *jobs, int njobs)
+eoi_tp_coordinate(EoiTpJob *jobs, int njobs, bool read_only)
 {
-	List	   *gids = list_prepared();
+	List	   *gids;
 	ListCell   *lc;
 
+	for (int j = 0; j < njobs; j++)
+		if (jobs[j].running)
+			coord_step(coord_state(jobs[j].job_id, true), &jobs[j], read_only);
+
+	/* Listed after the steps, so that what they just resolved is not seen. */
+	gids = list_prepared();
 	foreach(lc, gids)
 	{
 		PreparedGid *p = lfirst(lc);
-		CoordState *st;
+		CoordState *st = coord_state(p->job_id, false);
 		int64		decided;
 
-		if (job_is_running(jobs, njobs, p->job_id) || eoi_job_has_slot(p->job_id, false))
+		if (find_running(jobs, njobs, p->job_id) != NULL)
+		{
+			if (st != NULL && st->initialized)
+				(void) resolve_job(p->job_id, st->decided, st->epoch, list_make1(p));
 			continue;
+		}
+		if (eoi_job_has_slot(p->job_id, false))
+			continue;			/* its workers are still ending */
 		decided = read_decided(p->job_id);
 		if (decided < 0)
 			decided = 0;		/* the job is gone: nothing of it commits */
 		(void) resolve_job(p->job_id, (uint64) decided, 0, list_make1(p));
-		st = coord_state(p->job_id, false);
 		if (st != NULL)
 			st->initialized = false;	/* take it over afresh if it runs again */
 	}
 	free_gids(gids);
 
-	/* Forget jobs that stopped, so a restart begins with recovery. */
+	/* Forget jobs that stopped, so a restart begins with a takeover. */
 	foreach(lc, coord_states)
 	{
 		CoordState *st = lfirst(lc);
 
-		if (!job_is_running(jobs, njobs, st->job_id) && !eoi_job_has_slot(st->job_id, false))
+		if (find_running(jobs, njobs, st->job_id) == NULL && !eoi_job_has_slot(st->job_id, false))
 		{
 			coord_states = foreach_delete_current(coord_states, lc);
 			pfree(st);
 		}
 	}
+}
+
+/*
+ * The coordinator waited too long for a lock on eoingest's tables (DROP
+ * EXTENSION, ALTER TABLE or LOCK TABLE holds or wants them): roll back the
+ * epochs in flight.  Their prepared transactions may hold the very locks
+ * that command waits for, and no decision can be recorded meanwhile, so
+ * keeping them would only make the command and the jobs wait on each other.
+ * Needs nothing but shared memory and pg_prepared_xacts.
+ */
+void
+eoi_tp_release_epochs(void)
+{
+	List	   *gids = list_prepared();
+	ListCell   *lc;
+
+	foreach(lc, coord_states)
+	{
+		CoordState *st = lfirst(lc);
+		EoiWorkerSlot *slots[EOI_MAX_PARALLELISM_GIDS];
+
+		if (!st->initialized)
+			continue;
+		(void) job_slots(st->job_id, st->parallelism, slots);
+		coord_abort_epoch(st, slots, st->parallelism,
+						  "the coordinator could not lock eoingest's tables");
+		(void) resolve_job(st->job_id, st->decided, st->epoch, gids);
+	}
+	free_gids(gids);
 }
 
 /* ---- worker side ---- */

@@ -29,8 +29,8 @@ typedef struct EoiTpJob
 	bool		running;
 } EoiTpJob;
 
-extern void eoi_tp_coordinate(EoiTpJob *jobs, int njobs);
+extern void eoi_tp_coordinate(EoiTpJob *jobs, int njobs, bool read_only);
 extern void eoi_tp_worker_died(int32 job_id);
-extern void eoi_tp_resolve_orphans(EoiTpJob *jobs, int njobs);
+extern void eoi_tp_release_epochs(void);
 
 #endif

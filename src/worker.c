@@ -33,6 +33,7 @@
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/pmsignal.h"
+#include "storage/proc.h"
 #include "tcop/tcopprot.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
@@ -57,6 +58,17 @@
 #define RETRY_DELAY_MAX_MS		30000
 #define LAG_REFRESH_MS			5000
 #define RECHECK_INTERVAL_MS		5000
+#define LAG_CONFIRM_MS			50000
+#define DECISION_WAIT_MS		60000
+
+/*
+ * With on_error = dead_letter every batch is written in a subtransaction;
+ * PostgreSQL caches 64 of a transaction's subtransaction ids
+ * (PGPROC_MAX_CACHED_SUBXIDS), and once a transaction has more, every other
+ * session's snapshot must look them up in pg_subtrans.  A two_phase epoch
+ * (one transaction) ends before that many batches.
+ */
+#define EPOCH_MAX_SUBXACT_BATCHES	48
 
 typedef struct Worker
 {
@@ -77,8 +89,11 @@ typedef struct Worker
 	TimestampTz next_discovery;
 	int			failures;		/* consecutive failed attempts */
 	uint64		epoch_done;		/* two_phase: last epoch prepared or skipped */
+	uint64		epoch_open;		/* two_phase: epoch begun, not yet prepared */
 	TimestampTz next_lag_refresh;
 	TimestampTz next_recheck;	/* of the job's row and the owner's rights */
+	TimestampTz next_lag_confirm;
+	int64	   *noted;			/* low, high, lso last written, per owned partition */
 	bool		busy;			/* the last poll returned messages */
 } Worker;
 
@@ -393,6 +408,9 @@ assign_partitions(void)
 
 	for (int i = 0; i < w.nowned; i++)
 		w.consumed[i] = w.owned[i].offset;
+	if (w.noted)
+		pfree(w.noted);
+	w.noted = NULL;				/* write every partition's log end anew */
 	eoi_kafka_assign(w.kafka, w.owned, w.nowned);
 	w.assigned = true;
 	return true;
@@ -425,31 +443,47 @@ maybe_discover_partitions(void)
 
 /*
  * Every few seconds, record the log end librdkafka last saw for each owned
- * partition, so that eoingest.lag answers without asking the broker.
+ * partition, so that eoingest.lag answers without asking the broker.  Only
+ * what changed is written, and the rest every LAG_CONFIRM_MS, so that an
+ * idle job does not update its rows every few seconds while measured_at
+ * still says (within a minute) that the worker is polling.
  */
 static void
 maybe_refresh_lag(void)
 {
 	bool		any = false;
+	bool		confirm;
+	TimestampTz now = GetCurrentTimestamp();
 
-	if (GetCurrentTimestamp() < w.next_lag_refresh)
+	if (now < w.next_lag_refresh)
 		return;
-	w.next_lag_refresh = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), LAG_REFRESH_MS);
+	w.next_lag_refresh = TimestampTzPlusMilliseconds(now, LAG_REFRESH_MS);
+	confirm = (w.noted == NULL || now >= w.next_lag_confirm);
+	if (confirm)
+		w.next_lag_confirm = TimestampTzPlusMilliseconds(now, LAG_CONFIRM_MS);
+	if (w.noted == NULL)
+		w.noted = MemoryContextAllocZero(TopMemoryContext, sizeof(int64) * 3 * Max(w.nowned, 1));
 	for (int i = 0; i < w.nowned; i++)
 	{
 		int64		low,
 					high,
 					lso = -1;
+		int64	   *noted = &w.noted[i * 3];
 
 		if (!eoi_kafka_cached_watermarks(w.kafka, w.owned[i].topic, w.owned[i].partition,
 										 &low, &high))
 			continue;
+		if (!eoi_kafka_last_stable_offset(w.kafka, w.owned[i].topic, w.owned[i].partition, &lso))
+			lso = -1;
+		if (!confirm && noted[0] == low && noted[1] == high && noted[2] == lso)
+			continue;
 		if (!any)
 			begin_work("recording the log end");
 		any = true;
-		if (!eoi_kafka_last_stable_offset(w.kafka, w.owned[i].topic, w.owned[i].partition, &lso))
-			lso = -1;
 		eoi_offsets_note_watermarks(w.job, &w.owned[i], low, high, lso);
+		noted[0] = low;
+		noted[1] = high;
+		noted[2] = lso;
 	}
 	if (any)
 		commit_work();
@@ -683,24 +717,34 @@ write_batch(EoiBatch *batch)
 
 /* ---- two_phase epochs ---- */
 
+/*
+ * Was the epoch rolled back?  The coordinator rolls an epoch back by
+ * handing out the next one: an epoch that current_epoch passed without
+ * committing it will never be committed.
+ */
 static bool
 epoch_aborted(uint64 epoch)
 {
 	bool		aborted;
 
 	LWLockAcquire(eoi_shared->lock, LW_SHARED);
-	aborted = (w.slot->aborted_epoch == epoch);
+	aborted = (w.slot->committed_epoch < epoch && w.slot->current_epoch > epoch);
 	LWLockRelease(eoi_shared->lock);
 	return aborted;
 }
 
 /*
  * Wait for the coordinator's verdict on the epoch we prepared: true once it
- * is committed, false if it was rolled back.
+ * is committed, false if it was rolled back.  Bounded: without a verdict
+ * (no coordinator), give up with an error that job_status shows; the retry
+ * then waits for the coordinator to resolve what we prepared.
  */
 static bool
 wait_for_decision(uint64 epoch)
 {
+	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+													   DECISION_WAIT_MS + w.job->checkpoint_interval_ms);
+
 	pgstat_report_activity(STATE_IDLE, "waiting for the checkpoint decision");
 	for (;;)
 	{
@@ -713,6 +757,13 @@ wait_for_decision(uint64 epoch)
 			return true;
 		if (epoch_aborted(epoch))
 			return false;
+		if (GetCurrentTimestamp() >= deadline)
+			ereport(ERROR,
+					(errcode(ERRCODE_TRANSACTION_RESOLUTION_UNKNOWN),
+					 errmsg("no decision on checkpoint epoch " UINT64_FORMAT " after %d s",
+							epoch, (DECISION_WAIT_MS + w.job->checkpoint_interval_ms) / 1000),
+					 errdetail("The eoingest launcher decides two_phase epochs; the worker waits for it to resolve what it prepared."),
+					 errhint("Check that the eoingest launcher runs (pg_stat_activity, backend_type \"eoingest launcher\") and what the server log says about it.")));
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 1000L, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
@@ -728,7 +779,24 @@ report_prepared(uint64 epoch, bool empty)
 	w.slot->prepared_empty = empty;
 	LWLockRelease(eoi_shared->lock);
 	w.epoch_done = epoch;
+	w.epoch_open = 0;
 	eoi_wake_launcher();
+}
+
+/* Say (once per worker) when an epoch overflowed the subtransaction cache. */
+static void
+note_subxact_overflow(uint64 epoch)
+{
+	static bool said = false;
+
+	if (said || !MyProc->subxidStatus.overflowed)
+		return;
+	said = true;
+	ereport(LOG,
+			(errmsg("eoingest job \"%s\": checkpoint epoch " UINT64_FORMAT " overflowed the subtransaction cache",
+					w.job->name, epoch),
+			 errdetail("The epoch holds more than %d subtransactions; other sessions' snapshots look them up in pg_subtrans until it ends.",
+					   PGPROC_MAX_CACHED_SUBXIDS)));
 }
 
 /*
@@ -747,6 +815,7 @@ run_epoch(void)
 	uint64		bytes = 0;
 	int			dead = 0;
 	int			batch_dead;
+	int			batches = 0;
 
 	LWLockAcquire(eoi_shared->lock, LW_SHARED);
 	epoch = w.slot->current_epoch;
@@ -764,6 +833,7 @@ run_epoch(void)
 	slot_set_state(EOI_WORKER_RUNNING, NULL);
 	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), w.job->checkpoint_interval_ms);
 	eoi_tp_begin_epoch();
+	w.epoch_open = epoch;
 	while (GetCurrentTimestamp() < deadline)
 	{
 		long		remaining = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
@@ -802,13 +872,15 @@ run_epoch(void)
 			ereport(ERROR,
 					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 					 errmsg("checkpoint epoch " UINT64_FORMAT " was rolled back by the coordinator", epoch),
-					 errdetail("Another worker of the job ended during the epoch.")));
+					 errdetail("Another worker of the job ended or failed during the epoch, or the coordinator restarted.")));
 
 		/*
 		 * Caught up (a poll of batch_timeout_ms brought nothing): end the
 		 * epoch now rather than hold its rows back until the deadline.
 		 */
 		if (polled == 0 && nmessages > 0)
+			break;
+		if (w.job->on_error == EOI_ON_ERROR_DEAD_LETTER && ++batches >= EPOCH_MAX_SUBXACT_BATCHES)
 			break;
 	}
 
@@ -817,6 +889,8 @@ run_epoch(void)
 		char		gid[EOI_GID_LEN];
 
 		eoi_gid_format(gid, MyDatabaseId, w.job->id, epoch, w.index);
+		note_subxact_overflow(epoch);
+		EOI_FAULT_POINT("before_prepare");
 		if (!eoi_tp_prepare_epoch(gid))
 			ereport(ERROR,
 					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
@@ -862,7 +936,9 @@ error_is_transient(int sqlerrcode)
 		default:
 			break;
 	}
-	return sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE;
+	/* default_transaction_read_only turned on: wait until it is off */
+	return sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE ||
+		sqlerrcode == ERRCODE_READ_ONLY_SQL_TRANSACTION;
 }
 
 /* Stop the job for good: state 'failed', the error kept for job_status. */
@@ -888,6 +964,25 @@ fail_job(const char *message)
 }
 
 /*
+ * two_phase: this worker cannot finish the epoch it began (it failed to
+ * write or to PREPARE it, for instance because max_prepared_transactions
+ * is reached).  Tell the coordinator, which rolls the epoch back for the
+ * whole job: the siblings must not hold their prepared transactions while
+ * this worker backs off, nor keep the slots it would need.
+ */
+static void
+epoch_failed(const char *message)
+{
+	LWLockAcquire(eoi_shared->lock, LW_EXCLUSIVE);
+	w.slot->failed_epoch = w.epoch_open;
+	strlcpy(w.slot->last_error, message, EOI_ERROR_LEN);
+	w.slot->last_error_at = GetCurrentTimestamp();
+	LWLockRelease(eoi_shared->lock);
+	w.epoch_open = 0;
+	eoi_wake_launcher();
+}
+
+/*
  * After an error: roll back, and either stop the job or wait and retry
  * from the stored offsets.
  */
@@ -905,6 +1000,8 @@ handle_failure(MemoryContext error_context)
 	eoi_current_batch = NULL;
 	pgstat_report_activity(STATE_IDLE, NULL);
 	message = eoi_describe_error(edata);
+	if (w.epoch_open != 0)
+		epoch_failed(message);
 
 	if (!error_is_transient(edata->sqlerrcode))
 	{
@@ -1040,6 +1137,17 @@ one_iteration(void)
 	maybe_recheck_job();
 	if (w.kafka == NULL)
 		open_kafka();
+
+	/* Writes are refused: say so in job_status and wait, holding nothing. */
+	if (DefaultXactReadOnly)
+	{
+		slot_set_state(EOI_WORKER_WAITING,
+					   "the database is read-only (default_transaction_read_only is on); the job resumes when it is turned off");
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 1000L, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		return;
+	}
 
 	if (!w.assigned && w.job->mode == EOI_MODE_TWO_PHASE)
 		eoi_tp_wait_for_resolution(w.job->id, w.index);

@@ -1,8 +1,12 @@
 # shellcheck shell=bash
 # Helpers for tests that crash eoingest on purpose (source after tap.sh).
 
-# set_fault POINT: every eoingest process reaching POINT kills itself (SIGKILL).
+# set_fault POINT [ACTION [SLEEP_MS]]: every eoingest process reaching POINT
+# kills itself (SIGKILL; ACTION kill, the default), raises an error (error),
+# or sleeps SLEEP_MS there (sleep).
 set_fault() {
+  sql "ALTER SYSTEM SET eoingest.fault_action = '${2:-kill}'" >/dev/null
+  sql "ALTER SYSTEM SET eoingest.fault_sleep_ms = ${3:-5000}" >/dev/null
   sql "ALTER SYSTEM SET eoingest.fault_point = '$1'" >/dev/null
   sql "SELECT pg_reload_conf()" >/dev/null
 }
@@ -11,6 +15,8 @@ set_fault() {
 clear_fault() {
   local deadline=$((SECONDS + 60))
   until sql "ALTER SYSTEM RESET eoingest.fault_point" >/dev/null 2>&1 &&
+        sql "ALTER SYSTEM RESET eoingest.fault_action" >/dev/null 2>&1 &&
+        sql "ALTER SYSTEM RESET eoingest.fault_sleep_ms" >/dev/null 2>&1 &&
         sql "SELECT pg_reload_conf()" >/dev/null 2>&1; do
     [ $SECONDS -lt $deadline ] || return 1
     sleep 0.2
