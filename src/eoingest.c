@@ -16,6 +16,7 @@
 #include "storage/ipc.h"
 #include "lib/stringinfo.h"
 #include "utils/guc.h"
+#include "utils/memutils.h"
 
 #include "eoingest.h"
 #include "launcher.h"
@@ -29,6 +30,7 @@ char	   *eoingest_database = NULL;
 int			eoingest_max_workers = 32;
 char	   *eoingest_fault_point = NULL;
 int			eoingest_lock_timeout = 10000;
+int			eoingest_test_batch_text_limit = 0;
 
 #if PG_VERSION_NUM >= 150000
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
@@ -91,6 +93,15 @@ eoi_define_settings(void)
 							   PGC_SUSET,
 							   0,
 							   NULL, NULL, NULL);
+
+	DefineCustomIntVariable("eoingest.test_batch_text_limit",
+							"For tests: the size of a batch's COPY text past which it cannot grow.",
+							"Stands in for the 1 GB a buffer can hold, so that tests need not fill one. 0 (the default) disables it.",
+							&eoingest_test_batch_text_limit,
+							0, 0, MaxAllocSize,
+							PGC_SUSET,
+							GUC_UNIT_BYTE | GUC_NOT_IN_SAMPLE,
+							NULL, NULL, NULL);
 
 #if PG_VERSION_NUM >= 150000
 	MarkGUCPrefixReserved("eoingest");

@@ -22,6 +22,7 @@ extern char *eoingest_database;
 extern int	eoingest_max_workers;
 extern char *eoingest_fault_point;
 extern int	eoingest_lock_timeout;
+extern int	eoingest_test_batch_text_limit;
 
 /* The ingestion modes: the rows of the seed article's consistency table. */
 typedef enum EoiMode

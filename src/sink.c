@@ -148,6 +148,23 @@ eoi_check_target_insert(Relation rel, List *colnames)
 	free_parsestate(pstate);
 }
 
+/*
+ * For tests: refuse to let the COPY text grow past
+ * eoingest.test_batch_text_limit, with the error enlargeStringInfo raises
+ * at MaxAllocSize, so that a few hundred kilobytes behave as a gigabyte.
+ */
+static void
+check_test_text_limit(StringInfo lines)
+{
+	if (eoingest_test_batch_text_limit > 0 && lines->len > eoingest_test_batch_text_limit)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("out of memory"),
+				 errdetail("Cannot enlarge string buffer containing %d bytes by %d more bytes.",
+						   eoingest_test_batch_text_limit,
+						   lines->len - eoingest_test_batch_text_limit)));
+}
+
 static void
 decode_batch(EoiBatch *batch, EoiColumns *cols, StringInfo lines,
 			 ExprContext *econtext, MessagePosition *mc)
@@ -167,6 +184,7 @@ decode_batch(EoiBatch *batch, EoiColumns *cols, StringInfo lines,
 					 errhint("Tombstones delete rows in mode upsert only; use a transform to handle them otherwise.")));
 		eoi_decode_message(cols, msg->payload, msg->len, &cw.writer, econtext);
 		ResetExprContext(econtext);
+		check_test_text_limit(lines);
 	}
 	mc->current = -1;
 }
