@@ -51,6 +51,8 @@ PG_FUNCTION_INFO_V1(eoingest_mask_options);
 
 #define MAX_BATCH_SIZE 1000000
 #define MAX_BATCH_TIMEOUT_MS 3600000
+/* At most twice this in COPY text (escapes), well under MaxAllocSize. */
+#define MAX_BATCH_BYTES (256 * 1024 * 1024)
 
 /* ---- waking the launcher when the transaction commits ---- */
 
@@ -378,6 +380,9 @@ eoingest_create_job(PG_FUNCTION_ARGS)
 	int			max_message_bytes = int_in_range(fcinfo, 17, "max_message_bytes", 1, MaxAllocSize - VARHDRSZ);
 	bool		commit_to_kafka = PG_NARGS() > 18 && !PG_ARGISNULL(18) && PG_GETARG_BOOL(18);
 	ArrayType  *partitions = (PG_NARGS() > 19 && !PG_ARGISNULL(19)) ? PG_GETARG_ARRAYTYPE_P(19) : NULL;
+	/* Called through an older definition, there is no batch_max_bytes: the column's default. */
+	bool		v03 = PG_NARGS() > 20;
+	int			batch_max_bytes = v03 ? int_in_range(fcinfo, 20, "batch_max_bytes", 1, MAX_BATCH_BYTES) : 0;
 	EoiFormat	format;
 	EoiMode		mode;
 	char	   *qualified_target = NULL;
@@ -440,11 +445,11 @@ eoingest_create_job(PG_FUNCTION_ARGS)
 				 errmsg("eoingest job \"%s\" already exists", name),
 				 errhint("Choose another name, or drop the existing job with eoingest.drop_job('%s').", name)));
 	{
-		Oid			types[22] = {TEXTOID, OIDOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
+		Oid			types[23] = {TEXTOID, OIDOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
 			TEXTOID, TEXTOID, INT4OID, INT4OID, INT4OID, JSONBOID, TEXTOID, INT4OID,
-		TEXTARRAYOID, TEXTOID, INT4OID, TEXTOID, INT4OID, BOOLOID, INT4ARRAYOID};
-		Datum		args[22];
-		char		nulls[22];
+		TEXTARRAYOID, TEXTOID, INT4OID, TEXTOID, INT4OID, BOOLOID, INT4ARRAYOID, INT4OID};
+		Datum		args[23];
+		char		nulls[23];
 		/* Called through the 0.1 definition, there is no commit_to_kafka. */
 		bool		v02 = PG_NARGS() > 18;
 
@@ -484,15 +489,17 @@ eoingest_create_job(PG_FUNCTION_ARGS)
 		args[20] = BoolGetDatum(commit_to_kafka);
 		args[21] = partitions ? PointerGetDatum(partitions) : (Datum) 0;
 		nulls[21] = partitions ? ' ' : 'n';
+		args[22] = Int32GetDatum(batch_max_bytes);
 
 		if (SPI_execute_with_args(psprintf("INSERT INTO eoingest.jobs (name, owner, brokers, topic, target,"
 										   " format, mode, transform, start_offset, batch_size, batch_timeout_ms,"
 										   " parallelism, options, on_error, search_path, checkpoint_interval_ms,"
-										   " key_columns, key_format, offset_commit_interval_ms, max_message_bytes%s)"
+										   " key_columns, key_format, offset_commit_interval_ms, max_message_bytes%s%s)"
 										   " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $19, $14, $15,"
-										   "         $16, $17, $18, $20%s)",
-										   v02 ? ", commit_to_kafka, partitions" : "", v02 ? ", $21, $22" : ""),
-								  v02 ? 22 : 20, types, args, nulls, false, 0) != SPI_OK_INSERT)
+										   "         $16, $17, $18, $20%s%s)",
+										   v02 ? ", commit_to_kafka, partitions" : "", v03 ? ", batch_max_bytes" : "",
+										   v02 ? ", $21, $22" : "", v03 ? ", $23" : ""),
+								  v03 ? 23 : v02 ? 22 : 20, types, args, nulls, false, 0) != SPI_OK_INSERT)
 			elog(ERROR, "could not insert into eoingest.jobs");
 	}
 	SPI_finish();
@@ -734,7 +741,7 @@ PG_FUNCTION_INFO_V1(eoingest_alter_job);
 
 /*
  * eoingest.alter_job(name, batch_size, batch_timeout_ms, options,
- * transform, on_error, target, mode): change what is given (NULL keeps
+ * transform, on_error, target, mode, batch_max_bytes): change what is given (NULL keeps
  * it).  Everything is checked as create_job checks it.  A running job's
  * workers are restarted by the launcher with the new settings within a
  * second (an open batch rolls back and is read again).  The target and the
@@ -747,9 +754,11 @@ eoingest_alter_job(PG_FUNCTION_ARGS)
 	char	   *name;
 	EoiJob	   *job;
 	StringInfoData sql;
-	Datum		args[8];
-	Oid			types[8] = {TEXTOID, INT4OID, INT4OID, JSONBOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID};
-	char		nulls[8] = "        ";
+	Datum		args[9];
+	Oid			types[9] = {TEXTOID, INT4OID, INT4OID, JSONBOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, INT4OID};
+	char		nulls[9] = "         ";
+	/* Called through an older definition, there is no batch_max_bytes. */
+	int			nargs = Min(PG_NARGS(), 9);
 	EoiSavedUser saved;
 
 	if (PG_ARGISNULL(0))
@@ -761,15 +770,17 @@ eoingest_alter_job(PG_FUNCTION_ARGS)
 	eoi_check_job_owner(name, job->owner);
 
 	args[0] = CStringGetTextDatum(name);
-	for (int i = 1; i < 8; i++)
+	for (int i = 1; i < 9; i++)
 	{
-		nulls[i] = PG_ARGISNULL(i) ? 'n' : ' ';
-		args[i] = PG_ARGISNULL(i) ? (Datum) 0 : PG_GETARG_DATUM(i);
+		nulls[i] = (i >= nargs || PG_ARGISNULL(i)) ? 'n' : ' ';
+		args[i] = nulls[i] == 'n' ? (Datum) 0 : PG_GETARG_DATUM(i);
 	}
 	if (!PG_ARGISNULL(1))
 		(void) int_in_range(fcinfo, 1, "batch_size", 1, MAX_BATCH_SIZE);
 	if (!PG_ARGISNULL(2))
 		(void) int_in_range(fcinfo, 2, "batch_timeout_ms", 1, MAX_BATCH_TIMEOUT_MS);
+	if (nulls[8] != 'n')
+		(void) int_in_range(fcinfo, 8, "batch_max_bytes", 1, MAX_BATCH_BYTES);
 	if (!PG_ARGISNULL(3))
 		eoi_kafka_check_options(job->brokers, PG_GETARG_JSONB_P(3));
 	if (!PG_ARGISNULL(4))
@@ -817,12 +828,13 @@ eoingest_alter_job(PG_FUNCTION_ARGS)
 						   " on_error = coalesce($6, on_error),"
 						   " target = coalesce($7, target),"
 						   " mode = coalesce($8, mode),"
+						   " batch_max_bytes = coalesce($9, batch_max_bytes),"
 						   " config_version = config_version + 1"
 						   " WHERE name = $1");
 	eoi_become_extension_owner(&saved);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute_with_args(sql.data, 8, types, args, nulls, false, 0) != SPI_OK_UPDATE)
+	if (SPI_execute_with_args(sql.data, 9, types, args, nulls, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not update eoingest.jobs");
 	SPI_finish();
 	eoi_restore_user(&saved);

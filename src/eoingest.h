@@ -15,7 +15,7 @@
 #include "utils/jsonb.h"
 
 /* The SQL objects this library expects (eoingest.control's default_version). */
-#define EOI_EXTENSION_VERSION "0.2"
+#define EOI_EXTENSION_VERSION "0.3"
 
 /* Settings (eoingest.c) */
 extern char *eoingest_database;
@@ -62,6 +62,7 @@ typedef struct EoiJob
 	char	   *transform;		/* NULL when rows go straight to target */
 	char	   *start_offset;
 	int			batch_size;
+	int			batch_max_bytes;	/* most bytes (keys + values) in one batch */
 	int			batch_timeout_ms;
 	int			parallelism;
 	int			checkpoint_interval_ms;	/* two_phase */

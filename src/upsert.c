@@ -31,6 +31,7 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/rel.h"
 
 #include "decode.h"
@@ -144,6 +145,7 @@ column_array(ArrayWriter *aw, int col, const int *rows, int nrows)
 	bool	   *nulls = palloc(sizeof(bool) * Max(nrows, 1));
 	int			dims[1] = {nrows};
 	int			lbs[1] = {1};
+	Size		size = ARR_OVERHEAD_WITHNULLS(1, nrows);
 
 	for (int i = 0; i < nrows; i++)
 	{
@@ -151,7 +153,21 @@ column_array(ArrayWriter *aw, int col, const int *rows, int nrows)
 
 		nulls[i] = (v == NULL);
 		elems[i] = nulls[i] ? (Datum) 0 : CStringGetTextDatum(v);
+		if (!nulls[i])
+			size += INTALIGN(VARSIZE(DatumGetPointer(elems[i])));
 	}
+
+	/*
+	 * An array holds at most MaxAllocSize: past that, rows of several
+	 * messages are too large together (none is on its own), a resource
+	 * error on which the worker retries with smaller batches.
+	 */
+	if (nrows > 1 && !AllocSizeIsValid(size))
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("batch of %d rows is too large to upsert at once", nrows),
+				 errdetail("Column %d of its rows would take %zu bytes in one array.", col + 1, size),
+				 errhint("eoingest retries with smaller batches; a lower batch_max_bytes (eoingest.alter_job) avoids the retries.")));
 	return PointerGetDatum(construct_md_array(elems, nulls, 1, dims, lbs,
 											  TEXTOID, -1, false, TYPALIGN_INT));
 }
