@@ -67,8 +67,7 @@ SELECT ok(test.wait_for($$SELECT count(*) = 1 AND bool_and(id = 1 AND v = 'b') F
 SELECT ok(test.wait_for($$SELECT EXISTS (SELECT FROM nk WHERE v = 'back')$$), 'numeric keys: the batch is in');
 SELECT results_eq($$SELECT id::text, v FROM nk ORDER BY id$$, $$VALUES ('2.00', 'back')$$,
     'a tombstone for 1 deletes the value for 1.0 before it; a value after a tombstone stays');
-SELECT ok(test.wait_for($$SELECT count(*) = 2 FROM mk$$) AND
-          (SELECT array_agg(a || b || v ORDER BY a, b) = '{1xsecond,1yother}' FROM mk),
+SELECT ok(test.wait_for($$SELECT array_agg(a || b || v ORDER BY a, b) = '{1xsecond,1yother}' FROM mk$$),
     'a two-column key is compared column by column, as typed values');
 
 SELECT throws_ok(format($$SELECT eoingest.create_job(name => 'x', brokers => %L, topic => 'x', target => 'nokey', mode => 'upsert')$$, :'brokers'),

@@ -741,12 +741,13 @@ PG_FUNCTION_INFO_V1(eoingest_alter_job);
 
 /*
  * eoingest.alter_job(name, batch_size, batch_timeout_ms, options,
- * transform, on_error, target, mode, batch_max_bytes): change what is given (NULL keeps
- * it).  Everything is checked as create_job checks it.  A running job's
- * workers are restarted by the launcher with the new settings within a
- * second (an open batch rolls back and is read again).  The target and the
- * mode of a job that has committed offsets cannot change: the offsets
- * account for rows in that table, written with that mode's guarantee.
+ * transform, on_error, target, mode, batch_max_bytes): change what is
+ * given (NULL keeps it).  Everything is checked as create_job checks it.
+ * A running job's workers are restarted by the launcher with the new
+ * settings within a second (an open batch rolls back and is read again).
+ * The target and the mode of a job that has committed offsets cannot
+ * change: the offsets account for rows in that table, written with that
+ * mode's guarantee.
  */
 Datum
 eoingest_alter_job(PG_FUNCTION_ARGS)

@@ -476,7 +476,7 @@ batch_committed(void)
  * was nothing to halve.
  */
 static bool
-shrink_batches(int sqlerrcode)
+shrink_batches(int sqlerrcode, const char *message)
 {
 	if (ERRCODE_TO_CATEGORY(sqlerrcode) != ERRCODE_INSUFFICIENT_RESOURCES ||
 		w.writing_messages <= 1)
@@ -486,7 +486,8 @@ shrink_batches(int sqlerrcode)
 	w.capped_batches = 0;
 	ereport(LOG,
 			(errmsg("eoingest job \"%s\": a batch of %d messages (" UINT64_FORMAT " bytes) ran out of resources; retrying with batches of at most %d messages and " INT64_FORMAT " bytes",
-					w.job->name, w.writing_messages, w.writing_bytes, w.cap_messages, w.cap_bytes)));
+					w.job->name, w.writing_messages, w.writing_bytes, w.cap_messages, w.cap_bytes),
+			 errdetail_internal("%s", message)));
 	return true;
 }
 
@@ -947,7 +948,7 @@ handle_failure(MemoryContext error_context)
 	eoi_current_batch = NULL;
 	pgstat_report_activity(STATE_IDLE, NULL);
 	message = eoi_describe_error(edata);
-	shrunk = shrink_batches(edata->sqlerrcode);
+	shrunk = shrink_batches(edata->sqlerrcode, message);
 	w.writing_messages = 0;
 
 	if (!shrunk && !error_is_transient(edata->sqlerrcode))
