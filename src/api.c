@@ -52,6 +52,8 @@ PG_FUNCTION_INFO_V1(eoingest_mask_options);
 
 #define MAX_BATCH_SIZE 1000000
 #define MAX_BATCH_TIMEOUT_MS 3600000
+/* At most twice this in COPY text (escapes), well under MaxAllocSize. */
+#define MAX_BATCH_BYTES (256 * 1024 * 1024)
 
 /* ---- waking the launcher when the transaction commits ---- */
 
@@ -485,6 +487,9 @@ eoingest_create_job(PG_FUNCTION_ARGS)
 	bool		commit_to_kafka = PG_NARGS() > 18 && !PG_ARGISNULL(18) && PG_GETARG_BOOL(18);
 	ArrayType  *partitions = (PG_NARGS() > 19 && !PG_ARGISNULL(19)) ? PG_GETARG_ARRAYTYPE_P(19) : NULL;
 	char	   *qualified_target;
+	/* Called through an older definition, there is no batch_max_bytes: the column's default. */
+	bool		v03 = PG_NARGS() > 20;
+	int			batch_max_bytes = v03 ? int_in_range(fcinfo, 20, "batch_max_bytes", 1, MAX_BATCH_BYTES) : 0;
 	EoiSavedUser saved;
 	/* The transform's names resolve as they do for the caller now. */
 	const char *search_path = pstrdup(GetConfigOption("search_path", false, false));
@@ -520,11 +525,11 @@ eoingest_create_job(PG_FUNCTION_ARGS)
 				 errmsg("eoingest job \"%s\" already exists", name),
 				 errhint("Choose another name, or drop the existing job with eoingest.drop_job('%s').", name)));
 	{
-		Oid			types[22] = {TEXTOID, OIDOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
+		Oid			types[23] = {TEXTOID, OIDOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
 			TEXTOID, TEXTOID, INT4OID, INT4OID, INT4OID, JSONBOID, TEXTOID, INT4OID,
-		TEXTARRAYOID, TEXTOID, INT4OID, TEXTOID, INT4OID, BOOLOID, INT4ARRAYOID};
-		Datum		args[22];
-		char		nulls[22];
+		TEXTARRAYOID, TEXTOID, INT4OID, TEXTOID, INT4OID, BOOLOID, INT4ARRAYOID, INT4OID};
+		Datum		args[23];
+		char		nulls[23];
 		/* Called through the 0.1 definition, there is no commit_to_kafka. */
 		bool		v02 = PG_NARGS() > 18;
 
@@ -564,15 +569,17 @@ eoingest_create_job(PG_FUNCTION_ARGS)
 		args[20] = BoolGetDatum(commit_to_kafka);
 		args[21] = partitions ? PointerGetDatum(partitions) : (Datum) 0;
 		nulls[21] = partitions ? ' ' : 'n';
+		args[22] = Int32GetDatum(batch_max_bytes);
 
 		if (SPI_execute_with_args(psprintf("INSERT INTO eoingest.jobs (name, owner, brokers, topic, target,"
 										   " format, mode, transform, start_offset, batch_size, batch_timeout_ms,"
 										   " parallelism, options, on_error, search_path, checkpoint_interval_ms,"
-										   " key_columns, key_format, offset_commit_interval_ms, max_message_bytes%s)"
+										   " key_columns, key_format, offset_commit_interval_ms, max_message_bytes%s%s)"
 										   " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $19, $14, $15,"
-										   "         $16, $17, $18, $20%s)",
-										   v02 ? ", commit_to_kafka, partitions" : "", v02 ? ", $21, $22" : ""),
-								  v02 ? 22 : 20, types, args, nulls, false, 0) != SPI_OK_INSERT)
+										   "         $16, $17, $18, $20%s%s)",
+										   v02 ? ", commit_to_kafka, partitions" : "", v03 ? ", batch_max_bytes" : "",
+										   v02 ? ", $21, $22" : "", v03 ? ", $23" : ""),
+								  v03 ? 23 : v02 ? 22 : 20, types, args, nulls, false, 0) != SPI_OK_INSERT)
 			elog(ERROR, "could not insert into eoingest.jobs");
 	}
 	SPI_finish();
@@ -903,8 +910,8 @@ stored_definition(const EoiJob *job)
 
 /*
  * eoingest.alter_job(name, batch_size, batch_timeout_ms, options,
- * transform, on_error, target, mode): change what is given (NULL keeps
- * it).  The definition that results is checked exactly as create_job
+ * transform, on_error, target, mode, batch_max_bytes): change what is
+ * given (NULL keeps it).  The definition that results is checked exactly as create_job
  * checks one, as the job's owner (check_definition), the transform with
  * the job's search_path.  A running job's workers are restarted by the
  * launcher with the new settings within a second (an open batch rolls
@@ -919,10 +926,12 @@ eoingest_alter_job(PG_FUNCTION_ARGS)
 	EoiJob	   *job;
 	JobDefinition def;
 	StringInfoData sql;
-	Datum		args[10];
-	Oid			types[10] = {TEXTOID, INT4OID, INT4OID, JSONBOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
-	TEXTOID, TEXTARRAYOID};
-	char		nulls[10] = "          ";
+	Datum		args[11];
+	Oid			types[11] = {TEXTOID, INT4OID, INT4OID, JSONBOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
+	TEXTOID, TEXTARRAYOID, INT4OID};
+	char		nulls[11] = "           ";
+	/* Called through an older definition, there is no batch_max_bytes. */
+	bool		has_batch_max_bytes = PG_NARGS() > 8 && !PG_ARGISNULL(8);
 	EoiSavedUser saved;
 	Oid			caller;
 	int			sec_context;
@@ -939,6 +948,8 @@ eoingest_alter_job(PG_FUNCTION_ARGS)
 		(void) int_in_range(fcinfo, 1, "batch_size", 1, MAX_BATCH_SIZE);
 	if (!PG_ARGISNULL(2))
 		(void) int_in_range(fcinfo, 2, "batch_timeout_ms", 1, MAX_BATCH_TIMEOUT_MS);
+	if (has_batch_max_bytes)
+		(void) int_in_range(fcinfo, 8, "batch_max_bytes", 1, MAX_BATCH_BYTES);
 	if ((!PG_ARGISNULL(6) || !PG_ARGISNULL(7)) && eoi_offsets_any(job))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -982,6 +993,8 @@ eoingest_alter_job(PG_FUNCTION_ARGS)
 	args[8] = CStringGetTextDatum(def.key_format_s);
 	nulls[9] = def.key_columns != NIL ? ' ' : 'n';
 	args[9] = def.key_columns != NIL ? list_text_array(def.key_columns) : (Datum) 0;
+	nulls[10] = has_batch_max_bytes ? ' ' : 'n';
+	args[10] = has_batch_max_bytes ? PG_GETARG_DATUM(8) : (Datum) 0;
 
 	initStringInfo(&sql);
 	appendStringInfoString(&sql,
@@ -995,12 +1008,13 @@ eoingest_alter_job(PG_FUNCTION_ARGS)
 						   " mode = $8,"
 						   " key_format = $9,"
 						   " key_columns = $10,"
+						   " batch_max_bytes = coalesce($11, batch_max_bytes),"
 						   " config_version = config_version + 1"
 						   " WHERE name = $1");
 	eoi_become_extension_owner(&saved);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute_with_args(sql.data, 10, types, args, nulls, false, 0) != SPI_OK_UPDATE)
+	if (SPI_execute_with_args(sql.data, 11, types, args, nulls, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not update eoingest.jobs");
 	SPI_finish();
 	eoi_restore_user(&saved);

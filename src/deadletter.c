@@ -30,6 +30,11 @@ PG_FUNCTION_INFO_V1(eoingest_replay_dead_letters);
  * Errors that belong to one record (its bytes, its values, its
  * constraints, what the transform or a trigger raised for it), as opposed
  * to errors of the job or the server, which no record should be blamed for.
+ * Insufficient resources (class 53: out of memory, disk full) are never a
+ * record's: the worker retries the batch, smaller.  A program limit (54000)
+ * is the record's when it outgrows a limit alone (max_message_bytes, an
+ * index row's size); the write path reports a batch that outgrows one of
+ * its buffers as out of memory instead.
  */
 bool
 eoi_is_record_error(int sqlerrcode)

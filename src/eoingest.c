@@ -19,6 +19,7 @@
 #include "utils/guc.h"
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
+#include "utils/memutils.h"
 
 #include "eoingest.h"
 #include "launcher.h"
@@ -35,6 +36,7 @@ char	   *eoingest_fault_point = NULL;
 int			eoingest_fault_action = EOI_FAULT_KILL;
 int			eoingest_fault_sleep_ms = 5000;
 int			eoingest_lock_timeout = 10000;
+int			eoingest_test_batch_text_limit = 0;
 
 #if PG_VERSION_NUM >= 150000
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
@@ -131,6 +133,15 @@ eoi_define_settings(void)
 							5000, 0, 600000,
 							PGC_SUSET,
 							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("eoingest.test_batch_text_limit",
+							"For tests: the size of a batch's COPY text past which it cannot grow.",
+							"Stands in for the 1 GB a buffer can hold, so that tests need not fill one. 0 (the default) disables it.",
+							&eoingest_test_batch_text_limit,
+							0, 0, MaxAllocSize,
+							PGC_SUSET,
+							GUC_UNIT_BYTE | GUC_NOT_IN_SAMPLE,
 							NULL, NULL, NULL);
 
 #if PG_VERSION_NUM >= 150000

@@ -24,6 +24,7 @@ extern char *eoingest_fault_point;
 extern int	eoingest_fault_action;
 extern int	eoingest_fault_sleep_ms;
 extern int	eoingest_lock_timeout;
+extern int	eoingest_test_batch_text_limit;
 
 /* The ingestion modes: the rows of the seed article's consistency table. */
 typedef enum EoiMode
@@ -63,6 +64,7 @@ typedef struct EoiJob
 	char	   *transform;		/* NULL when rows go straight to target */
 	char	   *start_offset;
 	int			batch_size;
+	int			batch_max_bytes;	/* most bytes (keys + values) in one batch */
 	int			batch_timeout_ms;
 	int			parallelism;
 	int			checkpoint_interval_ms;	/* two_phase */

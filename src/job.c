@@ -270,7 +270,7 @@ job_load(const char *where, Oid argtype, Datum arg)
 				   "       transform, start_offset, batch_size, batch_timeout_ms,"
 				   "       parallelism, options, on_error, search_path, state, checkpoint_interval_ms,"
 				   "       key_columns, key_format, offset_commit_interval_ms, max_message_bytes,"
-				   "       commit_to_kafka, partitions, config_version"
+				   "       commit_to_kafka, partitions, config_version, batch_max_bytes"
 				   "  FROM eoingest.jobs WHERE %s", where);
 	ret = SPI_execute_with_args(sql, 1, argtypes, args, NULL, true, 1);
 	if (ret != SPI_OK_SELECT)
@@ -322,6 +322,7 @@ job_load(const char *where, Oid argtype, Datum arg)
 		job->offset_commit_interval_ms = DatumGetInt32(SPI_getbinval(tup, desc, 21, &isnull));
 		job->max_message_bytes = DatumGetInt32(SPI_getbinval(tup, desc, 22, &isnull));
 		job->commit_to_kafka = DatumGetBool(SPI_getbinval(tup, desc, 23, &isnull));
+		job->batch_max_bytes = DatumGetInt32(SPI_getbinval(tup, desc, 26, &isnull));
 		{
 			Datum		d = SPI_getbinval(tup, desc, 24, &isnull);
 

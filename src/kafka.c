@@ -44,6 +44,8 @@ struct EoiKafka
 	int64		since_dry_bytes;
 	int64		fill_messages;	/* half of queued.min.messages */
 	int64		fill_bytes;		/* half of queued.max.messages.kbytes, in bytes */
+	/* The message that would have overflowed the last batch: the next one's first. */
+	rd_kafka_message_t *held;
 };
 
 /*
@@ -335,11 +337,21 @@ eoi_kafka_open(const EoiJob *job, int worker_index)
 	return kafka;
 }
 
+/* A held message belongs to the assignment it was fetched under. */
+static void
+drop_held(EoiKafka *kafka)
+{
+	if (kafka->held != NULL)
+		rd_kafka_message_destroy(kafka->held);
+	kafka->held = NULL;
+}
+
 void
 eoi_kafka_close(EoiKafka *kafka)
 {
 	if (kafka == NULL || kafka->rk == NULL)
 		return;
+	drop_held(kafka);
 	rd_kafka_assign(kafka->rk, NULL);
 	rd_kafka_destroy_flags(kafka->rk, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
 	kafka->rk = NULL;
@@ -566,6 +578,7 @@ eoi_kafka_assign(EoiKafka *kafka, const EoiPosition *positions, int n)
 	rd_kafka_topic_partition_list_t *list = position_list(kafka, positions, n);
 	rd_kafka_resp_err_t err;
 
+	drop_held(kafka);
 	err = rd_kafka_assign(kafka->rk, list);
 	rd_kafka_topic_partition_list_destroy(list);
 	kafka->assigned = (err == RD_KAFKA_RESP_ERR_NO_ERROR && n > 0);
@@ -596,6 +609,7 @@ eoi_kafka_commit_for_monitoring(EoiKafka *kafka, const EoiPosition *positions, i
 void
 eoi_kafka_unassign(EoiKafka *kafka)
 {
+	drop_held(kafka);
 	(void) rd_kafka_assign(kafka->rk, NULL);
 	kafka->assigned = false;
 }
@@ -727,24 +741,35 @@ exit_if_postmaster_died(EoiKafka *kafka, rd_kafka_message_t **messages, int n)
 }
 
 /*
- * Poll up to max_messages messages within timeout_ms, in slices short
- * enough to notice interrupts and the postmaster's death.  Returns how many were stored in messages;
- * the caller owns them (rd_kafka_message_destroy).
+ * Poll up to max_messages messages, and up to max_bytes of keys and values,
+ * within timeout_ms, in slices short enough to notice interrupts and the
+ * postmaster's death.  A message that would take the batch past max_bytes
+ * is held back for the next poll (librdkafka cannot take it back); one
+ * larger than max_bytes on its own is a batch of its own.  Returns how many were stored in
+ * messages; the caller owns them (rd_kafka_message_destroy).
  */
 int
 eoi_kafka_poll(EoiKafka *kafka, rd_kafka_message_t **messages, int max_messages,
-			   int timeout_ms)
+			   int64 max_bytes, int timeout_ms)
 {
 	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), timeout_ms);
 	int			n = 0;
+	int64		bytes = 0;
 
 	while (n < max_messages)
 	{
 		long		remaining = 0;
 		rd_kafka_message_t *msg;
+		int64		size;
 
-		/* Take what is queued without reading the clock per message. */
-		msg = rd_kafka_consumer_poll(kafka->rk, 0);
+		/*
+		 * First the message held back from the last batch, then what is
+		 * queued, without reading the clock per message.
+		 */
+		msg = kafka->held;
+		kafka->held = NULL;
+		if (msg == NULL)
+			msg = rd_kafka_consumer_poll(kafka->rk, 0);
 		if (msg == NULL)
 		{
 			remaining = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
@@ -793,9 +818,16 @@ eoi_kafka_poll(EoiKafka *kafka, rd_kafka_message_t **messages, int max_messages,
 			PG_END_TRY();
 			continue;
 		}
+		size = msg->len + msg->key_len;
+		if (n > 0 && bytes + size > max_bytes)
+		{
+			kafka->held = msg;
+			break;
+		}
 		kafka->last_error[0] = '\0';
 		kafka->since_dry_messages++;
-		kafka->since_dry_bytes += msg->len + msg->key_len;
+		kafka->since_dry_bytes += size;
+		bytes += size;
 		messages[n++] = msg;
 	}
 	return n;

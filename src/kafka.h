@@ -42,7 +42,7 @@ extern void eoi_kafka_assign(EoiKafka *kafka, const EoiPosition *positions, int 
 extern void eoi_kafka_unassign(EoiKafka *kafka);
 extern void eoi_kafka_commit_for_monitoring(EoiKafka *kafka, const EoiPosition *positions, int n);
 extern int	eoi_kafka_poll(EoiKafka *kafka, rd_kafka_message_t **messages,
-						   int max_messages, int timeout_ms);
+						   int max_messages, int64 max_bytes, int timeout_ms);
 extern const char *eoi_kafka_last_error(EoiKafka *kafka);
 
 /* positions.c */

@@ -164,6 +164,23 @@ eoi_check_target_insert(Relation rel, List *colnames)
 	free_parsestate(pstate);
 }
 
+/*
+ * For tests: refuse to let the COPY text grow past
+ * eoingest.test_batch_text_limit, with the error enlargeStringInfo raises
+ * at MaxAllocSize, so that a few hundred kilobytes behave as a gigabyte.
+ */
+static void
+check_test_text_limit(StringInfo lines)
+{
+	if (eoingest_test_batch_text_limit > 0 && lines->len > eoingest_test_batch_text_limit)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("out of memory"),
+				 errdetail("Cannot enlarge string buffer containing %d bytes by %d more bytes.",
+						   eoingest_test_batch_text_limit,
+						   lines->len - eoingest_test_batch_text_limit)));
+}
+
 static void
 decode_batch(EoiBatch *batch, EoiColumns *cols, StringInfo lines,
 			 ExprContext *econtext, MessagePosition *mc)
@@ -183,6 +200,7 @@ decode_batch(EoiBatch *batch, EoiColumns *cols, StringInfo lines,
 					 errhint("Tombstones delete rows in mode upsert only; use a transform to handle them otherwise.")));
 		eoi_decode_message(cols, msg->payload, msg->len, &cw.writer, econtext);
 		ResetExprContext(econtext);
+		check_test_text_limit(lines);
 	}
 	mc->current = -1;
 }
@@ -266,6 +284,32 @@ eoi_check_target_unchanged(Relation rel, EoiColumns *cols)
 			 errhint("Check that the job's format still fits the table, then run eoingest.start_job() again.")));
 }
 
+/*
+ * The COPY text of a batch is one buffer, which cannot grow past
+ * MaxAllocSize (54000 from enlargeStringInfo).  When it fails to take
+ * message N > 1, the batch is too large, not message N: say so with a
+ * resource error (class 53), which no record is blamed for and on which the
+ * worker retries with smaller batches.  Called in PG_CATCH.
+ */
+static void
+batch_too_large(EoiBatch *batch, MessagePosition *mc, MemoryContext cxt,
+				ErrorContextCallback *outer_context)
+{
+	ErrorData  *edata;
+
+	MemoryContextSwitchTo(cxt);
+	edata = CopyErrorData();
+	FlushErrorState();
+	/* The error is the batch's, not the message's that was being decoded. */
+	error_context_stack = outer_context;
+	ereport(ERROR,
+			(errcode(ERRCODE_OUT_OF_MEMORY),
+			 errmsg("batch of %d messages is too large to copy at once", batch->n),
+			 errdetail("At message %d of the batch: %s", mc->current + 1,
+					   edata->detail ? edata->detail : edata->message),
+			 errhint("eoingest retries with smaller batches; a lower batch_max_bytes (eoingest.alter_job) avoids the retries.")));
+}
+
 static uint64
 copy_into_target(const EoiJob *job, EoiBatch *batch)
 {
@@ -276,6 +320,7 @@ copy_into_target(const EoiJob *job, EoiBatch *batch)
 	StringInfoData lines;
 	ErrorContextCallback errcb;
 	MessagePosition mc = {batch, -1, NULL, &errcb};
+	MemoryContext cxt = CurrentMemoryContext;
 	CopyFromState cstate;
 	List	   *options;
 	uint64		processed;
@@ -290,7 +335,17 @@ copy_into_target(const EoiJob *job, EoiBatch *batch)
 	error_context_stack = &errcb;
 
 	initStringInfo(&lines);
-	decode_batch(batch, cols, &lines, GetPerTupleExprContext(estate), &mc);
+	PG_TRY();
+	{
+		decode_batch(batch, cols, &lines, GetPerTupleExprContext(estate), &mc);
+	}
+	PG_CATCH();
+	{
+		if (mc.current <= 0 || geterrcode() != ERRCODE_PROGRAM_LIMIT_EXCEEDED)
+			PG_RE_THROW();
+		batch_too_large(batch, &mc, cxt, errcb.previous);
+	}
+	PG_END_TRY();
 
 	options = list_make2(makeDefElem("format", (Node *) makeString("text"), -1),
 						 makeDefElem("encoding",

@@ -5,13 +5,19 @@
  *
  * Each message is decoded into a row of text fields (the same decoding as
  * the COPY path); a message whose value is null (a tombstone) has its key
- * decoded onto the key columns instead and deletes that row.  Within a
- * batch only the last message of each key counts, so that later messages
- * win and ON CONFLICT never meets the same key twice.  The rows then go in
- * with one INSERT ... SELECT FROM unnest(text arrays) ... ON CONFLICT (key)
- * DO UPDATE (DO NOTHING when every column is a key column), and the deletes
- * with one DELETE ... USING unnest(...).  Replaying a batch applies the same
- * final values again: that is what makes the sink idempotent.
+ * decoded onto the key columns instead and deletes that row.
+ *
+ * A batch must end as its messages applied one by one would leave it, and
+ * ON CONFLICT must never meet one key twice.  So the key columns are read
+ * into values of their types, and messages of the same key are those whose
+ * key values are equal in the key's unique index (1 and 01 are one integer,
+ * 1.0 and 1 one numeric).  Of each key's messages, what remains to do is a
+ * delete if any of them is a tombstone (an upsert after it inserts afresh),
+ * then the last message if it is not a tombstone.  All the deletes go first,
+ * in one DELETE ... USING unnest(...), then the rows, in one INSERT ...
+ * SELECT FROM unnest(text arrays) ... ON CONFLICT (key) DO UPDATE (DO
+ * NOTHING when every column is a key column).  Replaying a batch applies
+ * the same final values again: that is what makes the sink idempotent.
  *
  *-------------------------------------------------------------------------
  */
@@ -19,6 +25,7 @@
 
 #include "access/genam.h"
 #include "access/htup_details.h"
+#include "access/nbtree.h"
 #include "access/table.h"
 #include "catalog/pg_index.h"
 #include "catalog/pg_type.h"
@@ -31,6 +38,7 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/rel.h"
 
 #include "decode.h"
@@ -51,11 +59,29 @@ typedef struct ArrayWriter
 /* One message's effect: upsert row `row`, or delete key row `row`. */
 typedef struct Op
 {
-	char	   *key;			/* encoded key values, for ordering */
+	Datum	   *key;			/* the key columns' values */
+	bool	   *key_null;
+	bool		distinct;		/* a null in the key: equal to no other key */
 	int			seq;			/* position in the batch */
 	bool		is_delete;
 	int			row;
 } Op;
+
+/*
+ * How the key columns read and compare: each one's type input, and the
+ * btree order of its column in the key's unique index, the equality that
+ * ON CONFLICT applies.
+ */
+typedef struct KeyOrder
+{
+	int			nkeys;
+	FmgrInfo   *input;
+	Oid		   *ioparams;
+	int32	   *typmods;
+	FmgrInfo   *cmp;
+	Oid		   *collations;
+	bool		nulls_distinct;
+} KeyOrder;
 
 static char *
 cell_copy(MemoryContext cxt, const char *data, size_t len)
@@ -105,35 +131,67 @@ cell(ArrayWriter *aw, int row, int col)
 	return aw->cells[row * aw->ncols + col];
 }
 
-/* A key's values in one string, unambiguous: "<len>:<bytes>" or "N". */
-static char *
-encode_key(ArrayWriter *aw, int row, const int *cols, int ncols)
+/*
+ * Read the key of `op` from row `row` of `aw` (the key columns at `cols`),
+ * with the types' input functions, as COPY reads them: a key that is not a
+ * value of its type is this message's error.
+ */
+static void
+read_key(Op *op, KeyOrder *ko, ArrayWriter *aw, int row, const int *cols)
 {
-	StringInfoData buf;
-
-	initStringInfo(&buf);
-	for (int k = 0; k < ncols; k++)
+	op->key = palloc(sizeof(Datum) * ko->nkeys);
+	op->key_null = palloc(sizeof(bool) * ko->nkeys);
+	op->distinct = false;
+	for (int k = 0; k < ko->nkeys; k++)
 	{
 		char	   *v = cell(aw, row, cols[k]);
 
-		if (v == NULL)
-			appendStringInfoString(&buf, "N|");
-		else
-			appendStringInfo(&buf, "%zu:%s|", strlen(v), v);
+		op->key_null[k] = (v == NULL);
+		op->key[k] = v ? InputFunctionCall(&ko->input[k], v, ko->ioparams[k], ko->typmods[k]) : (Datum) 0;
+		op->distinct |= (v == NULL && ko->nulls_distinct);
 	}
-	return buf.data;
+}
+
+/* Order of keys; nulls sort last. */
+static int
+key_cmp(const Op *x, const Op *y, KeyOrder *ko)
+{
+	for (int k = 0; k < ko->nkeys; k++)
+	{
+		int32		c;
+
+		if (x->key_null[k] || y->key_null[k])
+		{
+			if (!x->key_null[k])
+				return -1;
+			if (!y->key_null[k])
+				return 1;
+			continue;
+		}
+		c = DatumGetInt32(FunctionCall2Coll(&ko->cmp[k], ko->collations[k], x->key[k], y->key[k]));
+		if (c != 0)
+			return c < 0 ? -1 : 1;
+	}
+	return 0;
 }
 
 static int
-op_cmp(const void *a, const void *b)
+op_cmp(const void *a, const void *b, void *arg)
 {
 	const Op   *x = a;
 	const Op   *y = b;
-	int			c = strcmp(x->key, y->key);
+	int			c = key_cmp(x, y, arg);
 
 	if (c != 0)
 		return c;
 	return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+/* Do two ops act on the same row?  A key with a null is no other's. */
+static bool
+same_key(const Op *x, const Op *y, KeyOrder *ko)
+{
+	return !x->distinct && !y->distinct && key_cmp(x, y, ko) == 0;
 }
 
 /* A text[] Datum of column `col` for the given rows. */
@@ -144,6 +202,7 @@ column_array(ArrayWriter *aw, int col, const int *rows, int nrows)
 	bool	   *nulls = palloc(sizeof(bool) * Max(nrows, 1));
 	int			dims[1] = {nrows};
 	int			lbs[1] = {1};
+	Size		size = ARR_OVERHEAD_WITHNULLS(1, nrows);
 
 	for (int i = 0; i < nrows; i++)
 	{
@@ -151,7 +210,21 @@ column_array(ArrayWriter *aw, int col, const int *rows, int nrows)
 
 		nulls[i] = (v == NULL);
 		elems[i] = nulls[i] ? (Datum) 0 : CStringGetTextDatum(v);
+		if (!nulls[i])
+			size += INTALIGN(VARSIZE(DatumGetPointer(elems[i])));
 	}
+
+	/*
+	 * An array holds at most MaxAllocSize: past that, rows of several
+	 * messages are too large together (none is on its own), a resource
+	 * error on which the worker retries with smaller batches.
+	 */
+	if (nrows > 1 && !AllocSizeIsValid(size))
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("batch of %d rows is too large to upsert at once", nrows),
+				 errdetail("Column %d of its rows would take %zu bytes in one array.", col + 1, size),
+				 errhint("eoingest retries with smaller batches; a lower batch_max_bytes (eoingest.alter_job) avoids the retries.")));
 	return PointerGetDatum(construct_md_array(elems, nulls, 1, dims, lbs,
 											  TEXTOID, -1, false, TYPALIGN_INT));
 }
@@ -302,6 +375,54 @@ decode_error_callback(void *arg)
 	eoi_message_errcontext(dp->batch, dp->current);
 }
 
+static Oid	check_unique_index(Relation rel, List *key_columns);
+
+/* The key columns' input functions, and their order in the key's unique index. */
+static KeyOrder *
+key_order(Relation rel, List *key_columns)
+{
+	KeyOrder   *ko = palloc0(sizeof(KeyOrder));
+	Relation	idx = index_open(check_unique_index(rel, key_columns), AccessShareLock);
+	ListCell   *lc;
+
+	ko->nkeys = list_length(key_columns);
+	ko->input = palloc0(sizeof(FmgrInfo) * ko->nkeys);
+	ko->ioparams = palloc0(sizeof(Oid) * ko->nkeys);
+	ko->typmods = palloc0(sizeof(int32) * ko->nkeys);
+	ko->cmp = palloc0(sizeof(FmgrInfo) * ko->nkeys);
+	ko->collations = palloc0(sizeof(Oid) * ko->nkeys);
+#if PG_VERSION_NUM >= 150000
+	ko->nulls_distinct = !idx->rd_index->indnullsnotdistinct;
+#else
+	ko->nulls_distinct = true;
+#endif
+	foreach(lc, key_columns)
+	{
+		int			k = foreach_current_index(lc);
+		AttrNumber	attnum = attnameAttNum(rel, strVal(lfirst(lc)), false);
+		Form_pg_attribute att = TupleDescAttr(RelationGetDescr(rel), attnum - 1);
+		Oid			infunc;
+		Oid			cmpproc;
+		int			j;
+
+		getTypeInputInfo(att->atttypid, &infunc, &ko->ioparams[k]);
+		fmgr_info(infunc, &ko->input[k]);
+		ko->typmods[k] = att->atttypmod;
+		for (j = 0; j < idx->rd_index->indnkeyatts && idx->rd_index->indkey.values[j] != attnum; j++)
+			;
+		Assert(j < idx->rd_index->indnkeyatts);
+		cmpproc = get_opfamily_proc(idx->rd_opfamily[j], idx->rd_opcintype[j],
+									idx->rd_opcintype[j], BTORDER_PROC);
+		if (!OidIsValid(cmpproc))
+			elog(ERROR, "missing btree comparison function for column \"%s\" of index \"%s\"",
+				 NameStr(att->attname), RelationGetRelationName(idx));
+		fmgr_info(cmpproc, &ko->cmp[k]);
+		ko->collations[k] = idx->rd_indcollation[j];
+	}
+	index_close(idx, AccessShareLock);
+	return ko;
+}
+
 uint64
 eoi_upsert_batch(const EoiJob *job, EoiBatch *batch)
 {
@@ -311,6 +432,7 @@ eoi_upsert_batch(const EoiJob *job, EoiBatch *batch)
 	EoiColumns *cols = eoi_columns_for(rel, job->format, estate);
 	EoiColumns *keys = eoi_columns_named(rel, job->key_format, job->key_columns);
 	int		   *keypos = key_positions(cols, job->key_columns);
+	KeyOrder   *ko = key_order(rel, job->key_columns);
 	int			all_keypos[INDEX_MAX_KEYS];
 	ArrayWriter values;
 	ArrayWriter tombstones;
@@ -349,29 +471,35 @@ eoi_upsert_batch(const EoiJob *job, EoiBatch *batch)
 			eoi_decode_message(keys, msg->key, msg->key_len, &tombstones.writer, econtext);
 			ops[i].is_delete = true;
 			ops[i].row = tombstones.nrows - 1;
-			ops[i].key = encode_key(&tombstones, ops[i].row, all_keypos, keys->ncolumns);
+			read_key(&ops[i], ko, &tombstones, ops[i].row, all_keypos);
 		}
 		else
 		{
 			eoi_decode_message(cols, msg->payload, msg->len, &values.writer, econtext);
 			ops[i].is_delete = false;
 			ops[i].row = values.nrows - 1;
-			ops[i].key = encode_key(&values, ops[i].row, keypos, keys->ncolumns);
+			read_key(&ops[i], ko, &values, ops[i].row, keypos);
 		}
 		ResetExprContext(econtext);
 	}
 	error_context_stack = errcb.previous;
 
-	/* The last message of each key wins. */
-	qsort(ops, batch->n, sizeof(Op), op_cmp);
-	for (int i = 0; i < batch->n; i++)
+	/*
+	 * Each key's messages in batch order: a delete if one is a tombstone,
+	 * then the last one if it is not.
+	 */
+	qsort_arg(ops, batch->n, sizeof(Op), op_cmp, ko);
+	for (int first = 0, next; first < batch->n; first = next)
 	{
-		if (i + 1 < batch->n && strcmp(ops[i].key, ops[i + 1].key) == 0)
-			continue;
-		if (ops[i].is_delete)
-			delete_rows[ndeletes++] = ops[i].row;
-		else
-			upsert_rows[nupserts++] = ops[i].row;
+		int			last_delete = -1;
+
+		for (next = first; next < batch->n && (next == first || same_key(&ops[first], &ops[next], ko)); next++)
+			if (ops[next].is_delete)
+				last_delete = next;
+		if (last_delete >= 0)
+			delete_rows[ndeletes++] = ops[last_delete].row;
+		if (!ops[next - 1].is_delete)
+			upsert_rows[nupserts++] = ops[next - 1].row;
 	}
 
 	if (SPI_connect() != SPI_OK_CONNECT)
@@ -430,8 +558,8 @@ index_matches_key(Relation idx, Relation rel, List *key_columns)
 	return true;
 }
 
-/* ON CONFLICT (key) needs a unique index on exactly the key columns. */
-static void
+/* ON CONFLICT (key) needs a unique index on exactly the key columns: its OID. */
+static Oid
 check_unique_index(Relation rel, List *key_columns)
 {
 	List	   *indexes = RelationGetIndexList(rel);
@@ -444,7 +572,7 @@ check_unique_index(Relation rel, List *key_columns)
 
 		index_close(idx, AccessShareLock);
 		if (matches)
-			return;
+			return lfirst_oid(lc);
 	}
 	ereport(ERROR,
 			(errcode(ERRCODE_INVALID_COLUMN_REFERENCE),
@@ -481,7 +609,7 @@ eoi_upsert_check(Relation rel, EoiFormat format, EoiFormat key_format, List *key
 							RelationGetRelationName(rel)),
 					 errhint("Upserts insert and update rows, and tombstones delete them: grant INSERT, UPDATE and DELETE.")));
 	(void) key_positions(cols, key_columns);
-	check_unique_index(rel, key_columns);
+	(void) check_unique_index(rel, key_columns);
 	for (int c = 0; c < cols->ncolumns; c++)
 		types[c] = TEXTARRAYOID;
 	if (SPI_connect() != SPI_OK_CONNECT)

@@ -5,14 +5,15 @@
  *
  * The worker owns the partitions p of the job's topic with
  * p % parallelism = index.  It assigns them itself at the offsets stored in
- * eoingest.offsets, then loops: poll a batch (bounded by batch_size and
- * batch_timeout_ms) -> write its rows -> advance the offsets -> commit, in
- * the order the job's mode prescribes.  Between batches it holds no
- * transaction and no snapshot.
+ * eoingest.offsets, then loops: poll a batch (bounded by batch_size,
+ * batch_max_bytes and batch_timeout_ms) -> write its rows -> advance the
+ * offsets -> commit, in the order the job's mode prescribes.  Between
+ * batches it holds no transaction and no snapshot.
  *
  * A failed batch is rolled back; the worker re-reads the stored offsets,
  * assigns its partitions there again (dropping whatever librdkafka had
- * fetched) and retries after a backoff.  Errors that a retry cannot cure
+ * fetched) and retries after a backoff; a batch that failed for want of
+ * memory is retried at half its size.  Errors that a retry cannot cure
  * (bad data, a missing table, a lost offset) stop the job in state
  * 'failed' with the error in job_status.
  *
@@ -69,6 +70,7 @@
  * (one transaction) ends before that many batches.
  */
 #define EPOCH_MAX_SUBXACT_BATCHES	48
+#define CAPPED_BATCHES_BEFORE_GROWTH 16
 
 typedef struct Worker
 {
@@ -95,6 +97,18 @@ typedef struct Worker
 	TimestampTz next_lag_confirm;
 	int64	   *noted;			/* low, high, lso last written, per owned partition */
 	bool		busy;			/* the last poll returned messages */
+
+	/*
+	 * After a batch failed for want of memory: the most messages and bytes
+	 * the next batches hold (0: the job's batch_size and batch_max_bytes),
+	 * and how many have committed under these limits since they were set.
+	 */
+	int			cap_messages;
+	int64		cap_bytes;
+	int			capped_batches;
+	/* The batch being written, for handle_failure. */
+	int			writing_messages;
+	uint64		writing_bytes;
 } Worker;
 
 static Worker w;
@@ -489,6 +503,73 @@ maybe_refresh_lag(void)
 		commit_work();
 }
 
+/* ---- the size of a batch ---- */
+
+static int
+batch_message_limit(void)
+{
+	if (w.cap_messages > 0)
+		return Min(w.cap_messages, w.job->batch_size);
+	return w.job->batch_size;
+}
+
+static int64
+batch_byte_limit(void)
+{
+	if (w.cap_bytes > 0)
+		return Min(w.cap_bytes, (int64) w.job->batch_max_bytes);
+	return w.job->batch_max_bytes;
+}
+
+static void
+writing(EoiBatch *batch, uint64 bytes)
+{
+	w.writing_messages = batch->n;
+	w.writing_bytes = bytes;
+}
+
+/*
+ * A batch committed.  Batches capped after a failure grow back, doubling
+ * after every CAPPED_BATCHES_BEFORE_GROWTH batches that fitted, so that a
+ * passing shortage of memory does not slow the job for good.
+ */
+static void
+batch_committed(void)
+{
+	w.writing_messages = 0;
+	w.writing_bytes = 0;
+	if (w.cap_messages == 0 && w.cap_bytes == 0)
+		return;
+	if (++w.capped_batches < CAPPED_BATCHES_BEFORE_GROWTH)
+		return;
+	w.capped_batches = 0;
+	w.cap_messages = (w.cap_messages >= w.job->batch_size / 2) ? 0 : w.cap_messages * 2;
+	w.cap_bytes = (w.cap_bytes >= w.job->batch_max_bytes / 2) ? 0 : w.cap_bytes * 2;
+}
+
+/*
+ * A batch of several messages failed for want of resources (class 53: out
+ * of memory, a buffer at its limit, disk full).  No record is to blame, and
+ * the same batch would fail the same way: the next batches hold half as
+ * many messages and bytes, down to one message.  Returns false if there
+ * was nothing to halve.
+ */
+static bool
+shrink_batches(int sqlerrcode, const char *message)
+{
+	if (ERRCODE_TO_CATEGORY(sqlerrcode) != ERRCODE_INSUFFICIENT_RESOURCES ||
+		w.writing_messages <= 1)
+		return false;
+	w.cap_messages = Max(w.writing_messages / 2, 1);
+	w.cap_bytes = Max((int64) (w.writing_bytes / 2), 1);
+	w.capped_batches = 0;
+	ereport(LOG,
+			(errmsg("eoingest job \"%s\": a batch of %d messages (" UINT64_FORMAT " bytes) ran out of resources; retrying with batches of at most %d messages and " INT64_FORMAT " bytes",
+					w.job->name, w.writing_messages, w.writing_bytes, w.cap_messages, w.cap_bytes),
+			 errdetail_internal("%s", message)));
+	return true;
+}
+
 /* ---- one batch ---- */
 
 /*
@@ -658,6 +739,7 @@ write_batch(EoiBatch *batch)
 	if (nmessages == 0)
 		return;
 	bytes = batch_bytes(batch);
+	writing(batch, bytes);
 
 	switch (w.job->mode)
 	{
@@ -712,6 +794,7 @@ write_batch(EoiBatch *batch)
 							eoi_mode_name(w.job->mode))));
 	}
 	slot_count_batch(nmessages, rows, bytes, dead);
+	batch_committed();
 	w.failures = 0;
 }
 
@@ -840,7 +923,8 @@ run_epoch(void)
 		EoiBatch   *batch = eoi_batch_create(w.batch_context, w.job->batch_size);
 		int			polled;
 
-		batch->n = eoi_kafka_poll(w.kafka, batch->messages, w.job->batch_size,
+		batch->n = eoi_kafka_poll(w.kafka, batch->messages, batch_message_limit(),
+								  batch_byte_limit(),
 								  (int) Min(remaining, w.job->batch_timeout_ms));
 		polled = batch->n;
 		release_memory_when_idle(batch->n);
@@ -857,11 +941,13 @@ run_epoch(void)
 			 * ends (a COPY buffer per batch).
 			 */
 			step_context = MemoryContextSwitchTo(w.batch_context);
+			writing(batch, batch_bytes(batch));
 			rows += eoi_sink_write_batch(w.job, batch, &batch_dead);
 			dead += batch_dead;
 			advance_offsets(last_offset);
 			MemoryContextSwitchTo(step_context);
 			end_step();
+			w.writing_messages = 0;
 			remember_offsets(last_offset);
 			nmessages += batch->n;
 			bytes += batch_bytes(batch);
@@ -911,6 +997,7 @@ run_epoch(void)
 		{
 			slot_count_batch(nmessages, rows, bytes, dead);
 			offsets_committed();
+			batch_committed();
 		}
 		w.failures = 0;
 	}
@@ -992,6 +1079,7 @@ handle_failure(MemoryContext error_context)
 	ErrorData  *edata;
 	char	   *message;
 	long		delay = RETRY_DELAY_MIN_MS;
+	bool		shrunk;
 
 	MemoryContextSwitchTo(error_context);
 	edata = CopyErrorData();
@@ -1002,8 +1090,10 @@ handle_failure(MemoryContext error_context)
 	message = eoi_describe_error(edata);
 	if (w.epoch_open != 0)
 		epoch_failed(message);
+	shrunk = shrink_batches(edata->sqlerrcode, message);
+	w.writing_messages = 0;
 
-	if (!error_is_transient(edata->sqlerrcode))
+	if (!shrunk && !error_is_transient(edata->sqlerrcode))
 	{
 		ereport(LOG,
 				(errmsg("eoingest job \"%s\" failed: %s", w.job->name, message)));
@@ -1012,11 +1102,13 @@ handle_failure(MemoryContext error_context)
 		proc_exit(0);
 	}
 
-	w.failures++;
+	/* Halving a batch is progress: retry it without backing off further. */
+	if (!shrunk)
+		w.failures++;
 	for (int i = 1; i < w.failures && delay < RETRY_DELAY_MAX_MS; i++)
 		delay *= 2;
 	delay = Min(delay, RETRY_DELAY_MAX_MS);
-	if (w.failures == 1)
+	if (w.failures == 1 && !shrunk)
 		ereport(LOG,
 				(errmsg("eoingest job \"%s\" will retry: %s", w.job->name, message)));
 	slot_set_state(EOI_WORKER_RETRYING, message);
@@ -1173,8 +1265,8 @@ one_iteration(void)
 	slot_set_state(EOI_WORKER_RUNNING, NULL);
 	batch = eoi_batch_create(w.batch_context, w.job->batch_size);
 	pgstat_report_activity(STATE_IDLE, NULL);
-	batch->n = eoi_kafka_poll(w.kafka, batch->messages, w.job->batch_size,
-							  w.job->batch_timeout_ms);
+	batch->n = eoi_kafka_poll(w.kafka, batch->messages, batch_message_limit(),
+							  batch_byte_limit(), w.job->batch_timeout_ms);
 	release_memory_when_idle(batch->n);
 	if (batch->n > 0)
 		write_batch(batch);
