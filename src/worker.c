@@ -297,6 +297,9 @@ position_new_job(const int *counts)
 {
 	ListCell   *lc;
 
+	/* For tests: the siblings of worker 0 come to decide late. */
+	if (w.index > 0)
+		EOI_FAULT_POINT("sibling_positions");
 	begin_work("deciding the job's first positions");
 	eoi_offsets_lock_job(w.job);
 	if (eoi_offsets_any(w.job))

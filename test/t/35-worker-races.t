@@ -2,22 +2,27 @@
 # Races between the workers of one job (issue: races and stalls review).
 set -euo pipefail
 . "$(dirname "$0")/../lib/tap.sh"
+. "$(dirname "$0")/../lib/faults.sh"
 
 plan 8
 sql "CREATE EXTENSION IF NOT EXISTS eoingest" >/dev/null 2>&1
 
 # --- start_offset holds for every worker, not only the first ----------------------
 # Each worker used to decide "the job is new" by itself; a worker that looked
-# after a sibling had stored its first row started at the beginning.
+# after a sibling had stored its first row started at the beginning.  The
+# fault point makes every worker but worker 0 come to decide 1.5 s late.
 topic=so_$$
 eoi-kafka create-topic "$topic" 8 >/dev/null
 eoi-kafka produce-seq "$topic" --count 40000 --format csv >/dev/null
 sql "CREATE TABLE so_t (part int, off bigint, value text)" >/dev/null
+set_fault sibling_positions sleep 1500
 sql "SELECT eoingest.create_job(name => 'so', brokers => '$KAFKA_BROKERS', topic => '$topic', start_offset => 'latest',
         parallelism => 4, batch_timeout_ms => 100,
         transform => 'INSERT INTO so_t SELECT \"partition\", \"offset\", value FROM eoingest.batch()');
      SELECT eoingest.start_job('so')" >/dev/null
 wait_until 60 "SELECT count(*) = 8 FROM eoingest.offsets WHERE job = 'so'" >/dev/null
+wait_until 30 "SELECT count(*) = 4 FROM eoingest.job_status WHERE name = 'so' AND state = 'running'" >/dev/null
+clear_fault
 is "$(sql "SELECT sum(next_offset) FROM eoingest.offsets WHERE job = 'so'")" 40000 \
   "start_offset 'latest' with parallelism 4: every partition starts at its end"
 eoi-kafka produce-seq "$topic" --count 2000 --start 40000 --format csv >/dev/null
