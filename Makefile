@@ -18,6 +18,7 @@ OBJS = \
 	src/deadletter.o \
 	src/positions.o \
 	src/policy.o \
+	src/txn.o \
 	src/api.o
 
 DATA = $(wildcard sql/eoingest--*.sql)

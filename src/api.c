@@ -39,6 +39,7 @@
 #include "job.h"
 #include "kafka.h"
 #include "offsets.h"
+#include "positions.h"
 #include "shmem.h"
 #include "sink.h"
 #include "upsert.h"

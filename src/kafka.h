@@ -45,9 +45,4 @@ extern int	eoi_kafka_poll(EoiKafka *kafka, rd_kafka_message_t **messages,
 						   int max_messages, int64 max_bytes, int timeout_ms);
 extern const char *eoi_kafka_last_error(EoiKafka *kafka);
 
-/* positions.c */
-extern int64 *eoi_positions_for(EoiKafka *kafka, const EoiJob *job, const char *topic,
-								const char *to, int *count);
-extern void eoi_check_start_offset(const char *start_offset);
-
 #endif

@@ -42,6 +42,7 @@
 
 #include "eoingest.h"
 #include "launcher.h"
+#include "txn.h"
 #include "shmem.h"
 #include "twophase.h"
 
@@ -186,10 +187,7 @@ read_jobs(int *njobs)
 	LauncherJob *jobs = NULL;
 
 	*njobs = 0;
-	SetCurrentStatementStartTimestamp();
-	StartTransactionCommand();
-	PushActiveSnapshot(GetTransactionSnapshot());
-	pgstat_report_activity(STATE_RUNNING, "reading eoingest.jobs");
+	eoi_begin_work("reading eoingest.jobs");
 
 	extension_present = extension_ready();
 	if (extension_present)
@@ -224,10 +222,7 @@ read_jobs(int *njobs)
 		*njobs = (int) SPI_processed;
 		SPI_finish();
 	}
-
-	PopActiveSnapshot();
-	CommitTransactionCommand();
-	pgstat_report_activity(STATE_IDLE, NULL);
+	eoi_commit_work();
 	return jobs;
 }
 

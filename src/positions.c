@@ -13,7 +13,6 @@
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
-#include "offsets.h"
 #include "pgstat.h"
 #include "storage/latch.h"
 #include "utils/builtins.h"
@@ -23,6 +22,8 @@
 
 #include "job.h"
 #include "kafka.h"
+#include "offsets.h"
+#include "positions.h"
 #include "shmem.h"
 
 PG_FUNCTION_INFO_V1(eoingest_reset_offsets);

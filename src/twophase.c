@@ -39,6 +39,7 @@
 
 #include "shmem.h"
 #include "twophase.h"
+#include "txn.h"
 
 /* The coordinator's view of one running two_phase job. */
 typedef struct CoordState
@@ -93,10 +94,7 @@ gid_parse(const char *gid, PreparedGid *out)
 static void
 begin_tx(const char *activity)
 {
-	SetCurrentStatementStartTimestamp();
-	StartTransactionCommand();
-	PushActiveSnapshot(GetTransactionSnapshot());
-	pgstat_report_activity(STATE_RUNNING, activity);
+	eoi_begin_work(activity);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 }
@@ -105,9 +103,7 @@ static void
 commit_tx(void)
 {
 	SPI_finish();
-	PopActiveSnapshot();
-	CommitTransactionCommand();
-	pgstat_report_activity(STATE_IDLE, NULL);
+	eoi_commit_work();
 }
 
 /* The prepared transactions of eoingest jobs in this database. */

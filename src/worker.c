@@ -47,11 +47,13 @@
 #include "kafka.h"
 #include "launcher.h"
 #include "offsets.h"
+#include "positions.h"
 #include "policy.h"
 #include "shmem.h"
 #include "sink.h"
 #include "twophase.h"
 #include "worker.h"
+#include "txn.h"
 
 #define DISCOVERY_INTERVAL_MS	10000
 #define METADATA_TIMEOUT_MS		5000
@@ -200,24 +202,6 @@ slot_still_mine(void)
 
 /* ---- transactions ---- */
 
-static void
-begin_work(const char *activity)
-{
-	SetCurrentStatementStartTimestamp();
-	StartTransactionCommand();
-	PushActiveSnapshot(GetTransactionSnapshot());
-	pgstat_report_activity(STATE_RUNNING, activity);
-}
-
-static void
-commit_work(void)
-{
-	PopActiveSnapshot();
-	CommitTransactionCommand();
-	pgstat_report_stat(false);
-	pgstat_report_activity(STATE_IDLE, NULL);
-}
-
 /*
  * One step inside a two_phase epoch's transaction block: the block stays
  * open across steps, each step gets a fresh snapshot.
@@ -300,11 +284,11 @@ position_new_job(const int *counts)
 	/* For tests: the siblings of worker 0 come to decide late. */
 	if (w.index > 0)
 		EOI_FAULT_POINT("sibling_positions");
-	begin_work("deciding the job's first positions");
+	eoi_begin_work("deciding the job's first positions");
 	eoi_offsets_lock_job(w.job);
 	if (eoi_offsets_any(w.job))
 	{
-		commit_work();
+		eoi_commit_work();
 		return;
 	}
 	foreach(lc, w.job->topics)
@@ -324,7 +308,7 @@ position_new_job(const int *counts)
 			eoi_offsets_insert(w.job, &pos);
 		}
 	}
-	commit_work();
+	eoi_commit_work();
 }
 
 /*
@@ -385,9 +369,9 @@ assign_partitions(void)
 		EoiPosition *stored = palloc(sizeof(EoiPosition) * Max(count, 1));
 		int			nstored;
 
-		begin_work("reading stored offsets");
+		eoi_begin_work("reading stored offsets");
 		nstored = eoi_offsets_read(w.job, topic, stored, count);
-		commit_work();
+		eoi_commit_work();
 
 		for (int32 p = 0; p < count; p++)
 		{
@@ -408,13 +392,13 @@ assign_partitions(void)
 			}
 			/* a partition added to the topic since the job began */
 			pos->offset = log_start(topic, p);
-			begin_work("storing a partition's starting offset");
+			eoi_begin_work("storing a partition's starting offset");
 			eoi_offsets_insert(w.job, pos);
-			commit_work();
+			eoi_commit_work();
 			/* Another worker may have stored one first: read it back. */
-			begin_work("reading stored offsets");
+			eoi_begin_work("reading stored offsets");
 			nstored = eoi_offsets_read(w.job, topic, stored, count);
-			commit_work();
+			eoi_commit_work();
 			for (i = 0; i < nstored && stored[i].partition != p; i++)
 				;
 			if (i < nstored)
@@ -495,7 +479,7 @@ maybe_refresh_lag(void)
 		if (!confirm && noted[0] == low && noted[1] == high && noted[2] == lso)
 			continue;
 		if (!any)
-			begin_work("recording the log end");
+			eoi_begin_work("recording the log end");
 		any = true;
 		eoi_offsets_note_watermarks(w.job, &w.owned[i], low, high, lso);
 		noted[0] = low;
@@ -503,7 +487,7 @@ maybe_refresh_lag(void)
 		noted[2] = lso;
 	}
 	if (any)
-		commit_work();
+		eoi_commit_work();
 }
 
 /* ---- the size of a batch ---- */
@@ -583,6 +567,8 @@ static void
 prepare_batch(EoiBatch *batch, int64 *last_offset)
 {
 	int			kept = 0;
+	EoiPosition *run_pos = NULL;
+	rd_kafka_topic_t *run_rkt = NULL;
 
 	for (int i = 0; i < w.nowned; i++)
 		last_offset[i] = -1;
@@ -590,7 +576,20 @@ prepare_batch(EoiBatch *batch, int64 *last_offset)
 	for (int i = 0; i < batch->n; i++)
 	{
 		rd_kafka_message_t *msg = batch->messages[i];
-		EoiPosition *pos = find_owned(rd_kafka_topic_name(msg->rkt), msg->partition);
+		EoiPosition *pos;
+
+		/*
+		 * Messages come in runs of one partition (a fetch response's): look
+		 * the partition up by name once per run, not once per message.
+		 */
+		if (run_pos != NULL && msg->rkt == run_rkt && msg->partition == run_pos->partition)
+			pos = run_pos;
+		else
+		{
+			pos = find_owned(rd_kafka_topic_name(msg->rkt), msg->partition);
+			run_pos = pos;
+			run_rkt = msg->rkt;
+		}
 
 		if (pos == NULL || msg->offset < pos->offset)
 		{
@@ -702,11 +701,11 @@ checkpoint_consumed(void)
 	if (!behind)
 		return;
 
-	begin_work("storing offsets");
+	eoi_begin_work("storing offsets");
 	for (int i = 0; i < w.nowned; i++)
 		if (w.consumed[i] > w.owned[i].offset)
 			eoi_offsets_advance(w.job, &w.owned[i], w.consumed[i]);
-	commit_work();
+	eoi_commit_work();
 	for (int i = 0; i < w.nowned; i++)
 		w.owned[i].offset = w.consumed[i];
 	offsets_committed();
@@ -747,47 +746,47 @@ write_batch(EoiBatch *batch)
 	switch (w.job->mode)
 	{
 		case EOI_MODE_EXACTLY_ONCE:
-			begin_work("writing batch");
+			eoi_begin_work("writing batch");
 			rows = eoi_sink_write_batch(w.job, batch, &dead);
 			advance_offsets(last_offset);
 			EOI_FAULT_POINT("before_commit");
-			commit_work();
+			eoi_commit_work();
 			EOI_FAULT_POINT("after_commit");
 			remember_offsets(last_offset);
 			offsets_committed();
 			break;
 
 		case EOI_MODE_UPSERT:
-			begin_work("upserting batch");
+			eoi_begin_work("upserting batch");
 			rows = eoi_sink_write_batch(w.job, batch, &dead);
-			commit_work();
+			eoi_commit_work();
 			note_consumed(last_offset);
 			EOI_FAULT_POINT("between_commits");
 			checkpoint_consumed();
 			break;
 
 		case EOI_MODE_AT_LEAST_ONCE:
-			begin_work("writing batch");
+			eoi_begin_work("writing batch");
 			rows = eoi_sink_write_batch(w.job, batch, &dead);
-			commit_work();
+			eoi_commit_work();
 			EOI_FAULT_POINT("between_commits");
-			begin_work("storing offsets");
+			eoi_begin_work("storing offsets");
 			advance_offsets(last_offset);
-			commit_work();
+			eoi_commit_work();
 			remember_offsets(last_offset);
 			offsets_committed();
 			break;
 
 		case EOI_MODE_AT_MOST_ONCE:
-			begin_work("storing offsets");
+			eoi_begin_work("storing offsets");
 			advance_offsets(last_offset);
-			commit_work();
+			eoi_commit_work();
 			remember_offsets(last_offset);
 			offsets_committed();
 			EOI_FAULT_POINT("between_commits");
-			begin_work("writing batch");
+			eoi_begin_work("writing batch");
 			rows = eoi_sink_write_batch(w.job, batch, &dead);
-			commit_work();
+			eoi_commit_work();
 			break;
 
 		default:
@@ -1039,7 +1038,7 @@ fail_job(const char *message)
 	Oid			types[2] = {INT4OID, TEXTOID};
 	Datum		args[2] = {Int32GetDatum(w.job->id), CStringGetTextDatum(message)};
 
-	begin_work("marking job failed");
+	eoi_begin_work("marking job failed");
 	eoi_become_extension_owner(&saved);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
@@ -1049,7 +1048,7 @@ fail_job(const char *message)
 		elog(ERROR, "could not mark job failed");
 	SPI_finish();
 	eoi_restore_user(&saved);
-	commit_work();
+	eoi_commit_work();
 	eoi_wake_launcher();
 }
 
@@ -1140,11 +1139,11 @@ load_job(int32 job_id)
 {
 	MemoryContext old;
 
-	begin_work("loading job");
+	eoi_begin_work("loading job");
 	old = MemoryContextSwitchTo(TopMemoryContext);
 	w.job = eoi_job_load(job_id, true);
 	MemoryContextSwitchTo(old);
-	commit_work();
+	eoi_commit_work();
 
 	if (w.job == NULL || strcmp(w.job->state, "running") != 0)
 		proc_exit(0);			/* dropped or stopped meanwhile */
@@ -1164,11 +1163,11 @@ open_kafka(void)
 {
 	MemoryContext old;
 
-	begin_work("opening the Kafka client");
+	eoi_begin_work("opening the Kafka client");
 	old = MemoryContextSwitchTo(TopMemoryContext);
 	w.kafka = eoi_kafka_open(w.job, w.index);
 	MemoryContextSwitchTo(old);
-	commit_work();
+	eoi_commit_work();
 }
 
 /*
@@ -1195,7 +1194,7 @@ maybe_recheck_job(void)
 		proc_exit(0);
 	}
 
-	begin_work("checking the job");
+	eoi_begin_work("checking the job");
 	now = eoi_job_load(w.job->id, true);
 	if (now == NULL || strcmp(now->state, "running") != 0 ||
 		now->config_version != w.job->config_version)
@@ -1203,7 +1202,7 @@ maybe_recheck_job(void)
 		const char *why = now == NULL ? "dropped" :
 			strcmp(now->state, "running") != 0 ? "stopped" : "altered";
 
-		commit_work();
+		eoi_commit_work();
 		ereport(LOG,
 				(errmsg("eoingest job \"%s\" worker %d exits: the job was %s",
 						w.job->name, w.index, why)));
@@ -1211,7 +1210,7 @@ maybe_recheck_job(void)
 	}
 	eoi_check_brokers_allowed(w.job->brokers);
 	eoi_check_options_allowed(w.job->options, w.job->owner);
-	commit_work();
+	eoi_commit_work();
 }
 
 static void
