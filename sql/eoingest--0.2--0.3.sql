@@ -61,8 +61,9 @@ SELECT o.job, o.topic, o."partition", o.next_offset,
     OR pg_catalog.pg_has_role('pg_monitor', 'USAGE');
 REVOKE ALL ON @extschema@.lag FROM PUBLIC;
 
--- create_job and alter_job are created again: they gain batch_max_bytes.
--- EXECUTE granted on them must be granted again.
+-- create_job and alter_job are created again: they gain batch_max_bytes, and
+-- target takes a name or a regclass ("any": the C function looks at the
+-- type).  EXECUTE granted on them must be granted again.
 
 -- batch_max_bytes (issue 12.6)
 -- A batch ends at batch_size messages or at batch_max_bytes bytes of keys
@@ -75,7 +76,7 @@ CREATE FUNCTION @extschema@.create_job(
     name              text,
     brokers           text,
     topic             text,
-    target            text DEFAULT NULL,
+    target            "any" DEFAULT NULL,
     format            text DEFAULT 'csv',
     mode              text DEFAULT 'exactly_once',
     transform         text DEFAULT NULL,
@@ -106,7 +107,7 @@ CREATE FUNCTION @extschema@.alter_job(
     options           jsonb DEFAULT NULL,
     transform         text DEFAULT NULL,
     on_error          text DEFAULT NULL,
-    target            text DEFAULT NULL,
+    target            "any" DEFAULT NULL,
     mode              text DEFAULT NULL,
     batch_max_bytes   integer DEFAULT NULL)
 RETURNS void

@@ -110,6 +110,50 @@ optional_text(FunctionCallInfo fcinfo, int argno)
 	return text_to_cstring(PG_GETARG_TEXT_PP(argno));
 }
 
+/*
+ * The target argument, declared "any": a name (a text or an untyped
+ * literal, resolved later with the caller's search_path), or a regclass,
+ * named here schema-qualified.
+ */
+static char *
+optional_target(FunctionCallInfo fcinfo, int argno)
+{
+	Oid			type;
+	Oid			relid;
+	char	   *nspname;
+	char	   *relname;
+
+	if (PG_ARGISNULL(argno))
+		return NULL;
+	type = get_fn_expr_argtype(fcinfo->flinfo, argno);
+	switch (type)
+	{
+		case UNKNOWNOID:
+		case CSTRINGOID:
+			return pstrdup(DatumGetCString(PG_GETARG_DATUM(argno)));
+		case TEXTOID:
+		case VARCHAROID:
+			return text_to_cstring(PG_GETARG_TEXT_PP(argno));
+		case NAMEOID:
+			return pstrdup(NameStr(*PG_GETARG_NAME(argno)));
+		case REGCLASSOID:
+			break;
+		default:
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("target must be a table's name or a regclass, not %s", format_type_be(type)),
+					 errhint("Pass target => 'schema.table' or target => 'schema.table'::regclass.")));
+	}
+	relid = PG_GETARG_OID(argno);
+	nspname = get_namespace_name(get_rel_namespace(relid));
+	relname = get_rel_name(relid);
+	if (nspname == NULL || relname == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("target table with OID %u does not exist", relid)));
+	return quote_qualified_identifier(nspname, relname);
+}
+
 static int
 int_in_range(FunctionCallInfo fcinfo, int argno, const char *name, int min, int max)
 {
@@ -223,7 +267,7 @@ check_partitions(ArrayType *partitions)
 }
 
 static char *
-resolve_target(const char *target, EoiFormat format)
+resolve_target(const char *target, EoiFormat format, EoiMode mode)
 {
 	List	   *names;
 	RangeVar   *rv;
@@ -257,6 +301,7 @@ resolve_target(const char *target, EoiFormat format)
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("target \"%s\" is a temporary table", target),
 				 errhint("A job's worker is another session and cannot see it.")));
+	eoi_check_target_kind(rel, mode);
 
 	cols = eoi_columns_for(rel, format, NULL);
 	eoi_check_target_insert(rel, cols->names);
@@ -434,7 +479,7 @@ check_definition(JobDefinition *def)
 				 errhint("A transform writes where it likes; name the table inside it. To switch a job between the two, create a new job.")));
 	def->qualified_target = NULL;
 	if (def->target != NULL)
-		def->qualified_target = resolve_target(def->target, def->format);
+		def->qualified_target = resolve_target(def->target, def->format, def->mode);
 	else
 		check_transform_with_path(def->transform, def->search_path);
 
@@ -469,7 +514,7 @@ eoingest_create_job(PG_FUNCTION_ARGS)
 	char	   *name = required_text(fcinfo, 0, "name");
 	char	   *brokers = required_text(fcinfo, 1, "brokers");
 	char	   *topic = required_text(fcinfo, 2, "topic");
-	char	   *target = optional_text(fcinfo, 3);
+	char	   *target = optional_target(fcinfo, 3);
 	char	   *format_s = required_text(fcinfo, 4, "format");
 	char	   *mode_s = required_text(fcinfo, 5, "mode");
 	char	   *transform = optional_text(fcinfo, 6);
@@ -967,7 +1012,7 @@ eoingest_alter_job(PG_FUNCTION_ARGS)
 	if (!PG_ARGISNULL(5))
 		def.on_error_s = text_to_cstring(PG_GETARG_TEXT_PP(5));
 	if (!PG_ARGISNULL(6))
-		def.target = text_to_cstring(PG_GETARG_TEXT_PP(6));
+		def.target = optional_target(fcinfo, 6);
 	if (!PG_ARGISNULL(7))
 	{
 		def.mode_s = text_to_cstring(PG_GETARG_TEXT_PP(7));

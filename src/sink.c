@@ -18,6 +18,7 @@
 
 #include "access/table.h"
 #include "access/xact.h"
+#include "catalog/catalog.h"
 #include "catalog/namespace.h"
 #include "commands/copy.h"
 #include "commands/copyfrom_internal.h"
@@ -29,6 +30,7 @@
 #include "parser/parse_relation.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/regproc.h"
 #include "utils/resowner.h"
@@ -37,6 +39,7 @@
 
 #include "deadletter.h"
 #include "decode.h"
+#include "job.h"
 #include "sink.h"
 #include "upsert.h"
 
@@ -151,6 +154,42 @@ check_insert(ParseState *pstate, Relation rel)
 				 errmsg("target \"%s\" has row-level security enabled",
 						RelationGetRelationName(rel)),
 				 errhint("eoingest writes with COPY, which row-level security does not allow; use a transform instead.")));
+}
+
+/* Do the mode's guarantees rest on the WAL: rows and offsets alike? */
+static bool
+mode_is_exact(EoiMode mode)
+{
+	return mode == EOI_MODE_EXACTLY_ONCE || mode == EOI_MODE_TWO_PHASE ||
+		mode == EOI_MODE_UPSERT;
+}
+
+/*
+ * Is `rel` a table a job may write into?  Not a system catalog (nor
+ * information_schema), and, in the modes whose guarantee is that rows and
+ * offsets survive together, not UNLOGGED: a crash empties an unlogged
+ * table while the WAL-logged offsets stay, and the rows are lost for good.
+ * Checked at create_job and alter_job, and by the worker whenever it opens
+ * the table (ALTER TABLE ... SET UNLOGGED under a running job).
+ */
+void
+eoi_check_target_kind(Relation rel, EoiMode mode)
+{
+	const char *nspname = get_namespace_name(RelationGetNamespace(rel));
+
+	if (IsCatalogRelation(rel) || IsToastRelation(rel) ||
+		strcmp(nspname, "information_schema") == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("target \"%s\" is a system catalog", RelationGetRelationName(rel)),
+				 errhint("Write into a table of your own.")));
+	if (rel->rd_rel->relpersistence == RELPERSISTENCE_UNLOGGED && mode_is_exact(mode))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("target \"%s\" is an unlogged table, which mode %s cannot write into",
+						RelationGetRelationName(rel), eoi_mode_name(mode)),
+				 errdetail("A crash empties an unlogged table, while the offsets saying its rows were consumed survive: those rows would be lost."),
+				 errhint("Make the table logged (ALTER TABLE ... SET LOGGED), or use mode at_least_once or at_most_once, which promise less.")));
 }
 
 /* Check, as COPY would, that the current user may insert these columns. */
@@ -325,6 +364,7 @@ copy_into_target(const EoiJob *job, EoiBatch *batch)
 	List	   *options;
 	uint64		processed;
 
+	eoi_check_target_kind(rel, job->mode);
 	eoi_check_target_unchanged(rel, cols);
 	(void) add_target_rte(pstate, rel, cols->names);
 	check_insert(pstate, rel);

@@ -445,6 +445,7 @@ eoi_upsert_batch(const EoiJob *job, EoiBatch *batch)
 	DecodePosition dp = {batch, -1};
 	ErrorContextCallback errcb;
 
+	eoi_check_target_kind(rel, job->mode);
 	eoi_check_target_unchanged(rel, cols);
 	for (int k = 0; k < keys->ncolumns; k++)
 		all_keypos[k] = k;
