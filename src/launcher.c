@@ -290,10 +290,18 @@ find_job(LauncherJob *jobs, int njobs, int32 id)
 }
 
 /*
- * Is the worker of this slot still there?  A slot this launcher registered
- * has a handle; one left by a previous launcher (which restarted) only has
- * the pid the worker wrote when it attached, and 0 once it detached.
+ * A slot this launcher did not register (a predecessor did, before it
+ * restarted) has no handle, only the pid its worker writes when it
+ * attaches.  Its pid is 0 both before the worker attaches and after it
+ * detached: such a slot is taken for dead only once a worker registered
+ * before this launcher started has had the time to attach (the logical
+ * replication launcher gives a starting worker a grace period too).
  */
+#define ATTACH_GRACE_MS		10000
+
+static TimestampTz launcher_started_at;
+
+/* Is the worker of this slot still there?  Decides only with the lock held. */
 static bool
 slot_alive(int slotno)
 {
@@ -302,7 +310,10 @@ slot_alive(int slotno)
 	if (handles[slotno] != NULL)
 		return GetBackgroundWorkerPid(handles[slotno], &pid) != BGWH_STOPPED;
 	pid = eoi_shared->slots[slotno].pid;
-	return pid != 0 && kill(pid, 0) == 0;
+	if (pid == 0)
+		return !TimestampDifferenceExceeds(launcher_started_at, GetCurrentTimestamp(),
+										   ATTACH_GRACE_MS);
+	return kill(pid, 0) == 0;
 }
 
 static void
@@ -326,12 +337,23 @@ reap_and_terminate(LauncherJob *jobs, int njobs)
 		if (!slot->in_use)
 			continue;
 
+		/*
+		 * The look without the lock is only a hint: a worker may attach
+		 * before the reap, and would then keep running beside the successor
+		 * launched for its partitions.  Decide again under the lock.
+		 */
 		if (!slot_alive(i))
 		{
+			bool		dead;
+
+			EOI_FAULT_POINT("slot_race");	/* for tests: widen the window */
 			LWLockAcquire(eoi_shared->lock, LW_EXCLUSIVE);
-			reap_slot(i);
+			dead = !slot_alive(i);
+			if (dead)
+				reap_slot(i);
 			LWLockRelease(eoi_shared->lock);
-			continue;
+			if (dead)
+				continue;
 		}
 
 		job = find_job(jobs, njobs, slot->job_id);
@@ -677,6 +699,7 @@ eoingest_launcher_main(Datum main_arg)
 									 sizeof(BackgroundWorkerHandle *) * eoi_shared->nslots);
 
 	launcher_attach();
+	launcher_started_at = GetCurrentTimestamp();
 	BackgroundWorkerInitializeConnection(eoingest_database, NULL, 0);
 	/* The launcher runs as a superuser: resolve nothing a user created. */
 	SetConfigOption("search_path", "pg_catalog, pg_temp", PGC_SUSET, PGC_S_OVERRIDE);

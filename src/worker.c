@@ -1289,6 +1289,7 @@ eoingest_worker_main(Datum main_arg)
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
 
+	EOI_FAULT_POINT("slot_race");	/* for tests: attach late */
 	slot_attach(DatumGetInt32(main_arg), &args);
 	BackgroundWorkerInitializeConnectionByOid(args.database, args.owner, 0);
 	load_job(args.job_id);
