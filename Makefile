@@ -17,6 +17,7 @@ OBJS = \
 	src/upsert.o \
 	src/deadletter.o \
 	src/positions.o \
+	src/partitions.o \
 	src/policy.o \
 	src/txn.o \
 	src/api.o

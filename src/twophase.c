@@ -22,6 +22,13 @@
  * epoch that current_epoch passed without committing it as rolled back.
  * Only GIDs of this database's eoingest jobs are ever touched.
  *
+ * This file is the coordinator, and the primitives a worker's epoch needs
+ * (the transaction block, PREPARE, the wait for a previous epoch's
+ * resolution).  The worker's epoch loop itself, run_epoch, is in worker.c:
+ * it is the batch loop of the other modes with a transaction block around
+ * it, and shares that loop's bookkeeping (positions, counters, the failure
+ * policy), which would otherwise have to be exported to this file.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"

@@ -47,6 +47,7 @@
 #include "kafka.h"
 #include "launcher.h"
 #include "offsets.h"
+#include "partitions.h"
 #include "positions.h"
 #include "policy.h"
 #include "shmem.h"
@@ -55,8 +56,6 @@
 #include "worker.h"
 #include "txn.h"
 
-#define DISCOVERY_INTERVAL_MS	10000
-#define METADATA_TIMEOUT_MS		5000
 #define RETRY_DELAY_MIN_MS		100
 #define RETRY_DELAY_MAX_MS		30000
 #define LAG_REFRESH_MS			5000
@@ -83,14 +82,10 @@ typedef struct Worker
 	EoiKafka   *kafka;
 	MemoryContext batch_context;
 
-	/* The partitions this worker owns, with their committed next offsets. */
-	EoiPosition *owned;
-	int			nowned;
+	EoiOwnership own;			/* the partitions it owns, at their committed offsets */
 	int64	   *consumed;		/* upsert: committed rows' next offsets, ahead of owned */
 	TimestampTz next_offset_commit;
-	int		   *partition_counts;	/* of each topic, when last looked */
 	bool		assigned;
-	TimestampTz next_discovery;
 	int			failures;		/* consecutive failed attempts */
 	uint64		epoch_done;		/* two_phase: last epoch prepared or skipped */
 	uint64		epoch_open;		/* two_phase: epoch begun, not yet prepared */
@@ -222,224 +217,39 @@ end_step(void)
 	pgstat_report_activity(STATE_IDLE, NULL);
 }
 
-/* ---- partitions and positions ---- */
-
-static EoiPosition *
-find_owned(const char *topic, int32 partition)
-{
-	for (int i = 0; i < w.nowned; i++)
-		if (w.owned[i].partition == partition && strcmp(w.owned[i].topic, topic) == 0)
-			return &w.owned[i];
-	return NULL;
-}
-
-/* Does the job take partition p (all, or those its `partitions` name)? */
-static bool
-job_owns(int32 p)
-{
-	return w.job->partitions == NIL || list_member_int(w.job->partitions, p);
-}
+/* ---- partitions ---- */
 
 /*
- * Which worker of the job owns partition p: p % parallelism, or, with an
- * explicit list, the partition's place in the list % parallelism, so that
- * the listed partitions spread over the workers.
- */
-static int
-owner_index(int32 p)
-{
-	if (w.job->partitions == NIL)
-		return p % w.job->parallelism;
-	for (int i = 0; i < list_length(w.job->partitions); i++)
-		if (list_nth_int(w.job->partitions, i) == p)
-			return i % w.job->parallelism;
-	return -1;
-}
-
-/* The beginning of a partition: where partitions added to a topic start. */
-static int64
-log_start(const char *topic, int32 partition)
-{
-	int64		low,
-				high;
-
-	eoi_kafka_watermarks(w.kafka, topic, partition, &low, &high, METADATA_TIMEOUT_MS);
-	return low;
-}
-
-/*
- * A job's first positions follow its start_offset (earliest, latest, a
- * timestamp, explicit offsets: a partition these do not name starts at its
- * beginning), and they are decided once for the whole job, for the
- * partitions of every worker: whichever worker comes first stores them all
- * while holding the job's row, so that a sibling starting a moment later
- * finds them instead of mistaking the job for an old one (and starting its
- * partitions at their beginning, whatever start_offset said).
- */
-static void
-position_new_job(const int *counts)
-{
-	ListCell   *lc;
-
-	/* For tests: the siblings of worker 0 come to decide late. */
-	if (w.index > 0)
-		EOI_FAULT_POINT("sibling_positions");
-	eoi_begin_work("deciding the job's first positions");
-	eoi_offsets_lock_job(w.job);
-	if (eoi_offsets_any(w.job))
-	{
-		eoi_commit_work();
-		return;
-	}
-	foreach(lc, w.job->topics)
-	{
-		const char *topic = lfirst(lc);
-		int			count = counts[foreach_current_index(lc)];
-		int			known;
-		int64	   *offsets = eoi_positions_for(w.kafka, w.job, topic, w.job->start_offset, &known);
-
-		for (int32 p = 0; p < count; p++)
-		{
-			EoiPosition pos = {topic, p, 0};
-
-			if (!job_owns(p))
-				continue;
-			pos.offset = (p < known && offsets[p] >= 0) ? offsets[p] : log_start(topic, p);
-			eoi_offsets_insert(w.job, &pos);
-		}
-	}
-	eoi_commit_work();
-}
-
-/*
- * Make sure every partition this worker owns has a stored position, read
- * them all, and assign them to the consumer there.  Returns false while a
- * topic of the job does not exist.
+ * Assign this worker's partitions at their stored positions (partitions.c),
+ * and start its per-partition bookkeeping over.  False while a topic of the
+ * job does not exist: job_status says so.
  */
 static bool
 assign_partitions(void)
 {
+	char		waiting[512];
 	MemoryContext old;
-	int			ntopics = list_length(w.job->topics);
-	int		   *counts = palloc0(sizeof(int) * ntopics);
-	int			total = 0;
-	ListCell   *lc;
 
-	/* Start over: nothing prefetched survives, errors can be read. */
-	eoi_kafka_unassign(w.kafka);
-	w.next_discovery = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), DISCOVERY_INTERVAL_MS);
-	foreach(lc, w.job->topics)
+	w.own.job = w.job;
+	w.own.index = w.index;
+	w.own.kafka = w.kafka;
+	if (!eoi_partitions_assign(&w.own, waiting, sizeof(waiting)))
 	{
-		const char *topic = lfirst(lc);
-		int			count = eoi_kafka_partition_count(w.kafka, topic, METADATA_TIMEOUT_MS);
-
-		if (count < 0)
-		{
-			char		msg[512];
-
-			snprintf(msg, sizeof(msg), "Kafka topic \"%s\" does not exist yet; waiting for it", topic);
-			slot_set_state(EOI_WORKER_WAITING, msg);
-			return false;
-		}
-		counts[foreach_current_index(lc)] = count;
-		total += count;
+		slot_set_state(EOI_WORKER_WAITING, waiting);
+		return false;
 	}
-
-	position_new_job(counts);
-
 	old = MemoryContextSwitchTo(TopMemoryContext);
-	if (w.owned)
-		pfree(w.owned);
-	w.owned = palloc0(sizeof(EoiPosition) * Max(total, 1));
 	if (w.consumed)
 		pfree(w.consumed);
-	w.consumed = palloc0(sizeof(int64) * Max(total, 1));
-	/* a copy: counts lives in the loop's memory, reset every iteration */
-	if (w.partition_counts)
-		pfree(w.partition_counts);
-	w.partition_counts = palloc(sizeof(int) * Max(ntopics, 1));
-	memcpy(w.partition_counts, counts, sizeof(int) * ntopics);
+	w.consumed = palloc0(sizeof(int64) * Max(w.own.nowned, 1));
 	MemoryContextSwitchTo(old);
-	w.nowned = 0;
-
-	foreach(lc, w.job->topics)
-	{
-		const char *topic = lfirst(lc);
-		int			count = counts[foreach_current_index(lc)];
-		EoiPosition *stored = palloc(sizeof(EoiPosition) * Max(count, 1));
-		int			nstored;
-
-		eoi_begin_work("reading stored offsets");
-		nstored = eoi_offsets_read(w.job, topic, stored, count);
-		eoi_commit_work();
-
-		for (int32 p = 0; p < count; p++)
-		{
-			EoiPosition *pos;
-			int			i;
-
-			if (!job_owns(p) || owner_index(p) != w.index)
-				continue;
-			pos = &w.owned[w.nowned++];
-			pos->topic = topic;
-			pos->partition = p;
-			for (i = 0; i < nstored && stored[i].partition != p; i++)
-				;
-			if (i < nstored)
-			{
-				pos->offset = stored[i].offset;
-				continue;
-			}
-			/* a partition added to the topic since the job began */
-			pos->offset = log_start(topic, p);
-			eoi_begin_work("storing a partition's starting offset");
-			eoi_offsets_insert(w.job, pos);
-			eoi_commit_work();
-			/* Another worker may have stored one first: read it back. */
-			eoi_begin_work("reading stored offsets");
-			nstored = eoi_offsets_read(w.job, topic, stored, count);
-			eoi_commit_work();
-			for (i = 0; i < nstored && stored[i].partition != p; i++)
-				;
-			if (i < nstored)
-				pos->offset = stored[i].offset;
-		}
-		pfree(stored);
-	}
-
-	for (int i = 0; i < w.nowned; i++)
-		w.consumed[i] = w.owned[i].offset;
+	for (int i = 0; i < w.own.nowned; i++)
+		w.consumed[i] = w.own.owned[i].offset;
 	if (w.noted)
 		pfree(w.noted);
 	w.noted = NULL;				/* write every partition's log end anew */
-	eoi_kafka_assign(w.kafka, w.owned, w.nowned);
 	w.assigned = true;
 	return true;
-}
-
-/* Has a topic grown since we assigned?  Checked every few seconds. */
-static void
-maybe_discover_partitions(void)
-{
-	ListCell   *lc;
-
-	if (GetCurrentTimestamp() < w.next_discovery)
-		return;
-	w.next_discovery = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), DISCOVERY_INTERVAL_MS);
-	foreach(lc, w.job->topics)
-	{
-		const char *topic = lfirst(lc);
-		int			before = w.partition_counts[foreach_current_index(lc)];
-		int			count = eoi_kafka_partition_count(w.kafka, topic, METADATA_TIMEOUT_MS);
-
-		if (count > before)
-		{
-			ereport(LOG,
-					(errmsg("eoingest job \"%s\": topic \"%s\" grew from %d to %d partitions",
-							w.job->name, topic, before, count)));
-			w.assigned = false;
-		}
-	}
 }
 
 /*
@@ -463,25 +273,25 @@ maybe_refresh_lag(void)
 	if (confirm)
 		w.next_lag_confirm = TimestampTzPlusMilliseconds(now, LAG_CONFIRM_MS);
 	if (w.noted == NULL)
-		w.noted = MemoryContextAllocZero(TopMemoryContext, sizeof(int64) * 3 * Max(w.nowned, 1));
-	for (int i = 0; i < w.nowned; i++)
+		w.noted = MemoryContextAllocZero(TopMemoryContext, sizeof(int64) * 3 * Max(w.own.nowned, 1));
+	for (int i = 0; i < w.own.nowned; i++)
 	{
 		int64		low,
 					high,
 					lso = -1;
 		int64	   *noted = &w.noted[i * 3];
 
-		if (!eoi_kafka_cached_watermarks(w.kafka, w.owned[i].topic, w.owned[i].partition,
+		if (!eoi_kafka_cached_watermarks(w.kafka, w.own.owned[i].topic, w.own.owned[i].partition,
 										 &low, &high))
 			continue;
-		if (!eoi_kafka_last_stable_offset(w.kafka, w.owned[i].topic, w.owned[i].partition, &lso))
+		if (!eoi_kafka_last_stable_offset(w.kafka, w.own.owned[i].topic, w.own.owned[i].partition, &lso))
 			lso = -1;
 		if (!confirm && noted[0] == low && noted[1] == high && noted[2] == lso)
 			continue;
 		if (!any)
 			eoi_begin_work("recording the log end");
 		any = true;
-		eoi_offsets_note_watermarks(w.job, &w.owned[i], low, high, lso);
+		eoi_offsets_note_watermarks(w.job, &w.own.owned[i], low, high, lso);
 		noted[0] = low;
 		noted[1] = high;
 		noted[2] = lso;
@@ -570,7 +380,7 @@ prepare_batch(EoiBatch *batch, int64 *last_offset)
 	EoiPosition *run_pos = NULL;
 	rd_kafka_topic_t *run_rkt = NULL;
 
-	for (int i = 0; i < w.nowned; i++)
+	for (int i = 0; i < w.own.nowned; i++)
 		last_offset[i] = -1;
 
 	for (int i = 0; i < batch->n; i++)
@@ -586,7 +396,7 @@ prepare_batch(EoiBatch *batch, int64 *last_offset)
 			pos = run_pos;
 		else
 		{
-			pos = find_owned(rd_kafka_topic_name(msg->rkt), msg->partition);
+			pos = eoi_partitions_find(&w.own, rd_kafka_topic_name(msg->rkt), msg->partition);
 			run_pos = pos;
 			run_rkt = msg->rkt;
 		}
@@ -596,7 +406,7 @@ prepare_batch(EoiBatch *batch, int64 *last_offset)
 			rd_kafka_message_destroy(msg);
 			continue;
 		}
-		last_offset[pos - w.owned] = Max(last_offset[pos - w.owned], msg->offset);
+		last_offset[pos - w.own.owned] = Max(last_offset[pos - w.own.owned], msg->offset);
 		batch->messages[kept++] = msg;
 	}
 	batch->n = kept;
@@ -606,17 +416,17 @@ prepare_batch(EoiBatch *batch, int64 *last_offset)
 static void
 advance_offsets(const int64 *last_offset)
 {
-	for (int i = 0; i < w.nowned; i++)
+	for (int i = 0; i < w.own.nowned; i++)
 		if (last_offset[i] >= 0)
-			eoi_offsets_advance(w.job, &w.owned[i], last_offset[i] + 1);
+			eoi_offsets_advance(w.job, &w.own.owned[i], last_offset[i] + 1);
 }
 
 static void
 remember_offsets(const int64 *last_offset)
 {
-	for (int i = 0; i < w.nowned; i++)
+	for (int i = 0; i < w.own.nowned; i++)
 		if (last_offset[i] >= 0)
-			w.owned[i].offset = last_offset[i] + 1;
+			w.own.owned[i].offset = last_offset[i] + 1;
 }
 
 /* After PostgreSQL committed offsets: tell Kafka too, if the job asks. */
@@ -624,7 +434,7 @@ static void
 offsets_committed(void)
 {
 	if (w.job->commit_to_kafka)
-		eoi_kafka_commit_for_monitoring(w.kafka, w.owned, w.nowned);
+		eoi_kafka_commit_for_monitoring(w.kafka, w.own.owned, w.own.nowned);
 }
 
 /*
@@ -682,7 +492,7 @@ sample_rate(void)
 static void
 note_consumed(const int64 *last_offset)
 {
-	for (int i = 0; i < w.nowned; i++)
+	for (int i = 0; i < w.own.nowned; i++)
 		if (last_offset[i] >= 0)
 			w.consumed[i] = Max(w.consumed[i], last_offset[i] + 1);
 }
@@ -696,18 +506,18 @@ checkpoint_consumed(void)
 		return;
 	w.next_offset_commit = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 													   w.job->offset_commit_interval_ms);
-	for (int i = 0; i < w.nowned; i++)
-		behind |= (w.consumed[i] > w.owned[i].offset);
+	for (int i = 0; i < w.own.nowned; i++)
+		behind |= (w.consumed[i] > w.own.owned[i].offset);
 	if (!behind)
 		return;
 
 	eoi_begin_work("storing offsets");
-	for (int i = 0; i < w.nowned; i++)
-		if (w.consumed[i] > w.owned[i].offset)
-			eoi_offsets_advance(w.job, &w.owned[i], w.consumed[i]);
+	for (int i = 0; i < w.own.nowned; i++)
+		if (w.consumed[i] > w.own.owned[i].offset)
+			eoi_offsets_advance(w.job, &w.own.owned[i], w.consumed[i]);
 	eoi_commit_work();
-	for (int i = 0; i < w.nowned; i++)
-		w.owned[i].offset = w.consumed[i];
+	for (int i = 0; i < w.own.nowned; i++)
+		w.own.owned[i].offset = w.consumed[i];
 	offsets_committed();
 }
 
@@ -730,7 +540,7 @@ batch_bytes(EoiBatch *batch)
 static void
 write_batch(EoiBatch *batch)
 {
-	int64	   *last_offset = palloc(sizeof(int64) * Max(w.nowned, 1));
+	int64	   *last_offset = palloc(sizeof(int64) * Max(w.own.nowned, 1));
 	int			nmessages;
 	uint64		rows = 0;
 	uint64		bytes;
@@ -894,7 +704,7 @@ run_epoch(void)
 {
 	uint64		epoch;
 	TimestampTz deadline;
-	int64	   *last_offset = palloc(sizeof(int64) * Max(w.nowned, 1));
+	int64	   *last_offset = palloc(sizeof(int64) * Max(w.own.nowned, 1));
 	int			nmessages = 0;
 	uint64		rows = 0;
 	uint64		bytes = 0;
@@ -1252,7 +1062,8 @@ one_iteration(void)
 		ResetLatch(MyLatch);
 		return;
 	}
-	maybe_discover_partitions();
+	if (eoi_partitions_grew(&w.own))
+		w.assigned = false;
 	if (!w.assigned)
 		return;
 	maybe_refresh_lag();
