@@ -105,25 +105,6 @@ conf_set_or_error(rd_kafka_conf_t *conf, const char *name, const char *value)
 			 errdetail("%s", errstr)));
 }
 
-/* The text of a scalar option value (the policy refused anything else). */
-static char *
-option_value_text(JsonbValue *v)
-{
-	switch (v->type)
-	{
-		case jbvString:
-			return pnstrdup(v->val.string.val, v->val.string.len);
-		case jbvNumeric:
-			return DatumGetCString(DirectFunctionCall1(numeric_out,
-													   NumericGetDatum(v->val.numeric)));
-		case jbvBool:
-			return pstrdup(v->val.boolean ? "true" : "false");
-		default:
-			elog(ERROR, "unexpected JSON value type %d in options", (int) v->type);
-	}
-	return NULL;				/* keep compiler quiet */
-}
-
 /* Apply the job's options, already checked by eoi_check_options_allowed. */
 static void
 apply_options(rd_kafka_conf_t *conf, Jsonb *options)
@@ -141,7 +122,13 @@ apply_options(rd_kafka_conf_t *conf, Jsonb *options)
 		if (tok == WJB_KEY)
 			name = pnstrdup(v.val.string.val, v.val.string.len);
 		else if (tok == WJB_VALUE)
-			conf_set_or_error(conf, name, option_value_text(&v));
+		{
+			char	   *value = eoi_option_value_text(&v);
+
+			if (value == NULL)
+				elog(ERROR, "Kafka client property \"%s\" has no scalar value", name);
+			conf_set_or_error(conf, name, value);
+		}
 	}
 }
 

@@ -34,6 +34,7 @@
 #include "utils/guc.h"
 #include "utils/jsonb.h"
 
+#include "job.h"
 #include "policy.h"
 
 char	   *eoingest_allowed_brokers = NULL;
@@ -247,9 +248,12 @@ check_property(const char *name, int needs, Oid owner, const char *why)
 					 why ? why : "It makes the server run a program (Kerberos kinit).");
 }
 
-/* The text of a scalar option value, or NULL for objects and arrays. */
-static char *
-scalar_text(JsonbValue *v)
+/*
+ * The text librdkafka gets for an option's value, or NULL for objects and
+ * arrays (which the check refuses).  kafka.c hands librdkafka the same text.
+ */
+char *
+eoi_option_value_text(JsonbValue *v)
 {
 	switch (v->type)
 	{
@@ -325,7 +329,7 @@ eoi_check_options_allowed(Jsonb *options, Oid owner)
 		}
 		if (tok != WJB_VALUE)
 			continue;
-		value = scalar_text(&v);
+		value = eoi_option_value_text(&v);
 		if (value == NULL)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -403,18 +407,7 @@ split_host_port(const char *entry, char **host, int *port)
 static List *
 split_list(const char *list)
 {
-	List	   *result = NIL;
-	char	   *copy = pstrdup(list);
-	char	   *save = NULL;
-
-	for (char *t = strtok_r(copy, ",", &save); t != NULL; t = strtok_r(NULL, ",", &save))
-	{
-		while (isspace((unsigned char) *t))
-			t++;
-		if (*t != '\0')
-			result = lappend(result, t);
-	}
-	return result;
+	return eoi_split_topics(list);	/* the same splitting as topic lists */
 }
 
 /* Does host match pattern host `pattern` ("*", "*.suffix", or exact)? */

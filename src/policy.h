@@ -27,6 +27,7 @@
 extern char *eoingest_allowed_brokers;
 
 extern int	eoi_property_class(const char *name);
+extern char *eoi_option_value_text(JsonbValue *v);
 extern void eoi_check_options_allowed(Jsonb *options, Oid owner);
 extern void eoi_check_brokers_allowed(const char *brokers);
 extern bool eoi_allowed_brokers_check_hook(char **newval, void **extra, GucSource source);
