@@ -42,14 +42,16 @@ ALTER TABLE @extschema@.offsets ENABLE ROW LEVEL SECURITY;
 CREATE POLICY visible_jobs ON @extschema@.offsets
     USING (@extschema@._may_see_job(job, CURRENT_USER));
 
--- The lag of the jobs the current role may see, as job_status shows them.
--- (Dropped and created again: SELECT granted on it must be granted again.)
+-- The lag of the jobs the current role may see, as job_status shows them;
+-- NULL, not 0, while the log end is not known.  (Dropped and created again:
+-- SELECT granted on it must be granted again.)
 DROP VIEW @extschema@.lag;
 CREATE VIEW @extschema@.lag AS
 SELECT o.job, o.topic, o."partition", o.next_offset,
        w.high_watermark,
        w.last_stable_offset,
-       CASE WHEN w.high_watermark OPERATOR(pg_catalog.>) o.next_offset
+       CASE WHEN w.high_watermark IS NULL THEN NULL
+            WHEN w.high_watermark OPERATOR(pg_catalog.>) o.next_offset
             THEN w.high_watermark OPERATOR(pg_catalog.-) o.next_offset ELSE 0 END AS lag,
        w.measured_at
   FROM @extschema@.offsets o
@@ -60,6 +62,43 @@ SELECT o.job, o.topic, o."partition", o.next_offset,
  WHERE pg_catalog.pg_has_role(j.owner, 'USAGE')
     OR pg_catalog.pg_has_role('pg_monitor', 'USAGE');
 REVOKE ALL ON @extschema@.lag FROM PUBLIC;
+
+-- job_status says 'standby' on a hot standby, where jobs do not run (they
+-- resume by themselves after promotion).  Created again: SELECT granted on
+-- it must be granted again.
+DROP VIEW @extschema@.job_status;
+CREATE VIEW @extschema@.job_status AS
+SELECT j.name,
+       w.i AS worker,
+       CASE
+           WHEN pg_catalog.pg_is_in_recovery() THEN 'standby'
+           WHEN j.state OPERATOR(pg_catalog.=) 'running' AND s.pid IS NOT NULL THEN s.state
+           WHEN j.state OPERATOR(pg_catalog.=) 'running' THEN 'starting'
+           WHEN s.pid IS NOT NULL THEN 'stopping'
+           ELSE j.state
+       END AS state,
+       s.pid,
+       s.started_at,
+       s.messages,
+       s.rows,
+       s.bytes,
+       s.batches,
+       s.dead_letters,
+       s.messages_per_second,
+       s.last_commit_at,
+       COALESCE(s.last_error, j.last_error) AS last_error,
+       s.last_error_at,
+       j.mode,
+       j.topic,
+       j.target,
+       pg_catalog.pg_get_userbyid(j.owner) AS owner
+  FROM @extschema@.jobs j
+ CROSS JOIN LATERAL pg_catalog.generate_series(0, j.parallelism OPERATOR(pg_catalog.-) 1) AS w(i)
+  LEFT JOIN @extschema@._worker_status() s
+         ON s.job_id OPERATOR(pg_catalog.=) j.id AND s.worker OPERATOR(pg_catalog.=) w.i
+ WHERE pg_catalog.pg_has_role(j.owner, 'USAGE')
+    OR pg_catalog.pg_has_role('pg_monitor', 'USAGE');
+REVOKE ALL ON @extschema@.job_status FROM PUBLIC;
 
 -- create_job and alter_job are created again: they gain batch_max_bytes, and
 -- target takes a name or a regclass ("any": the C function looks at the
@@ -114,3 +153,45 @@ RETURNS void
 LANGUAGE C VOLATILE
 AS 'MODULE_PATHNAME', 'eoingest_alter_job';
 REVOKE ALL ON FUNCTION @extschema@.alter_job FROM PUBLIC;
+
+-- What \df+, \dv+ and \dt+ say about the API.
+COMMENT ON FUNCTION @extschema@.create_job IS
+    'Defines a job (stopped) owned by the calling role: Kafka topic(s) into a target table or through a transform, in one of the modes exactly_once, two_phase, upsert, at_least_once, at_most_once.';
+COMMENT ON FUNCTION @extschema@.alter_job IS
+    'Changes what is given of a job (NULL keeps it), checked as create_job checks a definition; a running job''s workers restart with it.';
+COMMENT ON FUNCTION @extschema@.start_job(text) IS
+    'Asks the launcher to run the job (idempotent; also restarts a failed job).';
+COMMENT ON FUNCTION @extschema@.stop_job(text) IS
+    'Asks the launcher to stop the job (idempotent); an open batch rolls back.';
+COMMENT ON FUNCTION @extschema@.drop_job(text) IS
+    'Stops and deletes the job with its offsets, decision row and dead letters.';
+COMMENT ON FUNCTION @extschema@.reset_offsets(text, text) IS
+    'For a job that is not running: where it resumes (earliest, latest, a timestamp, or explicit offsets as JSON).';
+COMMENT ON FUNCTION @extschema@.replay_dead_letters(text, bigint[]) IS
+    'Writes the job''s dead letters (all, or those ids) through its write path again, as the job''s owner, and deletes them; all or nothing.';
+COMMENT ON FUNCTION @extschema@.wait_for_catchup(text, interval) IS
+    'True once the job has committed everything up to the log end as it was at the call; false if the timeout passes first.';
+COMMENT ON FUNCTION @extschema@.batch() IS
+    'Inside a transform only: the messages of the batch being written.';
+COMMENT ON FUNCTION @extschema@._worker_status() IS
+    'Internal, behind eoingest.job_status: the workers'' shared-memory status, for the jobs the caller may see.';
+COMMENT ON FUNCTION @extschema@._mask_options(jsonb) IS
+    'Internal, behind eoingest.job_definitions: options with credential values masked.';
+COMMENT ON FUNCTION @extschema@._may_see_job(text, name) IS
+    'Internal, behind the row-level policy on eoingest.offsets: may the role see the job?';
+COMMENT ON VIEW @extschema@.job_status IS
+    'One row per job and worker: state, counters, last commit and last error (the jobs the current role may see; all for pg_monitor).';
+COMMENT ON VIEW @extschema@.job_definitions IS
+    'Every job''s definition; credentials in options are masked except for the job''s owner.';
+COMMENT ON VIEW @extschema@.lag IS
+    'Per job and partition: committed position, log end, last stable offset and lag (NULL while the log end is unknown).';
+COMMENT ON TABLE @extschema@.jobs IS
+    'The job catalog; written only through the job functions.';
+COMMENT ON TABLE @extschema@.offsets IS
+    'The checkpoint: next offset to read per job and partition, committed with the rows it accounts for.';
+COMMENT ON TABLE @extschema@.checkpoints IS
+    'two_phase: the last checkpoint epoch the coordinator decided, per job.';
+COMMENT ON TABLE @extschema@.dead_letters IS
+    'Records that could not be decoded or stored, with their bytes, position, error and SQLSTATE.';
+COMMENT ON TABLE @extschema@.watermarks IS
+    'The partitions'' log end as the workers last saw it (behind eoingest.lag).';

@@ -540,6 +540,7 @@ eoingest_create_job(PG_FUNCTION_ARGS)
 	/* The transform's names resolve as they do for the caller now. */
 	const char *search_path = pstrdup(GetConfigOption("search_path", false, false));
 
+	eoi_check_primary();
 	check_database();
 	def.name = name;
 	def.owner = GetUserId();
@@ -755,6 +756,7 @@ eoingest_start_job(PG_FUNCTION_ARGS)
 	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	EoiJob	   *job = eoi_job_load_by_name(name);
 
+	eoi_check_primary();
 	eoi_check_job_owner(name, job->owner);
 	check_can_start(job);
 	update_job("UPDATE eoingest.jobs SET state = $2, last_error = NULL WHERE name = $1",
@@ -767,6 +769,7 @@ eoingest_stop_job(PG_FUNCTION_ARGS)
 {
 	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
 
+	eoi_check_primary();
 	eoi_check_job_owner(name, job_owner(name));
 	update_job("UPDATE eoingest.jobs SET state = $2 WHERE name = $1 AND state = 'running'",
 			   name, "stopped");
@@ -780,6 +783,7 @@ eoingest_drop_job(PG_FUNCTION_ARGS)
 	EoiJob	   *job = eoi_job_load_by_name(name);
 	int64		letters;
 
+	eoi_check_primary();
 	eoi_check_job_owner(name, job->owner);
 	/* Its dead letters go with it (by job id: no later job inherits them). */
 	letters = eoi_dead_letter_count(job->id);
@@ -986,6 +990,7 @@ eoingest_alter_job(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("name must not be null")));
+	eoi_check_primary();
 	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	job = eoi_job_load_by_name(name);
 	eoi_check_job_owner(name, job->owner);

@@ -185,6 +185,7 @@ eoingest_replay_dead_letters(PG_FUNCTION_ARGS)
 				 errmsg("job must not be null")));
 	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	job = eoi_job_load_by_name(name);
+	eoi_check_primary();
 	eoi_check_job_owner(name, job->owner);
 	eoi_become_extension_owner(&saved);
 	if (SPI_connect() != SPI_OK_CONNECT)

@@ -8,6 +8,7 @@
  */
 #include "postgres.h"
 
+#include "access/xlog.h"
 #include "catalog/pg_authid.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
@@ -145,6 +146,22 @@ eoi_restore_user(EoiSavedUser *saved)
 {
 	AtEOXact_GUC(true, saved->guc_nest_level);
 	SetUserIdAndSecContext(saved->userid, saved->sec_context);
+}
+
+/*
+ * Jobs run on the primary only (the launcher starts once recovery has
+ * finished): on a hot standby the job functions refuse, rather than fail
+ * later with "cannot execute UPDATE in a read-only transaction".
+ */
+void
+eoi_check_primary(void)
+{
+	if (RecoveryInProgress())
+		ereport(ERROR,
+				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+				 errmsg("eoingest jobs are managed on the primary"),
+				 errdetail("This server is a standby: its jobs do not run here, they resume by themselves when it is promoted."),
+				 errhint("Connect to the primary server to create, start, stop, alter or drop jobs.")));
 }
 
 /*

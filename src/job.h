@@ -39,4 +39,5 @@ extern void eoi_become_extension_owner(EoiSavedUser *saved);
 extern void eoi_become_job_owner(const EoiJob *job, EoiSavedUser *saved);
 extern void eoi_restore_user(EoiSavedUser *saved);
 extern void eoi_check_job_owner(const char *name, Oid owner);
+extern void eoi_check_primary(void);
 #endif

@@ -181,6 +181,7 @@ eoingest_reset_offsets(PG_FUNCTION_ARGS)
 	EoiKafka   *kafka;
 	volatile int set = 0;
 
+	eoi_check_primary();
 	eoi_check_job_owner(name, job->owner);
 	/*
 	 * A slot without a process is a worker that has exited, or one that has
@@ -313,6 +314,7 @@ eoingest_wait_for_catchup(PG_FUNCTION_ARGS)
 	TimestampTz deadline;
 	EoiKafka   *kafka;
 
+	eoi_check_primary();
 	eoi_check_job_owner(name, job->owner);
 	deadline = DatumGetTimestampTz(DirectFunctionCall2(timestamptz_pl_interval,
 													   TimestampTzGetDatum(GetCurrentTimestamp()),

@@ -5,7 +5,7 @@
 set -euo pipefail
 . "$(dirname "$0")/../lib/tap.sh"
 
-plan 9
+plan 10
 sql "CREATE EXTENSION IF NOT EXISTS eoingest" >/dev/null 2>&1
 like() { case "$1" in *"$2"*) ok 0 "$3" ;; *) ok 1 "$3"; diag "got: $1" "want: *$2*" ;; esac; }
 try() { psql -XAtq -v ON_ERROR_STOP=1 -c "$1" 2>&1 || true; }
@@ -40,6 +40,16 @@ is "$(try "SELECT eoingest.create_job(name => 'tg_rc', brokers => '$KAFKA_BROKER
 is "$(sql "SELECT target FROM eoingest.job_definitions WHERE name = 'tg_rc'")" "public.tg_logged" "stored schema-qualified"
 like "$(try "SELECT eoingest.create_job(name => 'tg_bad', brokers => '$KAFKA_BROKERS', topic => '$topic', target => 42)")" \
   "target must be a table's name or a regclass" "any other type of target is refused with a hint"
+
+# The SQL face: \df+, \dv+ and \dt+ explain every object of the extension.
+is "$(sql "SELECT string_agg(pg_describe_object(classid, objid, 0), ', ')
+             FROM pg_depend d
+            WHERE refclassid = 'pg_extension'::regclass AND deptype = 'e'
+              AND refobjid = (SELECT oid FROM pg_extension WHERE extname = 'eoingest')
+              AND classid IN ('pg_proc'::regclass, 'pg_class'::regclass)
+              AND (classid <> 'pg_class'::regclass OR (SELECT relkind FROM pg_class WHERE oid = objid) IN ('r', 'v'))
+              AND obj_description(objid, (SELECT relname FROM pg_class WHERE oid = classid)) IS NULL")" "" \
+  "every function, view and table of the extension has a COMMENT"
 
 sql "SELECT eoingest.drop_job(name) FROM eoingest.jobs WHERE name LIKE 'tg_%'; DROP TABLE tg_unlogged, tg_logged" >/dev/null
 done_testing
