@@ -289,7 +289,8 @@ kerberos_needed(const char *protocol, const char *mechanism)
 	mechanism = skip_space(mechanism);
 	if (protocol == NULL || pg_strncasecmp(protocol, "sasl", 4) != 0)
 		return false;
-	return mechanism == NULL || pg_strcasecmp(mechanism, "GSSAPI") == 0;
+	/* any spelling and padding counts: stricter than librdkafka is harmless */
+	return mechanism == NULL || pg_strncasecmp(mechanism, "GSSAPI", 6) == 0;
 }
 
 static void check_token_url(const char *url, Oid owner);
