@@ -24,7 +24,7 @@ ssock=$EOINGEST_RUN/standby-sock
 sport=$((PGPORT + 2))
 rm -rf "$sdata" "$ssock"; mkdir -p "$sdata" "$ssock"
 chown "$EOINGEST_OSUSER:" "$sdata" "$ssock"; chmod 700 "$sdata"
-runuser -u "$EOINGEST_OSUSER" -- "$PGBIN/pg_basebackup" -D "$sdata" -R -X stream -h "$PGHOST" -p "$PGPORT" -U postgres
+runuser -u "$EOINGEST_OSUSER" -- "$PGBIN/pg_basebackup" -D "$sdata" -R -X stream -c fast -h "$PGHOST" -p "$PGPORT" -U postgres
 printf "port = %s\nunix_socket_directories = '%s'\n" "$sport" "$ssock" | runuser -u "$EOINGEST_OSUSER" -- tee -a "$sdata/postgresql.auto.conf" >/dev/null
 (cd / && runuser -u "$EOINGEST_OSUSER" -- "$PGBIN/pg_ctl" -D "$sdata" -l "$sdata/standby.log" -w start >/dev/null)
 S() { psql -XAtq -h "$ssock" -p "$sport" -v ON_ERROR_STOP=1 -v VERBOSITY=verbose -c "$1" 2>&1 || true; }
