@@ -186,15 +186,21 @@ like "$err" 'the running two_phase jobs need 2 more' \
 sql "SELECT eoingest.drop_job('tp_second'); DROP TABLE tp_second" >/dev/null
 
 # 7. A worker that cannot PREPARE (another client holds a slot) rolls the
-#    epoch back for its job instead of keeping its sibling's prepared.
-hold_deadline=$((SECONDS + 30))
-until sql "BEGIN; SELECT pg_catalog.txid_current(); PREPARE TRANSACTION 'eoi_test_hold'" >/dev/null 2>&1; do
-  [ $SECONDS -lt $hold_deadline ] || break
-  sleep 0.1
-done
+#    epoch back for its job instead of keeping its sibling's prepared.  The
+#    job is stopped while the slot is taken, so that the slot is surely free
+#    (its own epochs would otherwise race the test for it).
+sql "SELECT eoingest.stop_job('$job')" >/dev/null
+wait_until 60 "SELECT count(*) = 0 FROM pg_prepared_xacts WHERE gid LIKE 'eoingest:%'
+                  AND (SELECT bool_and(state = 'stopped') FROM eoingest.job_status WHERE name = '$job')" >/dev/null
+sql "BEGIN; SELECT pg_catalog.txid_current(); PREPARE TRANSACTION 'eoi_test_hold'" >/dev/null
+before=$(log_count "could not finish it: maximum number of prepared transactions reached")
+sql "SELECT eoingest.start_job('$job')" >/dev/null
 eoi-kafka produce-seq "$topic" --count 20000 --start 4000 --format csv >/dev/null
-check "slots: one worker prepared" wait_until 30 \
-  "SELECT count(*) = 1 FROM pg_prepared_xacts WHERE gid LIKE 'eoingest:%'"
+check "slots: one worker prepared, the other could not, and the coordinator said so" bash -c "
+  for i in \$(seq 150); do
+    [ \"\$(grep -cF 'could not finish it: maximum number of prepared transactions reached' '$EOINGEST_RUN/pg.log')\" -gt $before ] && exit 0
+    sleep 0.2
+  done; exit 1"
 held=
 hold_deadline=$((SECONDS + 30))
 while [ -z "$held" ] && [ $SECONDS -lt $hold_deadline ]; do
