@@ -65,15 +65,15 @@ RECORD_BYTES=100
 BATCH_TIMEOUT_MS=1000
 LATENCY_SECONDS=$((QUICK ? 6 : 20))
 
-# ---- our own run directory and ports (never the test bed's 39092 / 55432) ----
+# ---- our own run directory and ports (never the test bed's 29092 / 25432; all below 32768, outside the ephemeral range) ----
 export EOINGEST_RUN=${BENCH_RUN:-/tmp/eoingest-bench}
-export KAFKA_PORT=${BENCH_KAFKA_PORT:-49092}
-export PGPORT=${BENCH_PGPORT:-56432}
+export KAFKA_PORT=${BENCH_KAFKA_PORT:-19092}
+export PGPORT=${BENCH_PGPORT:-16432}
 export EOINGEST_PRELOAD=eoingest
 [ "$RECORDS" -ge 5000000 ] && export KAFKA_HEAP=${KAFKA_HEAP:-1g}
 # shellcheck source=../test/env.sh
 . "$REPO/test/env.sh"
-if [ "$KAFKA_PORT" = 39092 ] || [ "$PGPORT" = 55432 ] || [ "$EOINGEST_RUN" = /tmp/eoingest-run ]; then
+if [ "$KAFKA_PORT" = 29092 ] || [ "$PGPORT" = 25432 ] || [ "$EOINGEST_RUN" = /tmp/eoingest-run ]; then
   eoi_die "refusing to use the test bed's ports or run directory"
 fi
 [ "$(id -u)" -eq 0 ] || eoi_die "run as root (PostgreSQL runs as $EOINGEST_OSUSER, the bench reads /proc of its workers)"

@@ -12,7 +12,7 @@ export EOINGEST_RUN=${EOINGEST_RUN:-/tmp/eoingest-run}
 export EOINGEST_CACHE=${EOINGEST_CACHE:-/var/cache/eoingest}
 
 export KAFKA_VERSION=${KAFKA_VERSION:-3.9.1}
-export KAFKA_PORT=${KAFKA_PORT:-39092}
+export KAFKA_PORT=${KAFKA_PORT:-29092}
 export KAFKA_BROKERS=127.0.0.1:$KAFKA_PORT
 # Authenticated/encrypted listeners of the same broker (test/kafka.sh), with
 # credentials made at start in $KAFKA_SECURITY_DIR (test/kafka/security.sh):
@@ -48,7 +48,7 @@ case ":$PATH:" in
   *) export PATH=$PATH:$EOINGEST_RUN/bin ;;
 esac
 export PGHOST=$EOINGEST_RUN/pgsock
-export PGPORT=${PGPORT:-55432}
+export PGPORT=${PGPORT:-25432}
 export PGUSER=postgres
 export PGDATABASE=postgres
 export PGDATA=$EOINGEST_RUN/pgdata
