@@ -690,23 +690,9 @@ update_job(const char *sql, const char *name, const char *state)
 static int
 other_two_phase_workers(int32 job_id)
 {
-	EoiSavedUser saved;
-	Oid			types[1] = {INT4OID};
-	Datum		args[1] = {Int32GetDatum(job_id)};
-	bool		isnull;
-	int			n;
-
-	eoi_become_extension_owner(&saved);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute_with_args("SELECT coalesce(sum(parallelism), 0)::int4 FROM eoingest.jobs"
-							  " WHERE mode = 'two_phase' AND state = 'running' AND id <> $1",
-							  1, types, args, NULL, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
-		elog(ERROR, "could not read eoingest.jobs");
-	n = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-	SPI_finish();
-	eoi_restore_user(&saved);
-	return n;
+	return (int) eoi_job_query_int("SELECT coalesce(sum(parallelism), 0)::int8 FROM eoingest.jobs"
+								   " WHERE mode = 'two_phase' AND state = 'running' AND id <> $1",
+								   job_id);
 }
 
 /*

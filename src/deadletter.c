@@ -134,22 +134,7 @@ eoi_dead_letter_store(const EoiJob *job, const char *topic, rd_kafka_message_t *
 int64
 eoi_dead_letter_count(int32 job_id)
 {
-	EoiSavedUser saved;
-	Oid			types[1] = {INT4OID};
-	Datum		args[1] = {Int32GetDatum(job_id)};
-	bool		isnull;
-	int64		n;
-
-	eoi_become_extension_owner(&saved);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute_with_args("SELECT count(*) FROM eoingest.dead_letters WHERE job_id = $1",
-							  1, types, args, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not read eoingest.dead_letters");
-	n = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-	SPI_finish();
-	eoi_restore_user(&saved);
-	return n;
+	return eoi_job_query_int("SELECT count(*) FROM eoingest.dead_letters WHERE job_id = $1", job_id);
 }
 
 /*

@@ -180,6 +180,31 @@ eoi_check_job_owner(const char *name, Oid owner)
 				 errhint("Ask the job's owner or a superuser.")));
 }
 
+/*
+ * One bigint that `sql`, a query on eoingest's own tables with the job id
+ * as $1, returns, read as the extension's owner (a count, a sum).
+ */
+int64
+eoi_job_query_int(const char *sql, int32 job_id)
+{
+	EoiSavedUser saved;
+	Oid			types[1] = {INT4OID};
+	Datum		args[1] = {Int32GetDatum(job_id)};
+	bool		isnull;
+	int64		n;
+
+	eoi_become_extension_owner(&saved);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute_with_args(sql, 1, types, args, NULL, true, 1) != SPI_OK_SELECT ||
+		SPI_processed != 1)
+		elog(ERROR, "could not run \"%s\"", sql);
+	n = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	SPI_finish();
+	eoi_restore_user(&saved);
+	return n;
+}
+
 static char *
 text_column(HeapTuple tup, TupleDesc desc, int col, MemoryContext cxt)
 {

@@ -40,4 +40,5 @@ extern void eoi_become_job_owner(const EoiJob *job, EoiSavedUser *saved);
 extern void eoi_restore_user(EoiSavedUser *saved);
 extern void eoi_check_job_owner(const char *name, Oid owner);
 extern void eoi_check_primary(void);
+extern int64 eoi_job_query_int(const char *sql, int32 job_id);
 #endif
