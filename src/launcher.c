@@ -42,6 +42,7 @@
 
 #include "eoingest.h"
 #include "launcher.h"
+#include "settings.h"
 #include "txn.h"
 #include "shmem.h"
 #include "twophase.h"
@@ -77,6 +78,7 @@ static BackgroundWorkerHandle **handles;	/* by slot number */
 static List *backoffs;			/* of RestartBackoff, in launcher_context */
 static bool extension_present;	/* as of the last read_jobs() */
 static bool read_only;			/* default_transaction_read_only, this tick */
+static char *settings_at_start; /* ALTER DATABASE/ROLE SET values (settings.c) */
 static int	failed_ticks;		/* consecutive ticks that ended in an error */
 static char *last_tick_error;	/* its message, in launcher_context */
 
@@ -527,6 +529,40 @@ coordinate_two_phase(LauncherJob *jobs, int njobs)
 	eoi_tp_coordinate(tp, ntp, read_only);
 }
 
+static char *
+read_settings(void)
+{
+	MemoryContext caller = CurrentMemoryContext;
+	char	   *settings;
+
+	eoi_begin_work("reading the database's settings");
+	MemoryContextSwitchTo(caller);
+	settings = eoi_session_settings(GetUserId());
+	eoi_commit_work();
+	MemoryContextSwitchTo(caller);
+	return settings;
+}
+
+/*
+ * The launcher sees default_transaction_read_only turned off in
+ * postgresql.conf (SIGHUP), but not by ALTER DATABASE/ROLE ... RESET:
+ * once those settings changed, it exits, and the postmaster starts it again
+ * (bgw_restart_time) in a session that has them.  While read-only it has
+ * decided nothing, so it leaves no epoch half-way; its workers keep running.
+ */
+static void
+exit_if_settings_changed(void)
+{
+	char	   *now = read_settings();
+
+	if (strcmp(now, settings_at_start) == 0)
+		return;
+	ereport(LOG,
+			(errmsg("eoingest launcher restarts to apply the changed settings of database \"%s\"",
+					eoingest_database)));
+	proc_exit(1);
+}
+
 /*
  * With default_transaction_read_only on, no write of the launcher's would
  * pass: say so once, and let the tick skip its writes.
@@ -537,6 +573,8 @@ check_read_only(void)
 	bool		was = read_only;
 
 	read_only = DefaultXactReadOnly;
+	if (read_only)
+		exit_if_settings_changed();
 	if (read_only && !was)
 		ereport(WARNING,
 				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
@@ -555,9 +593,9 @@ reconcile(void)
 	LauncherJob *jobs;
 	int			njobs;
 
-	check_read_only();
 	MemoryContextReset(tick_context);
 	MemoryContextSwitchTo(tick_context);
+	check_read_only();
 	EOI_FAULT_POINT("launcher_tick");
 	jobs = read_jobs(&njobs);
 	reap_and_terminate(jobs, njobs);
@@ -705,6 +743,8 @@ eoingest_launcher_main(Datum main_arg)
 	SetConfigOption("search_path", "pg_catalog, pg_temp", PGC_SUSET, PGC_S_OVERRIDE);
 	apply_lock_timeout();
 	pgstat_report_appname("eoingest launcher");
+	MemoryContextSwitchTo(launcher_context);
+	settings_at_start = read_settings();
 	ereport(LOG,
 			(errmsg("eoingest launcher started in database \"%s\"", eoingest_database)));
 

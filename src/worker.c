@@ -51,6 +51,7 @@
 #include "positions.h"
 #include "policy.h"
 #include "shmem.h"
+#include "settings.h"
 #include "sink.h"
 #include "twophase.h"
 #include "worker.h"
@@ -94,6 +95,7 @@ typedef struct Worker
 	TimestampTz next_lag_confirm;
 	int64	   *noted;			/* low, high, lso last written, per owned partition */
 	bool		busy;			/* the last poll returned messages */
+	char	   *settings;		/* ALTER DATABASE/ROLE SET values at the start */
 
 	/*
 	 * After a batch failed for want of memory: the most messages and bytes
@@ -952,6 +954,8 @@ load_job(int32 job_id)
 	eoi_begin_work("loading job");
 	old = MemoryContextSwitchTo(TopMemoryContext);
 	w.job = eoi_job_load(job_id, true);
+	if (w.job != NULL)
+		w.settings = eoi_session_settings(w.job->owner);
 	MemoryContextSwitchTo(old);
 	eoi_commit_work();
 
@@ -1023,6 +1027,31 @@ maybe_recheck_job(void)
 	eoi_commit_work();
 }
 
+/*
+ * A worker that waits for default_transaction_read_only to be turned off
+ * sees a change made in postgresql.conf (SIGHUP), but not an ALTER
+ * DATABASE/ROLE ... SET or RESET: once those changed, it exits, and the
+ * launcher starts it again in a new session that has them (settings.c).
+ */
+static void
+exit_if_settings_changed(void)
+{
+	MemoryContext caller = CurrentMemoryContext;
+	char	   *now;
+
+	eoi_begin_work("checking the database's settings");
+	MemoryContextSwitchTo(caller);
+	now = eoi_session_settings(w.job->owner);
+	eoi_commit_work();
+	MemoryContextSwitchTo(caller);
+	if (strcmp(now, w.settings) == 0)
+		return;
+	ereport(LOG,
+			(errmsg("eoingest job \"%s\" worker %d restarts to apply the changed settings of its database or role",
+					w.job->name, w.index)));
+	proc_exit(0);
+}
+
 static void
 one_iteration(void)
 {
@@ -1050,6 +1079,7 @@ one_iteration(void)
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 1000L, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
+		exit_if_settings_changed();
 		return;
 	}
 
