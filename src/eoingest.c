@@ -36,6 +36,7 @@ char	   *eoingest_fault_point = NULL;
 int			eoingest_fault_action = EOI_FAULT_KILL;
 int			eoingest_fault_sleep_ms = 5000;
 int			eoingest_lock_timeout = 10000;
+static int	eoingest_stall_after = 30000;
 int			eoingest_test_batch_text_limit = 0;
 
 #if PG_VERSION_NUM >= 150000
@@ -95,6 +96,15 @@ eoi_define_settings(void)
 							&eoingest_lock_timeout,
 							10000, 0, INT_MAX,
 							PGC_SIGHUP,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("eoingest.stall_after",
+							"How long a worker's write may wait before job_status calls the worker stalled.",
+							"job_status then shows what it waits on (synchronous replication, I/O, a lock).",
+							&eoingest_stall_after,
+							30000, 1, INT_MAX,
+							PGC_USERSET,
 							GUC_UNIT_MS,
 							NULL, NULL, NULL);
 
