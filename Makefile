@@ -19,6 +19,7 @@ OBJS = \
 	src/positions.o \
 	src/partitions.o \
 	src/policy.o \
+	src/fence.o \
 	src/settings.o \
 	src/txn.o \
 	src/api.o

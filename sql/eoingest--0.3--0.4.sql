@@ -1,6 +1,16 @@
 -- eoingest 0.3 -> 0.4
 \echo Use "ALTER EXTENSION eoingest UPDATE TO '0.4'" to load this file. \quit
 
+-- HA (split-brain guard): the server that last started each job, by its
+-- cluster's system identifier and its timeline (fence.c).
+ALTER TABLE @extschema@.jobs
+    ADD COLUMN ran_on_system bigint,
+    ADD COLUMN ran_on_timeline bigint;
+COMMENT ON COLUMN @extschema@.jobs.ran_on_system IS
+    'System identifier of the database cluster whose server last started the job''s workers.';
+COMMENT ON COLUMN @extschema@.jobs.ran_on_timeline IS
+    'Timeline of that server then: a later timeline of the same cluster has replaced a server on an earlier one.';
+
 -- HA (stalls): a worker whose write has waited longer than
 -- eoingest.stall_after is 'stalled', with what it waits on (synchronous
 -- replication, I/O, a lock) as its error; wait_event and step show any

@@ -578,18 +578,69 @@ eoi_kafka_assign(EoiKafka *kafka, const EoiPosition *positions, int n)
 /*
  * Commit these positions to the job's consumer group, asynchronously, so
  * that Kafka's own tools (kafka-consumer-groups, lag exporters) see the
- * job.  Only for monitoring: eoingest never reads them back.
+ * job.  eoingest never reads the offsets back; `metadata` (or NULL) goes
+ * with each partition's commit, and only it is read back (fence.c).
  */
 void
-eoi_kafka_commit_for_monitoring(EoiKafka *kafka, const EoiPosition *positions, int n)
+eoi_kafka_commit_for_monitoring(EoiKafka *kafka, const EoiPosition *positions, int n,
+								const char *metadata)
 {
 	rd_kafka_topic_partition_list_t *list;
 
 	if (n == 0)
 		return;
 	list = position_list(kafka, positions, n);
+	for (int i = 0; metadata != NULL && i < list->cnt; i++)
+	{
+		/* librdkafka frees it with the list, with free() */
+		list->elems[i].metadata = strdup(metadata);
+		list->elems[i].metadata_size = list->elems[i].metadata ? strlen(metadata) : 0;
+	}
 	(void) rd_kafka_commit(kafka->rk, list, 1);
 	rd_kafka_topic_partition_list_destroy(list);
+}
+
+/*
+ * The metadata last committed to the job's consumer group for each of
+ * `positions` (palloc'd strings, NULL where there is none), asked in
+ * interruptible slices for up to `timeout_ms`.  Broker trouble is an error
+ * of class 08, which the worker treats as transient; a group the job may
+ * not read (Kafka ACLs) gives NULL, with the reason in `*why`.
+ */
+char **
+eoi_kafka_committed_metadata(EoiKafka *kafka, const EoiPosition *positions, int n,
+							 int timeout_ms, const char **why)
+{
+	rd_kafka_topic_partition_list_t *list = rd_kafka_topic_partition_list_new(Max(n, 1));
+	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), timeout_ms);
+	rd_kafka_resp_err_t err;
+	char	  **result = palloc0(sizeof(char *) * Max(n, 1));
+
+	for (int i = 0; i < n; i++)
+		rd_kafka_topic_partition_list_add(list, positions[i].topic, positions[i].partition);
+	do
+		err = rd_kafka_committed(kafka->rk, list, next_slice(deadline));
+	while (again_after_slice(err, deadline));
+	if (err == RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED ||
+		err == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED)
+	{
+		rd_kafka_topic_partition_list_destroy(list);
+		*why = rd_kafka_err2str(err);
+		return NULL;
+	}
+	if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
+	{
+		rd_kafka_topic_partition_list_destroy(list);
+		CHECK_FOR_INTERRUPTS();
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("could not read the job's consumer group offsets: %s", rd_kafka_err2str(err))));
+	}
+	for (int i = 0; i < list->cnt && i < n; i++)
+		if (list->elems[i].err == RD_KAFKA_RESP_ERR_NO_ERROR && list->elems[i].metadata_size > 0)
+			result[i] = pnstrdup(list->elems[i].metadata, list->elems[i].metadata_size);
+	rd_kafka_topic_partition_list_destroy(list);
+	return result;
 }
 
 /* Drop the assignment and whatever was prefetched for it. */

@@ -40,7 +40,10 @@ extern int64 eoi_kafka_offset_for_time(EoiKafka *kafka, const char *topic, int32
 									   int64 ms, int timeout_ms);
 extern void eoi_kafka_assign(EoiKafka *kafka, const EoiPosition *positions, int n);
 extern void eoi_kafka_unassign(EoiKafka *kafka);
-extern void eoi_kafka_commit_for_monitoring(EoiKafka *kafka, const EoiPosition *positions, int n);
+extern void eoi_kafka_commit_for_monitoring(EoiKafka *kafka, const EoiPosition *positions, int n,
+											const char *metadata);
+extern char **eoi_kafka_committed_metadata(EoiKafka *kafka, const EoiPosition *positions, int n,
+										   int timeout_ms, const char **why);
 extern int	eoi_kafka_poll(EoiKafka *kafka, rd_kafka_message_t **messages,
 						   int max_messages, int64 max_bytes, int timeout_ms);
 extern const char *eoi_kafka_last_error(EoiKafka *kafka);

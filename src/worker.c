@@ -43,6 +43,7 @@
 #include "utils/timestamp.h"
 
 #include "batch.h"
+#include "fence.h"
 #include "job.h"
 #include "kafka.h"
 #include "launcher.h"
@@ -95,6 +96,8 @@ typedef struct Worker
 	TimestampTz next_lag_confirm;
 	int64	   *noted;			/* low, high, lso last written, per owned partition */
 	bool		busy;			/* the last poll returned messages */
+	bool		fenced;			/* this server is recorded in the job row */
+	char	   *fence_metadata; /* sent with commit_to_kafka's commits */
 	char	   *settings;		/* ALTER DATABASE/ROLE SET values at the start */
 
 	/*
@@ -111,6 +114,8 @@ typedef struct Worker
 } Worker;
 
 static Worker w;
+
+static void offsets_committed(void);
 
 /* ---- shared-memory slot ---- */
 
@@ -240,6 +245,8 @@ assign_partitions(void)
 		slot_set_state(EOI_WORKER_WAITING, waiting);
 		return false;
 	}
+	eoi_fence_check(w.job, w.kafka, w.own.owned, w.own.nowned);
+	offsets_committed();		/* stamp the group with this server at once */
 	old = MemoryContextSwitchTo(TopMemoryContext);
 	if (w.consumed)
 		pfree(w.consumed);
@@ -436,7 +443,7 @@ static void
 offsets_committed(void)
 {
 	if (w.job->commit_to_kafka)
-		eoi_kafka_commit_for_monitoring(w.kafka, w.own.owned, w.own.nowned);
+		eoi_kafka_commit_for_monitoring(w.kafka, w.own.owned, w.own.nowned, w.fence_metadata);
 }
 
 /*
@@ -1052,6 +1059,24 @@ exit_if_settings_changed(void)
 	proc_exit(0);
 }
 
+/*
+ * Once per worker: refuse to run on a server that a newer one of the same
+ * cluster has replaced, else note this server in the job row (fence.c).
+ */
+static void
+record_server(void)
+{
+	MemoryContext old;
+
+	eoi_begin_work("recording the server");
+	eoi_fence_record(w.job);
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	w.fence_metadata = eoi_fence_metadata();
+	MemoryContextSwitchTo(old);
+	eoi_commit_work();
+	w.fenced = true;
+}
+
 static void
 one_iteration(void)
 {
@@ -1083,6 +1108,8 @@ one_iteration(void)
 		return;
 	}
 
+	if (!w.fenced)
+		record_server();
 	if (!w.assigned && w.job->mode == EOI_MODE_TWO_PHASE)
 		eoi_tp_wait_for_resolution(w.job->id, w.index);
 	if (!w.assigned && !assign_partitions())
