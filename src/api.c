@@ -1069,7 +1069,8 @@ stored_definition(const EoiJob *job)
  * launcher with the new settings within a second (an open batch rolls
  * back and is read again).  The target and the mode of a job that has
  * committed offsets cannot change: the offsets account for rows in that
- * table, written with that mode's guarantee.
+ * table, written with that mode's guarantee.  Only a target that no longer
+ * exists under its stored name may be replaced (by the table's new name).
  */
 Datum
 eoingest_alter_job(PG_FUNCTION_ARGS)
@@ -1103,7 +1104,13 @@ eoingest_alter_job(PG_FUNCTION_ARGS)
 		(void) int_in_range(fcinfo, 2, "batch_timeout_ms", 1, MAX_BATCH_TIMEOUT_MS);
 	if (has_batch_max_bytes)
 		(void) int_in_range(fcinfo, 8, "batch_max_bytes", 1, MAX_BATCH_BYTES);
-	if ((!PG_ARGISNULL(6) || !PG_ARGISNULL(7)) && eoi_offsets_any(job))
+	/*
+	 * A job whose target is gone (dropped, renamed, moved to another schema)
+	 * may be pointed at another table: its offsets account for rows that
+	 * are in the renamed table, or nowhere, as for a table created again.
+	 */
+	if ((!PG_ARGISNULL(6) || !PG_ARGISNULL(7)) && eoi_offsets_any(job) &&
+		!(PG_ARGISNULL(7) && job->target != NULL && !eoi_target_exists(job->target)))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("the target and mode of job \"%s\" cannot change: it has committed offsets", name),
