@@ -15,7 +15,10 @@ COMMENT ON COLUMN @extschema@.jobs.ran_on_timeline IS
 -- eoingest.stall_after is 'stalled', with what it waits on (synchronous
 -- replication, I/O, a lock) as its error; wait_event and step show any
 -- worker's current wait and step.  Created again: SELECT granted on it
--- must be granted again.
+-- must be granted again.  (Issue 14, item 9:) _worker_status() also returns
+-- the workers the launcher could not start for want of a slot
+-- (eoingest.max_workers or max_worker_processes): no pid, state 'waiting',
+-- the reason as last_error; job_status shows them so, not as 'starting'.
 DROP VIEW @extschema@.job_status;
 CREATE VIEW @extschema@.job_status AS
 SELECT j.name,
@@ -23,7 +26,7 @@ SELECT j.name,
        CASE
            WHEN pg_catalog.pg_is_in_recovery() THEN 'standby'
            WHEN j.state OPERATOR(pg_catalog.=) 'running' AND s.pid IS NOT NULL AND t.stalled THEN 'stalled'
-           WHEN j.state OPERATOR(pg_catalog.=) 'running' AND s.pid IS NOT NULL THEN s.state
+           WHEN j.state OPERATOR(pg_catalog.=) 'running' AND s.state IS NOT NULL THEN s.state
            WHEN j.state OPERATOR(pg_catalog.=) 'running' THEN 'starting'
            WHEN s.pid IS NOT NULL THEN 'stopping'
            ELSE j.state
@@ -67,4 +70,4 @@ SELECT j.name,
     OR pg_catalog.pg_has_role('pg_monitor', 'USAGE');
 REVOKE ALL ON @extschema@.job_status FROM PUBLIC;
 COMMENT ON VIEW @extschema@.job_status IS
-    'One row per job and worker: state (''stalled'' past eoingest.stall_after), counters, last commit, last error, current wait and step (the jobs the current role may see; all for pg_monitor).';
+    'One row per job and worker: state (''stalled'' past eoingest.stall_after; ''waiting'' without a free slot, the reason in last_error), counters, last commit, last error, current wait and step (the jobs the current role may see; all for pg_monitor).';

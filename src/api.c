@@ -733,6 +733,80 @@ check_can_start(const EoiJob *job)
 }
 
 /*
+ * Background workers running now that are not eoingest's: parallel
+ * workers, logical replication, other extensions' workers.  They share
+ * max_worker_processes with eoingest.  pg_stat_activity shows a background
+ * worker with its own type; these are the types of the other processes.
+ */
+static int
+other_background_workers(void)
+{
+	bool		isnull;
+	int64		n;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute("SELECT pg_catalog.count(*) FROM pg_catalog.pg_stat_activity"
+					" WHERE backend_type OPERATOR(pg_catalog.<>) ALL (ARRAY['client backend',"
+					" 'autovacuum launcher', 'autovacuum worker', 'background writer', 'checkpointer',"
+					" 'archiver', 'startup', 'walreceiver', 'walsender', 'walwriter', 'standalone backend',"
+					" 'eoingest launcher', 'eoingest worker'])",
+					true, 1) != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "could not count the background workers");
+	n = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	SPI_finish();
+	return (int) n;
+}
+
+/*
+ * The job's workers cannot all start now when the running jobs want more
+ * eoingest worker slots (eoingest.max_workers) or more background worker
+ * slots (max_worker_processes) than there are: warn.  start_job goes on;
+ * the workers that do not fit wait, in state 'waiting' in job_status,
+ * until slots are free.
+ */
+static void
+warn_if_no_room(const EoiJob *job)
+{
+	int			others = (int) eoi_job_query_int("SELECT coalesce(sum(parallelism), 0)::int8 FROM eoingest.jobs"
+												 " WHERE state = 'running' AND id <> $1",
+												 job->id);
+	int			free_slots = Max(eoingest_max_workers - others, 0);
+	int			other_bgw;
+	int			free_bgw;
+
+	if (free_slots < job->parallelism)
+	{
+		ereport(WARNING,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 free_slots == 0 ?
+				 errmsg("no eoingest worker slot is free for job \"%s\"", job->name) :
+				 errmsg_plural("job \"%s\" wants %d workers, but only %d eoingest worker slot is free",
+							   "job \"%s\" wants %d workers, but only %d eoingest worker slots are free",
+							   free_slots, job->name, job->parallelism, free_slots),
+				 errdetail("Running jobs want %d workers in all; eoingest.max_workers is %d. Workers that do not fit wait in state \"waiting\" until slots are free.",
+						   others + job->parallelism, eoingest_max_workers),
+				 errhint("Raise eoingest.max_workers (and max_worker_processes with it) and restart the server, or stop another job.")));
+		return;
+	}
+
+	/* the launcher takes one background worker slot too */
+	other_bgw = other_background_workers();
+	free_bgw = Max(max_worker_processes - other_bgw - 1 - others, 0);
+	if (free_bgw < job->parallelism)
+		ereport(WARNING,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 free_bgw == 0 ?
+				 errmsg("no background worker slot is free for job \"%s\"", job->name) :
+				 errmsg_plural("job \"%s\" wants %d workers, but only %d background worker slot is free",
+							   "job \"%s\" wants %d workers, but only %d background worker slots are free",
+							   free_bgw, job->name, job->parallelism, free_bgw),
+				 errdetail("max_worker_processes is %d: other background workers take %d, eoingest's launcher 1, the other running jobs want %d. Workers that do not fit wait in state \"waiting\" until slots are free.",
+						   max_worker_processes, other_bgw, others),
+				 errhint("Raise max_worker_processes and restart the server, or stop another job.")));
+}
+
+/*
  * start_job, stop_job and drop_job record what the owner wants; the
  * launcher, woken when the transaction commits, does it.  All idempotent.
  */
@@ -745,6 +819,7 @@ eoingest_start_job(PG_FUNCTION_ARGS)
 	eoi_check_primary();
 	eoi_check_job_owner(name, job->owner);
 	check_can_start(job);
+	warn_if_no_room(job);
 	update_job("UPDATE eoingest.jobs SET state = $2, last_error = NULL WHERE name = $1",
 			   name, "running");
 	PG_RETURN_VOID();
@@ -856,21 +931,33 @@ eoingest_mask_options(PG_FUNCTION_ARGS)
 	PG_RETURN_JSONB_P(JsonbValueToJsonb(result));
 }
 
+/*
+ * The workers' shared-memory status, for job_status: one row per attached
+ * worker, and one per worker the launcher could not start for want of a
+ * slot (state 'waiting', no pid, the reason as its last error).
+ */
 Datum
 eoingest_worker_status(PG_FUNCTION_ARGS)
 {
 	TupleDesc	tupdesc;
 	Tuplestorestate *store;
 	EoiWorkerSlot *copy;
+	EoiWaitingWorker *waiting;
+	char		wait_message[2][EOI_ERROR_LEN];
 	int			nslots;
+	int			nwaiting;
 
 	eoi_materialize_srf(fcinfo, &store, &tupdesc);
 
 	/* Copy under the lock, build tuples without it. */
 	nslots = eoi_shared->nslots;
 	copy = palloc(sizeof(EoiWorkerSlot) * nslots);
+	waiting = palloc(sizeof(EoiWaitingWorker) * EOI_MAX_WAITING);
 	LWLockAcquire(eoi_shared->lock, LW_SHARED);
 	memcpy(copy, eoi_shared->slots, sizeof(EoiWorkerSlot) * nslots);
+	nwaiting = eoi_shared->nwaiting;
+	memcpy(waiting, eoi_shared->waiting, sizeof(EoiWaitingWorker) * nwaiting);
+	memcpy(wait_message, eoi_shared->wait_message, sizeof(wait_message));
 	LWLockRelease(eoi_shared->lock);
 
 	for (int i = 0; i < nslots; i++)
@@ -900,6 +987,35 @@ eoingest_worker_status(PG_FUNCTION_ARGS)
 		values[13] = Float8GetDatum(messages_per_second(s));
 		/* the 0.1 definition has one column less */
 		Assert(tupdesc->natts <= lengthof(values));
+		tuplestore_putvalues(store, tupdesc, values, nulls);
+	}
+
+	for (int i = 0; i < nwaiting; i++)
+	{
+		EoiWaitingWorker *wt = &waiting[i];
+		Datum		values[14] = {0};
+		bool		nulls[14];
+		bool		started = false;
+
+		if (!may_see(wt->owner))
+			continue;
+		/* started since the launcher's last tick: the slot's row stands for it */
+		for (int k = 0; k < nslots && !started; k++)
+			started = copy[k].in_use && copy[k].job_id == wt->job_id &&
+				copy[k].worker_index == wt->worker_index;
+		if (started)
+			continue;
+		memset(nulls, true, sizeof(nulls));
+		values[0] = Int32GetDatum(wt->job_id);
+		nulls[0] = false;
+		values[1] = Int32GetDatum(wt->worker_index);
+		nulls[1] = false;
+		values[3] = CStringGetTextDatum(worker_state_name(EOI_WORKER_WAITING));
+		nulls[3] = false;
+		values[10] = CStringGetTextDatum(wait_message[wt->reason]);
+		nulls[10] = false;
+		values[11] = TimestampTzGetDatum(wt->since);
+		nulls[11] = false;
 		tuplestore_putvalues(store, tupdesc, values, nulls);
 	}
 	return (Datum) 0;
@@ -953,7 +1069,8 @@ stored_definition(const EoiJob *job)
  * launcher with the new settings within a second (an open batch rolls
  * back and is read again).  The target and the mode of a job that has
  * committed offsets cannot change: the offsets account for rows in that
- * table, written with that mode's guarantee.
+ * table, written with that mode's guarantee.  Only a target that no longer
+ * exists under its stored name may be replaced (by the table's new name).
  */
 Datum
 eoingest_alter_job(PG_FUNCTION_ARGS)
@@ -987,7 +1104,13 @@ eoingest_alter_job(PG_FUNCTION_ARGS)
 		(void) int_in_range(fcinfo, 2, "batch_timeout_ms", 1, MAX_BATCH_TIMEOUT_MS);
 	if (has_batch_max_bytes)
 		(void) int_in_range(fcinfo, 8, "batch_max_bytes", 1, MAX_BATCH_BYTES);
-	if ((!PG_ARGISNULL(6) || !PG_ARGISNULL(7)) && eoi_offsets_any(job))
+	/*
+	 * A job whose target is gone (dropped, renamed, moved to another schema)
+	 * may be pointed at another table: its offsets account for rows that
+	 * are in the renamed table, or nowhere, as for a table created again.
+	 */
+	if ((!PG_ARGISNULL(6) || !PG_ARGISNULL(7)) && eoi_offsets_any(job) &&
+		!(PG_ARGISNULL(7) && job->target != NULL && !eoi_target_exists(job->target)))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("the target and mode of job \"%s\" cannot change: it has committed offsets", name),

@@ -7,7 +7,11 @@
  * the launcher reads eoingest.jobs and reconciles it with the worker slots
  * in shared memory: workers of jobs that should run are started, workers
  * that died are reaped and restarted after a backoff, workers of jobs that
- * should not run are terminated.  Dynamic workers are registered with
+ * should not run are terminated.  A worker that finds no slot (eoingest's
+ * own, eoingest.max_workers, or a background worker slot,
+ * max_worker_processes) is listed in shared memory as waiting, with the
+ * reason, for job_status, and tried again at every tick until it starts.
+ * Dynamic workers are registered with
  * BGW_NEVER_RESTART: after a crash-and-restart cycle of the server the
  * launcher, a static worker, brings them back from the job table.
  *
@@ -90,6 +94,7 @@ launcher_detach(int code, Datum arg)
 	{
 		eoi_shared->launcher_pid = 0;
 		eoi_shared->launcher_latch = NULL;
+		eoi_shared->nwaiting = 0;	/* nobody keeps the list up to date */
 	}
 	LWLockRelease(eoi_shared->lock);
 }
@@ -405,27 +410,30 @@ claim_slot(LauncherJob *job, int worker_index, uint64 *generation)
 	return found;
 }
 
-static void
+/* What became of a worker launch_worker() was asked to start. */
+typedef enum LaunchResult
+{
+	LAUNCH_STARTED,
+	LAUNCH_NO_WORKER_SLOT,		/* eoingest.max_workers used up */
+	LAUNCH_NO_BGWORKER_SLOT		/* max_worker_processes used up */
+} LaunchResult;
+
+/*
+ * Register a worker.  Without a free slot it is not started, and the
+ * caller lists it as waiting: it is tried again at every tick, so that it
+ * starts as soon as a slot is free.
+ */
+static LaunchResult
 launch_worker(LauncherJob *job, int worker_index)
 {
 	BackgroundWorker worker;
 	EoiWorkerArgs args;
 	BackgroundWorkerHandle *handle;
-	RestartBackoff *b;
 	int			slotno;
 
 	slotno = claim_slot(job, worker_index, &args.generation);
 	if (slotno < 0)
-	{
-		ereport(WARNING,
-				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-				 errmsg("eoingest cannot start a worker for job %d: all %d worker slots are in use",
-						job->id, eoingest_max_workers),
-				 errhint("Raise eoingest.max_workers (and max_worker_processes) and restart the server.")));
-		b = find_backoff(job->id, worker_index, true);
-		b->not_before = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), RESTART_DELAY_MAX_MS);
-		return;
-	}
+		return LAUNCH_NO_WORKER_SLOT;
 
 	args.database = MyDatabaseId;
 	args.owner = job->owner;
@@ -455,40 +463,116 @@ launch_worker(LauncherJob *job, int worker_index)
 			LWLockAcquire(eoi_shared->lock, LW_EXCLUSIVE);
 			eoi_shared->slots[slotno].in_use = false;
 			LWLockRelease(eoi_shared->lock);
-			ereport(WARNING,
-					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-					 errmsg("eoingest cannot start a worker for job %d: no background worker slot is free",
-							job->id),
-					 errhint("Raise max_worker_processes and restart the server.")));
-			b = find_backoff(job->id, worker_index, true);
-			b->not_before = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), RESTART_DELAY_MAX_MS);
-			return;
+			return LAUNCH_NO_BGWORKER_SLOT;
 		}
 	}
 	handles[slotno] = handle;
+	return LAUNCH_STARTED;
+}
+
+/*
+ * Publish the workers that wait for a slot, for job_status, with one
+ * message per reason that names the setting and the figures; log when more
+ * workers wait than at the previous tick, and when none waits any more.
+ * An entry keeps the time it began to wait across ticks.
+ */
+static void
+publish_waiting(EoiWaitingWorker *waiting, int nwaiting, int total_waiting, int wanted)
+{
+	static int	logged_waiting = 0;
+	char		reason[2][EOI_ERROR_LEN];
+	static const char *const hint[2] = {
+		"raise eoingest.max_workers (and max_worker_processes with it) and restart the server, or stop another job",
+		"raise max_worker_processes and restart the server, or stop another job"
+	};
+	int			placed = 0;
+	int			last_reason = -1;
+
+	LWLockAcquire(eoi_shared->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < eoi_shared->nslots; i++)
+		if (eoi_shared->slots[i].in_use)
+			placed++;
+	snprintf(reason[EOI_WAIT_WORKER_SLOT], EOI_ERROR_LEN,
+			 "no eoingest worker slot is free: running jobs want %d workers and eoingest.max_workers is %d",
+			 wanted, eoingest_max_workers);
+	snprintf(reason[EOI_WAIT_BGWORKER_SLOT], EOI_ERROR_LEN,
+			 "no background worker slot is free: max_worker_processes is %d and all are in use, %d of them by eoingest (its launcher and %d workers); running jobs want %d more workers",
+			 max_worker_processes, placed + 1, placed, total_waiting);
+	for (int r = 0; r < 2; r++)
+		snprintf(eoi_shared->wait_message[r], EOI_ERROR_LEN, "%s; %s", reason[r], hint[r]);
+	for (int i = 0; i < nwaiting; i++)
+	{
+		for (int k = 0; k < eoi_shared->nwaiting; k++)
+		{
+			EoiWaitingWorker *was = &eoi_shared->waiting[k];
+
+			if (was->job_id == waiting[i].job_id && was->worker_index == waiting[i].worker_index &&
+				was->reason == waiting[i].reason)
+			{
+				waiting[i].since = was->since;
+				break;
+			}
+		}
+		last_reason = waiting[i].reason;
+	}
+	memcpy(eoi_shared->waiting, waiting, sizeof(EoiWaitingWorker) * nwaiting);
+	eoi_shared->nwaiting = nwaiting;
+	LWLockRelease(eoi_shared->lock);
+
+	if (total_waiting > logged_waiting && last_reason >= 0)
+		ereport(WARNING,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("eoingest cannot start %d worker(s) of running jobs: %s",
+						total_waiting, reason[last_reason]),
+				 errdetail("They wait, in state \"waiting\" in eoingest.job_status, and start as soon as slots are free."),
+				 errhint("To run them all, %s.", hint[last_reason])));
+	else if (total_waiting == 0 && logged_waiting > 0)
+		ereport(LOG,
+				(errmsg("eoingest: no worker waits for a slot any more")));
+	logged_waiting = total_waiting;
 }
 
 static void
 launch_missing(LauncherJob *jobs, int njobs)
 {
 	TimestampTz now = GetCurrentTimestamp();
+	EoiWaitingWorker *waiting = palloc(sizeof(EoiWaitingWorker) * EOI_MAX_WAITING);
+	int			nwaiting = 0;
+	int			total_waiting = 0;
+	int			wanted = 0;
 
 	for (int j = 0; j < njobs; j++)
 	{
 		if (!jobs[j].running)
 			continue;
+		wanted += jobs[j].parallelism;
 		for (int w = 0; w < jobs[j].parallelism; w++)
 		{
 			RestartBackoff *b;
+			LaunchResult result;
 
 			if (worker_exists(jobs[j].id, w))
 				continue;
 			b = find_backoff(jobs[j].id, w, false);
 			if (b != NULL && now < b->not_before)
 				continue;
-			launch_worker(&jobs[j], w);
+			result = launch_worker(&jobs[j], w);
+			if (result == LAUNCH_STARTED)
+				continue;
+			total_waiting++;
+			if (nwaiting < EOI_MAX_WAITING)
+			{
+				waiting[nwaiting].job_id = jobs[j].id;
+				waiting[nwaiting].owner = jobs[j].owner;
+				waiting[nwaiting].worker_index = w;
+				waiting[nwaiting].reason = (result == LAUNCH_NO_WORKER_SLOT) ?
+					EOI_WAIT_WORKER_SLOT : EOI_WAIT_BGWORKER_SLOT;
+				waiting[nwaiting].since = now;
+				nwaiting++;
+			}
 		}
 	}
+	publish_waiting(waiting, nwaiting, total_waiting, wanted);
 }
 
 /* Forget the backoff of jobs that no longer run, so a restart starts fresh. */

@@ -66,12 +66,40 @@ typedef struct EoiWorkerSlot
 	uint64		failed_epoch;
 } EoiWorkerSlot;
 
+/*
+ * A worker of a running job that the launcher could not start for want of
+ * a slot: an eoingest worker slot (eoingest.max_workers) or a background
+ * worker slot (max_worker_processes).  The launcher rewrites the list every
+ * tick, so a worker leaves it as soon as it is started; job_status shows
+ * the entries as workers in state 'waiting' with the reason.
+ */
+typedef enum EoiWaitReason
+{
+	EOI_WAIT_WORKER_SLOT,		/* eoingest.max_workers used up */
+	EOI_WAIT_BGWORKER_SLOT		/* max_worker_processes used up */
+} EoiWaitReason;
+
+#define EOI_MAX_WAITING 1024	/* entries kept; more wait unlisted */
+
+typedef struct EoiWaitingWorker
+{
+	int32		job_id;
+	Oid			owner;
+	int			worker_index;
+	EoiWaitReason reason;
+	TimestampTz since;
+} EoiWaitingWorker;
+
 typedef struct EoiShared
 {
 	LWLock	   *lock;
 	pid_t		launcher_pid;
 	Latch	   *launcher_latch;
 	uint64		next_generation;
+	/* workers waiting for a slot, and why (one message per reason) */
+	int			nwaiting;
+	EoiWaitingWorker waiting[EOI_MAX_WAITING];
+	char		wait_message[2][EOI_ERROR_LEN];
 	int			nslots;
 	EoiWorkerSlot slots[FLEXIBLE_ARRAY_MEMBER];
 } EoiShared;

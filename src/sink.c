@@ -93,25 +93,88 @@ copy_read_batch(void *outbuf, int minread, int maxread)
 	return n;
 }
 
-/* Open the job's target by its stored, schema-qualified name. */
-Relation
-eoi_open_target(const char *target, LOCKMODE lockmode)
+static RangeVar *
+target_rangevar(const char *target)
 {
 	List	   *names;
-	Relation	rel;
 
 #if PG_VERSION_NUM >= 160000
 	names = stringToQualifiedNameList(target, NULL);
 #else
 	names = stringToQualifiedNameList(target);
 #endif
-	rel = table_openrv(makeRangeVarFromNameList(names), lockmode);
+	return makeRangeVarFromNameList(names);
+}
+
+static void
+check_is_table(Relation rel, const char *target)
+{
 	if (rel->rd_rel->relkind != RELKIND_RELATION &&
 		rel->rd_rel->relkind != RELKIND_PARTITIONED_TABLE)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("target \"%s\" is not a table", target)));
+}
+
+/* Open the job's target by its stored, schema-qualified name. */
+Relation
+eoi_open_target(const char *target, LOCKMODE lockmode)
+{
+	Relation	rel = table_openrv(target_rangevar(target), lockmode);
+
+	check_is_table(rel, target);
 	return rel;
+}
+
+/* Does a relation of the stored, schema-qualified name exist now? */
+bool
+eoi_target_exists(const char *target)
+{
+	return OidIsValid(RangeVarGetRelid(target_rangevar(target), NoLock, true));
+}
+
+/*
+ * Open the target a job writes into.  The job stores the target by name:
+ * a table renamed, moved to another schema or dropped under it is not
+ * found, and the error says which and how to go on.  A table this process
+ * wrote into before is recognised by its OID under its new name.
+ */
+Relation
+eoi_open_job_target(const EoiJob *job, LOCKMODE lockmode)
+{
+	static Oid	last_relid = InvalidOid;
+	Relation	rel = table_openrv_extended(target_rangevar(job->target), lockmode, true);
+	char	   *relname;
+
+	if (rel != NULL)
+	{
+		check_is_table(rel, job->target);
+		last_relid = RelationGetRelid(rel);
+		return rel;
+	}
+
+	relname = OidIsValid(last_relid) ? get_rel_name(last_relid) : NULL;
+	if (relname != NULL)
+	{
+		char	   *now = quote_qualified_identifier(get_namespace_name(get_rel_namespace(last_relid)),
+													 relname);
+
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("target \"%s\" of job \"%s\" no longer exists under that name",
+						job->target, job->name),
+				 errdetail("The table was renamed or moved to another schema; it is now %s.", now),
+				 errhint("Point the job at it with eoingest.alter_job(%s, target => %s), then run eoingest.start_job(%s); or give the table its old name back.",
+						 quote_literal_cstr(job->name), quote_literal_cstr(now),
+						 quote_literal_cstr(job->name))));
+	}
+	ereport(ERROR,
+			(errcode(ERRCODE_UNDEFINED_TABLE),
+			 errmsg("target \"%s\" of job \"%s\" does not exist", job->target, job->name),
+			 errdetail("The table was dropped, renamed or moved to another schema."),
+			 errhint("Create the table again (the job resumes at its stored offsets), or point the job at the table's new name with eoingest.alter_job(%s, target => ...); then run eoingest.start_job(%s).",
+					 quote_literal_cstr(job->name), quote_literal_cstr(job->name))));
+	pg_unreachable();
 }
 
 static RangeTblEntry *
@@ -352,7 +415,7 @@ batch_too_large(EoiBatch *batch, MessagePosition *mc, MemoryContext cxt,
 static uint64
 copy_into_target(const EoiJob *job, EoiBatch *batch)
 {
-	Relation	rel = eoi_open_target(job->target, RowExclusiveLock);
+	Relation	rel = eoi_open_job_target(job, RowExclusiveLock);
 	ParseState *pstate = make_parsestate(NULL);
 	EState	   *estate = CreateExecutorState();
 	EoiColumns *cols = eoi_columns_for(rel, job->format, estate);

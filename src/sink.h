@@ -16,6 +16,8 @@
 extern uint64 eoi_sink_write(const EoiJob *job, EoiBatch *batch);
 extern uint64 eoi_sink_write_batch(const EoiJob *job, EoiBatch *batch, int *dead);
 extern Relation eoi_open_target(const char *target, LOCKMODE lockmode);
+extern Relation eoi_open_job_target(const EoiJob *job, LOCKMODE lockmode);
+extern bool eoi_target_exists(const char *target);
 extern void eoi_check_target_kind(Relation rel, EoiMode mode);
 extern void eoi_check_target_insert(Relation rel, List *colnames);
 

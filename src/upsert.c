@@ -426,7 +426,7 @@ key_order(Relation rel, List *key_columns)
 uint64
 eoi_upsert_batch(const EoiJob *job, EoiBatch *batch)
 {
-	Relation	rel = eoi_open_target(job->target, RowExclusiveLock);
+	Relation	rel = eoi_open_job_target(job, RowExclusiveLock);
 	EState	   *estate = CreateExecutorState();
 	ExprContext *econtext = GetPerTupleExprContext(estate);
 	EoiColumns *cols = eoi_columns_for(rel, job->format, estate);
