@@ -86,6 +86,7 @@ SELECT results_eq($$SELECT "offset"::int, sqlstate FROM eoingest.dead_letters WH
 SELECT ok((SELECT bool_and(error LIKE '%HINT:%') FROM eoingest.dead_letters WHERE job = 'map_json'),
     'and a hint');
 \! grep -c 'JSON key "tmep" matches no column of "map_json"' "$EOINGEST_RUN/pg.log"
+\! grep -c 'JSON key "temp" is ignored: column "Temp" of "map_json" takes the key of exactly its name' "$EOINGEST_RUN/pg.log"
 \! grep -c 'JSON key "serial" names a GENERATED ALWAYS identity column of "map_json"' "$EOINGEST_RUN/pg.log"
 
 SELECT ok(test.wait_for($$SELECT count(*) = 2 FROM map_ms$$), 'timestamp_unit rows arrive');

@@ -513,8 +513,12 @@ names_generated_column(EoiColumns *cols, const char *key, int len)
 	return false;
 }
 
+/*
+ * Log a key that fills no column; `shadowed`, if not NULL, is the column
+ * it spells ignoring case, which a key of exactly its name filled.
+ */
 static void
-report_unmatched_key(EoiColumns *cols, const char *key, int len)
+report_unmatched_key(EoiColumns *cols, const char *key, int len, const char *shadowed)
 {
 	int			clipped;
 
@@ -533,7 +537,13 @@ report_unmatched_key(EoiColumns *cols, const char *key, int len)
 															 pnstrdup(key, clipped));
 	n_reported_keys++;
 
-	if (names_generated_column(cols, key, len))
+	if (shadowed != NULL)
+		ereport(LOG,
+				(errmsg("JSON key \"%.*s\" is ignored: column \"%s\" of \"%s\" takes the key of exactly its name",
+						clipped, key, shadowed, cols->relname),
+				 errdetail("A key fills a column whose name differs only in case when the message has no key of exactly the column's name. This is logged once per worker process."),
+				 errhint("Send one key per column.")));
+	else if (names_generated_column(cols, key, len))
 		ereport(LOG,
 				(errmsg("JSON key \"%.*s\" names a GENERATED ALWAYS identity column of \"%s\", which takes no values from messages",
 						clipped, key, cols->relname),
@@ -576,14 +586,23 @@ match_exact_keys(EoiColumns *cols, JsonbContainer *root)
 	return found;
 }
 
-/* The column `key` fills ignoring case, or -1. */
+/*
+ * The column `key` fills ignoring case, or -1; *shadowed is set to a
+ * column it spells that a key of exactly its name filled.
+ */
 static int
-fold_case_column(EoiColumns *cols, const JsonbValue *key)
+fold_case_column(EoiColumns *cols, const JsonbValue *key, const char **shadowed)
 {
+	*shadowed = NULL;
 	for (int c = 0; c < cols->ncolumns; c++)
-		if (cols->json[c].fold_case && !cols->json_slots[c].exact &&
+		if (cols->json[c].fold_case &&
 			spells_name(key->val.string.val, key->val.string.len, cols->json[c].name))
-			return c;
+		{
+			if (!cols->json_slots[c].exact)
+				return c;
+			*shadowed = cols->json[c].name;
+			return -1;
+		}
 	return -1;
 }
 
@@ -604,6 +623,7 @@ match_other_keys(EoiColumns *cols, JsonbContainer *root)
 	{
 		JsonbValue	value;
 		bool		exact = false;
+		const char *shadowed;
 		int			c;
 
 		if (tok != WJB_KEY)
@@ -613,10 +633,10 @@ match_other_keys(EoiColumns *cols, JsonbContainer *root)
 			exact = key_is_exactly(&key, &cols->json[c]);
 		if (exact)
 			continue;
-		c = fold_case_column(cols, &key);
+		c = fold_case_column(cols, &key, &shadowed);
 		if (c < 0)
 		{
-			report_unmatched_key(cols, key.val.string.val, key.val.string.len);
+			report_unmatched_key(cols, key.val.string.val, key.val.string.len, shadowed);
 			continue;
 		}
 		if (cols->json_slots[c].found)
