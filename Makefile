@@ -9,6 +9,7 @@ OBJS = \
 	src/job.o \
 	src/kafka.o \
 	src/decode.o \
+	src/jsonvalue.o \
 	src/sink.o \
 	src/batch.o \
 	src/offsets.o \
@@ -26,7 +27,7 @@ OBJS = \
 
 DATA = $(wildcard sql/eoingest--*.sql)
 
-REGRESS = setup api formats transform upsert deadletters batchbytes operations multitopic
+REGRESS = setup api formats mappings transform upsert deadletters batchbytes operations multitopic
 REGRESS_OPTS = --use-existing
 
 PG_CPPFLAGS = -I$(srcdir)/src -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare

@@ -267,7 +267,7 @@ check_partitions(ArrayType *partitions)
 }
 
 static char *
-resolve_target(const char *target, EoiFormat format, EoiMode mode)
+resolve_target(const char *target, const EoiMapping *mapping, EoiMode mode)
 {
 	List	   *names;
 	RangeVar   *rv;
@@ -303,7 +303,7 @@ resolve_target(const char *target, EoiFormat format, EoiMode mode)
 				 errhint("A job's worker is another session and cannot see it.")));
 	eoi_check_target_kind(rel, mode);
 
-	cols = eoi_columns_for(rel, format, NULL);
+	cols = eoi_columns_for(rel, mapping, NULL);
 	eoi_check_target_insert(rel, cols->names);
 
 	qualified = quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
@@ -313,7 +313,7 @@ resolve_target(const char *target, EoiFormat format, EoiMode mode)
 }
 
 static List *
-text_array_list(ArrayType *arr)
+text_array_list(ArrayType *arr, const char *what)
 {
 	Datum	   *elems;
 	bool	   *nulls;
@@ -326,7 +326,7 @@ text_array_list(ArrayType *arr)
 		if (nulls[i])
 			ereport(ERROR,
 					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-					 errmsg("key_columns must not contain nulls")));
+					 errmsg("%s must not contain nulls", what)));
 		result = lappend(result, makeString(TextDatumGetCString(elems[i])));
 	}
 	return result;
@@ -349,7 +349,7 @@ list_text_array(List *names)
  * key.  Returns them.
  */
 static List *
-check_upsert(const char *target, EoiFormat format, EoiFormat key_format, List *key_columns)
+check_upsert(const char *target, const EoiMapping *mapping, EoiFormat key_format, List *key_columns)
 {
 	Relation	rel = eoi_open_target(target, AccessShareLock);
 
@@ -360,7 +360,7 @@ check_upsert(const char *target, EoiFormat format, EoiFormat key_format, List *k
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("mode upsert needs key columns, and \"%s\" has no primary key", target),
 				 errhint("Pass key_columns => ARRAY['col', ...] naming columns of a unique index, or add a primary key.")));
-	eoi_upsert_check(rel, format, key_format, key_columns);
+	eoi_upsert_check(rel, mapping, key_format, key_columns);
 	table_close(rel, NoLock);
 	return key_columns;
 }
@@ -427,6 +427,8 @@ typedef struct JobDefinition
 	int			parallelism;
 	const char *search_path;	/* the transform's names resolve with it */
 	bool		running;		/* alter_job of a running job */
+	List	   *columns;		/* NIL: the format's default columns */
+	const char *timestamp_unit_s;
 
 	/* set by check_definition */
 	EoiFormat	format;
@@ -457,12 +459,17 @@ check_transform_with_path(const char *transform, const char *search_path)
 static void
 check_definition(JobDefinition *def)
 {
+	EoiMapping	mapping;
+
 	check_job_name(def->name);
 	if (def->partitions != NULL)
 		check_partitions(def->partitions);
 	check_topic(def->topic);
 	def->format = eoi_parse_format(def->format_s);
 	def->mode = eoi_parse_mode(def->mode_s);
+	mapping.format = def->format;
+	mapping.columns = def->columns;
+	mapping.timestamp_unit = eoi_parse_timestamp_unit(def->timestamp_unit_s);
 	(void) eoi_parse_on_error(def->on_error_s);
 	def->key_format = def->key_format_s ? eoi_parse_format(def->key_format_s) : EOI_FORMAT_TEXT;
 	eoi_check_start_offset(def->start_offset);
@@ -477,9 +484,14 @@ check_definition(JobDefinition *def)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("target and transform cannot both be given"),
 				 errhint("A transform writes where it likes; name the table inside it. To switch a job between the two, create a new job.")));
+	if (def->columns != NIL && def->target == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("columns applies to a target table, and the job has a transform"),
+				 errhint("A transform maps the messages itself; leave columns out.")));
 	def->qualified_target = NULL;
 	if (def->target != NULL)
-		def->qualified_target = resolve_target(def->target, def->format, def->mode);
+		def->qualified_target = resolve_target(def->target, &mapping, def->mode);
 	else
 		check_transform_with_path(def->transform, def->search_path);
 
@@ -496,7 +508,7 @@ check_definition(JobDefinition *def)
 			def->key_format = (def->format == EOI_FORMAT_JSON) ? EOI_FORMAT_JSON : EOI_FORMAT_CSV;
 			def->key_format_s = def->key_format == EOI_FORMAT_JSON ? "json" : "csv";
 		}
-		def->key_columns = check_upsert(def->qualified_target, def->format, def->key_format,
+		def->key_columns = check_upsert(def->qualified_target, &mapping, def->key_format,
 										def->key_columns);
 	}
 	if (def->key_format_s == NULL)
@@ -526,7 +538,7 @@ eoingest_create_job(PG_FUNCTION_ARGS)
 	Jsonb	   *options = PG_ARGISNULL(11) ? NULL : PG_GETARG_JSONB_P(11);
 	char	   *on_error_s = required_text(fcinfo, 12, "on_error");
 	int			checkpoint_interval_ms = int_in_range(fcinfo, 13, "checkpoint_interval_ms", 10, MAX_BATCH_TIMEOUT_MS);
-	List	   *key_columns = PG_ARGISNULL(14) ? NIL : text_array_list(PG_GETARG_ARRAYTYPE_P(14));
+	List	   *key_columns = PG_ARGISNULL(14) ? NIL : text_array_list(PG_GETARG_ARRAYTYPE_P(14), "key_columns");
 	char	   *key_format_s = optional_text(fcinfo, 15);
 	int			offset_commit_interval_ms = int_in_range(fcinfo, 16, "offset_commit_interval_ms", 10, MAX_BATCH_TIMEOUT_MS);
 	int			max_message_bytes = int_in_range(fcinfo, 17, "max_message_bytes", 1, MaxAllocSize - VARHDRSZ);
@@ -536,6 +548,11 @@ eoingest_create_job(PG_FUNCTION_ARGS)
 	/* Called through an older definition, there is no batch_max_bytes: the column's default. */
 	bool		v03 = PG_NARGS() > 20;
 	int			batch_max_bytes = v03 ? int_in_range(fcinfo, 20, "batch_max_bytes", 1, MAX_BATCH_BYTES) : 0;
+	/* Called through an older definition, there is no columns or timestamp_unit. */
+	bool		v04 = PG_NARGS() > 22;
+	List	   *columns = (v04 && !PG_ARGISNULL(21)) ?
+		text_array_list(PG_GETARG_ARRAYTYPE_P(21), "columns") : NIL;
+	char	   *timestamp_unit_s = v04 ? required_text(fcinfo, 22, "timestamp_unit") : "auto";
 	EoiSavedUser saved;
 	/* The transform's names resolve as they do for the caller now. */
 	const char *search_path = pstrdup(GetConfigOption("search_path", false, false));
@@ -558,6 +575,8 @@ eoingest_create_job(PG_FUNCTION_ARGS)
 	def.partitions = partitions;
 	def.parallelism = parallelism;
 	def.search_path = search_path ? search_path : "";
+	def.columns = columns;
+	def.timestamp_unit_s = timestamp_unit_s;
 	check_definition(&def);
 	qualified_target = (char *) def.qualified_target;
 	key_columns = def.key_columns;
@@ -572,11 +591,12 @@ eoingest_create_job(PG_FUNCTION_ARGS)
 				 errmsg("eoingest job \"%s\" already exists", name),
 				 errhint("Choose another name, or drop the existing job with eoingest.drop_job('%s').", name)));
 	{
-		Oid			types[23] = {TEXTOID, OIDOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
+		Oid			types[25] = {TEXTOID, OIDOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
 			TEXTOID, TEXTOID, INT4OID, INT4OID, INT4OID, JSONBOID, TEXTOID, INT4OID,
-		TEXTARRAYOID, TEXTOID, INT4OID, TEXTOID, INT4OID, BOOLOID, INT4ARRAYOID, INT4OID};
-		Datum		args[23];
-		char		nulls[23];
+			TEXTARRAYOID, TEXTOID, INT4OID, TEXTOID, INT4OID, BOOLOID, INT4ARRAYOID, INT4OID,
+		TEXTARRAYOID, TEXTOID};
+		Datum		args[25];
+		char		nulls[25];
 		/* Called through the 0.1 definition, there is no commit_to_kafka. */
 		bool		v02 = PG_NARGS() > 18;
 
@@ -617,16 +637,20 @@ eoingest_create_job(PG_FUNCTION_ARGS)
 		args[21] = partitions ? PointerGetDatum(partitions) : (Datum) 0;
 		nulls[21] = partitions ? ' ' : 'n';
 		args[22] = Int32GetDatum(batch_max_bytes);
+		args[23] = columns != NIL ? list_text_array(columns) : (Datum) 0;
+		nulls[23] = columns != NIL ? ' ' : 'n';
+		args[24] = CStringGetTextDatum(timestamp_unit_s);
 
 		if (SPI_execute_with_args(psprintf("INSERT INTO eoingest.jobs (name, owner, brokers, topic, target,"
 										   " format, mode, transform, start_offset, batch_size, batch_timeout_ms,"
 										   " parallelism, options, on_error, search_path, checkpoint_interval_ms,"
-										   " key_columns, key_format, offset_commit_interval_ms, max_message_bytes%s%s)"
+										   " key_columns, key_format, offset_commit_interval_ms, max_message_bytes%s%s%s)"
 										   " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $19, $14, $15,"
-										   "         $16, $17, $18, $20%s%s)",
+										   "         $16, $17, $18, $20%s%s%s)",
 										   v02 ? ", commit_to_kafka, partitions" : "", v03 ? ", batch_max_bytes" : "",
-										   v02 ? ", $21, $22" : "", v03 ? ", $23" : ""),
-								  v03 ? 23 : v02 ? 22 : 20, types, args, nulls, false, 0) != SPI_OK_INSERT)
+										   v04 ? ", columns, timestamp_unit" : "",
+										   v02 ? ", $21, $22" : "", v03 ? ", $23" : "", v04 ? ", $24, $25" : ""),
+								  v04 ? 25 : v03 ? 23 : v02 ? 22 : 20, types, args, nulls, false, 0) != SPI_OK_INSERT)
 			elog(ERROR, "could not insert into eoingest.jobs");
 	}
 	SPI_finish();
@@ -1057,13 +1081,16 @@ stored_definition(const EoiJob *job)
 	def.parallelism = job->parallelism;
 	def.search_path = job->search_path;
 	def.running = strcmp(job->state, "running") == 0;
+	def.columns = job->columns;
+	def.timestamp_unit_s = eoi_timestamp_unit_name(job->timestamp_unit);
 	return def;
 }
 
 /*
  * eoingest.alter_job(name, batch_size, batch_timeout_ms, options,
- * transform, on_error, target, mode, batch_max_bytes): change what is
- * given (NULL keeps it).  The definition that results is checked exactly as create_job
+ * transform, on_error, target, mode, batch_max_bytes, columns,
+ * timestamp_unit): change what is given (NULL keeps it; columns => '{}'
+ * goes back to the format's default columns).  The definition that results is checked exactly as create_job
  * checks one, as the job's owner (check_definition), the transform with
  * the job's search_path.  A running job's workers are restarted by the
  * launcher with the new settings within a second (an open batch rolls
@@ -1079,12 +1106,15 @@ eoingest_alter_job(PG_FUNCTION_ARGS)
 	EoiJob	   *job;
 	JobDefinition def;
 	StringInfoData sql;
-	Datum		args[11];
-	Oid			types[11] = {TEXTOID, INT4OID, INT4OID, JSONBOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
-	TEXTOID, TEXTARRAYOID, INT4OID};
-	char		nulls[11] = "           ";
+	Datum		args[13];
+	Oid			types[13] = {TEXTOID, INT4OID, INT4OID, JSONBOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
+	TEXTOID, TEXTARRAYOID, INT4OID, TEXTARRAYOID, TEXTOID};
+	char		nulls[13] = "             ";
 	/* Called through an older definition, there is no batch_max_bytes. */
 	bool		has_batch_max_bytes = PG_NARGS() > 8 && !PG_ARGISNULL(8);
+	/* ... nor columns, nor timestamp_unit (argument 10) */
+	bool		has_columns = PG_NARGS() > 9 && !PG_ARGISNULL(9);
+	bool		has_timestamp_unit = PG_NARGS() > 10 && !PG_ARGISNULL(10);
 	EoiSavedUser saved;
 	Oid			caller;
 	int			sec_context;
@@ -1127,6 +1157,11 @@ eoingest_alter_job(PG_FUNCTION_ARGS)
 		def.on_error_s = text_to_cstring(PG_GETARG_TEXT_PP(5));
 	if (!PG_ARGISNULL(6))
 		def.target = optional_target(fcinfo, 6);
+	/* columns => '{}' goes back to the format's default columns */
+	if (has_columns)
+		def.columns = text_array_list(PG_GETARG_ARRAYTYPE_P(9), "columns");
+	if (has_timestamp_unit)
+		def.timestamp_unit_s = text_to_cstring(PG_GETARG_TEXT_PP(10));
 	if (!PG_ARGISNULL(7))
 	{
 		def.mode_s = text_to_cstring(PG_GETARG_TEXT_PP(7));
@@ -1155,6 +1190,9 @@ eoingest_alter_job(PG_FUNCTION_ARGS)
 	args[9] = def.key_columns != NIL ? list_text_array(def.key_columns) : (Datum) 0;
 	nulls[10] = has_batch_max_bytes ? ' ' : 'n';
 	args[10] = has_batch_max_bytes ? PG_GETARG_DATUM(8) : (Datum) 0;
+	nulls[11] = def.columns != NIL ? ' ' : 'n';
+	args[11] = def.columns != NIL ? list_text_array(def.columns) : (Datum) 0;
+	args[12] = CStringGetTextDatum(def.timestamp_unit_s);
 
 	initStringInfo(&sql);
 	appendStringInfoString(&sql,
@@ -1169,12 +1207,14 @@ eoingest_alter_job(PG_FUNCTION_ARGS)
 						   " key_format = $9,"
 						   " key_columns = $10,"
 						   " batch_max_bytes = coalesce($11, batch_max_bytes),"
+						   " columns = $12,"
+						   " timestamp_unit = $13,"
 						   " config_version = config_version + 1"
 						   " WHERE name = $1");
 	eoi_become_extension_owner(&saved);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute_with_args(sql.data, 11, types, args, nulls, false, 0) != SPI_OK_UPDATE)
+	if (SPI_execute_with_args(sql.data, 13, types, args, nulls, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not update eoingest.jobs");
 	SPI_finish();
 	eoi_restore_user(&saved);

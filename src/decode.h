@@ -13,9 +13,19 @@
 
 #include "executor/executor.h"
 #include "lib/stringinfo.h"
+#include "utils/jsonb.h"
 #include "utils/relcache.h"
 
 #include "csv.h"
+#include "jsonvalue.h"
+
+/* What a job says about mapping its messages onto the target's columns. */
+typedef struct EoiMapping
+{
+	EoiFormat	format;
+	List	   *columns;		/* of String; NIL: the format's default columns */
+	EoiTimestampUnit timestamp_unit;	/* json numbers into time columns */
+} EoiMapping;
 
 /* The target columns a format fills, in COPY's column-list order. */
 typedef struct EoiColumns
@@ -24,8 +34,17 @@ typedef struct EoiColumns
 	int			ncolumns;
 	List	   *names;			/* of String, for BeginCopyFrom */
 	char	  **colnames;
+	Oid			relid;			/* the target, for reports */
+	const char *relname;
 	ExprState **defaults;		/* json: evaluated for an absent key, or NULL */
 	FmgrInfo   *outfuncs;		/* json: to print a default */
+	bool		is_key;			/* decodes message keys (upsert tombstones) */
+	EoiJsonColumn *json;		/* json: how each column reads values */
+	List	   *generated;		/* json: names of GENERATED ALWAYS identity columns */
+	EoiTimestampUnit timestamp_unit;
+	struct EoiJsonSlot *json_slots; /* json: decode_json's buffers, reused */
+	StringInfo	json_text;
+	StringInfo	json_scratch;
 	const char *what;			/* for errors: "the target has" */
 	EoiCsvField *csv_fields;	/* csv: decode_csv's buffers, reused */
 	char	   *csv_scratch;
@@ -49,10 +68,11 @@ typedef struct EoiCopyWriter
 	StringInfo	out;
 } EoiCopyWriter;
 
-extern EoiColumns *eoi_columns_for(Relation rel, EoiFormat format, EState *estate);
+extern EoiMapping eoi_job_mapping(const EoiJob *job);
+extern EoiColumns *eoi_columns_for(Relation rel, const EoiMapping *mapping, EState *estate);
 extern EoiColumns *eoi_columns_named(Relation rel, EoiFormat format, List *names);
 extern void eoi_copy_writer_init(EoiCopyWriter *cw, StringInfo out);
-extern void eoi_decode_message(EoiColumns *cols, const char *value, size_t len,
+extern bool eoi_decode_message(EoiColumns *cols, const char *value, size_t len,
 							   EoiRowWriter *writer, ExprContext *econtext);
 
 #endif

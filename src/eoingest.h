@@ -43,6 +43,16 @@ typedef enum EoiFormat
 	EOI_FORMAT_JSON
 } EoiFormat;
 
+/* How format json reads a number for a timestamptz, timestamp or date column. */
+typedef enum EoiTimestampUnit
+{
+	EOI_TS_AUTO,				/* by magnitude (decode.c says how) */
+	EOI_TS_SECONDS,
+	EOI_TS_MILLISECONDS,
+	EOI_TS_MICROSECONDS,
+	EOI_TS_NANOSECONDS
+} EoiTimestampUnit;
+
 typedef enum EoiOnError
 {
 	EOI_ON_ERROR_FAIL,
@@ -60,6 +70,8 @@ typedef struct EoiJob
 	List	   *topics;			/* of char *: each topic */
 	char	   *target;			/* schema-qualified, quoted; NULL with a transform */
 	EoiFormat	format;
+	List	   *columns;		/* of String: the columns the format fills; NIL: its default */
+	EoiTimestampUnit timestamp_unit;	/* json numbers into time columns */
 	EoiMode		mode;
 	char	   *transform;		/* NULL when rows go straight to target */
 	char	   *start_offset;

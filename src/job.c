@@ -41,6 +41,14 @@ static const char *const on_error_names[] = {
 	[EOI_ON_ERROR_DEAD_LETTER] = "dead_letter",
 };
 
+static const char *const timestamp_unit_names[] = {
+	[EOI_TS_AUTO] = "auto",
+	[EOI_TS_SECONDS] = "seconds",
+	[EOI_TS_MILLISECONDS] = "milliseconds",
+	[EOI_TS_MICROSECONDS] = "microseconds",
+	[EOI_TS_NANOSECONDS] = "nanoseconds",
+};
+
 static int
 lookup_name(const char *const *names, int n, const char *name)
 {
@@ -105,6 +113,25 @@ eoi_parse_on_error(const char *on_error)
 				 errmsg("unknown on_error policy \"%s\"", on_error),
 				 errhint("Choose fail (stop the job on a bad record) or dead_letter.")));
 	return (EoiOnError) i;
+}
+
+EoiTimestampUnit
+eoi_parse_timestamp_unit(const char *unit)
+{
+	int			i = lookup_name(timestamp_unit_names, lengthof(timestamp_unit_names), unit);
+
+	if (i < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("unknown timestamp_unit \"%s\"", unit),
+				 errhint("Choose one of auto, seconds, milliseconds, microseconds, nanoseconds.")));
+	return (EoiTimestampUnit) i;
+}
+
+const char *
+eoi_timestamp_unit_name(EoiTimestampUnit unit)
+{
+	return timestamp_unit_names[unit];
 }
 
 /*
@@ -312,7 +339,8 @@ job_load(const char *where, Oid argtype, Datum arg)
 				   "       transform, start_offset, batch_size, batch_timeout_ms,"
 				   "       parallelism, options, on_error, search_path, state, checkpoint_interval_ms,"
 				   "       key_columns, key_format, offset_commit_interval_ms, max_message_bytes,"
-				   "       commit_to_kafka, partitions, config_version, batch_max_bytes"
+				   "       commit_to_kafka, partitions, config_version, batch_max_bytes,"
+				   "       columns, timestamp_unit"
 				   "  FROM eoingest.jobs WHERE %s", where);
 	ret = SPI_execute_with_args(sql, 1, argtypes, args, NULL, true, 1);
 	if (ret != SPI_OK_SELECT)
@@ -384,6 +412,12 @@ job_load(const char *where, Oid argtype, Datum arg)
 			}
 		}
 		job->config_version = DatumGetInt32(SPI_getbinval(tup, desc, 25, &isnull));
+		{
+			Datum		columns = SPI_getbinval(tup, desc, 27, &isnull);
+
+			job->columns = text_array_to_list(columns, isnull, cxt);
+		}
+		job->timestamp_unit = eoi_parse_timestamp_unit(text_column(tup, desc, 28, cxt));
 	}
 	SPI_finish();
 	eoi_restore_user(&saved);

@@ -19,6 +19,8 @@ extern EoiOnError eoi_parse_on_error(const char *on_error);
 extern const char *eoi_mode_name(EoiMode mode);
 extern const char *eoi_format_name(EoiFormat format);
 extern const char *eoi_on_error_name(EoiOnError on_error);
+extern EoiTimestampUnit eoi_parse_timestamp_unit(const char *unit);
+extern const char *eoi_timestamp_unit_name(EoiTimestampUnit unit);
 
 
 

@@ -52,8 +52,10 @@ typedef struct MessagePosition
 {
 	EoiBatch   *batch;
 	int			current;		/* index while decoding, or -1 */
-	CopyFromState cstate;		/* while copying: line N is message N-1 */
+	CopyFromState cstate;		/* while copying: line N is message lines[N-1] */
 	ErrorContextCallback *self; /* this callback's entry in the stack */
+	int		   *lines;			/* the message of each line (CSV headers have none) */
+	int			nlines;
 } MessagePosition;
 
 /*
@@ -77,8 +79,9 @@ message_error_callback(void *arg)
 	int			i = mc->current;
 
 	if (mc->cstate != NULL)
-		i = (mc->cstate->cur_lineno > 0 && copy_is_on_a_line(mc)) ?
-			(int) mc->cstate->cur_lineno - 1 : -1;
+		i = (mc->cstate->cur_lineno > 0 && mc->cstate->cur_lineno <= mc->nlines &&
+			 copy_is_on_a_line(mc)) ?
+			mc->lines[mc->cstate->cur_lineno - 1] : -1;
 	eoi_message_errcontext(mc->batch, i);
 }
 
@@ -290,6 +293,8 @@ decode_batch(EoiBatch *batch, EoiColumns *cols, StringInfo lines,
 	EoiCopyWriter cw;
 
 	eoi_copy_writer_init(&cw, lines);
+	mc->lines = palloc(sizeof(int) * Max(batch->n, 1));
+	mc->nlines = 0;
 	for (int i = 0; i < batch->n; i++)
 	{
 		rd_kafka_message_t *msg = batch->messages[i];
@@ -300,7 +305,8 @@ decode_batch(EoiBatch *batch, EoiColumns *cols, StringInfo lines,
 					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 					 errmsg("message has a null value (a tombstone)"),
 					 errhint("Tombstones delete rows in mode upsert only; use a transform to handle them otherwise.")));
-		eoi_decode_message(cols, msg->payload, msg->len, &cw.writer, econtext);
+		if (eoi_decode_message(cols, msg->payload, msg->len, &cw.writer, econtext))
+			mc->lines[mc->nlines++] = i;
 		ResetExprContext(econtext);
 		check_test_text_limit(lines);
 	}
@@ -418,10 +424,11 @@ copy_into_target(const EoiJob *job, EoiBatch *batch)
 	Relation	rel = eoi_open_job_target(job, RowExclusiveLock);
 	ParseState *pstate = make_parsestate(NULL);
 	EState	   *estate = CreateExecutorState();
-	EoiColumns *cols = eoi_columns_for(rel, job->format, estate);
+	EoiMapping	mapping = eoi_job_mapping(job);
+	EoiColumns *cols = eoi_columns_for(rel, &mapping, estate);
 	StringInfoData lines;
 	ErrorContextCallback errcb;
-	MessagePosition mc = {batch, -1, NULL, &errcb};
+	MessagePosition mc = {batch, -1, NULL, &errcb, NULL, 0};
 	MemoryContext cxt = CurrentMemoryContext;
 	CopyFromState cstate;
 	List	   *options;

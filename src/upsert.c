@@ -429,7 +429,8 @@ eoi_upsert_batch(const EoiJob *job, EoiBatch *batch)
 	Relation	rel = eoi_open_job_target(job, RowExclusiveLock);
 	EState	   *estate = CreateExecutorState();
 	ExprContext *econtext = GetPerTupleExprContext(estate);
-	EoiColumns *cols = eoi_columns_for(rel, job->format, estate);
+	EoiMapping	mapping = eoi_job_mapping(job);
+	EoiColumns *cols = eoi_columns_for(rel, &mapping, estate);
 	EoiColumns *keys = eoi_columns_named(rel, job->key_format, job->key_columns);
 	int		   *keypos = key_positions(cols, job->key_columns);
 	KeyOrder   *ko = key_order(rel, job->key_columns);
@@ -439,6 +440,7 @@ eoi_upsert_batch(const EoiJob *job, EoiBatch *batch)
 	Op		   *ops = palloc(sizeof(Op) * Max(batch->n, 1));
 	int		   *upsert_rows = palloc(sizeof(int) * Max(batch->n, 1));
 	int		   *delete_rows = palloc(sizeof(int) * Max(batch->n, 1));
+	int			nops = 0;
 	int			nupserts = 0;
 	int			ndeletes = 0;
 	uint64		processed = 0;
@@ -459,9 +461,10 @@ eoi_upsert_batch(const EoiJob *job, EoiBatch *batch)
 	for (int i = 0; i < batch->n; i++)
 	{
 		rd_kafka_message_t *msg = batch->messages[i];
+		Op		   *op = &ops[nops];
 
 		dp.current = i;
-		ops[i].seq = i;
+		op->seq = i;
 		if (msg->payload == NULL)
 		{
 			if (msg->key == NULL)
@@ -469,18 +472,20 @@ eoi_upsert_batch(const EoiJob *job, EoiBatch *batch)
 						(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 						 errmsg("tombstone message has no key"),
 						 errhint("A null value deletes the row of the message's key; this message has neither.")));
-			eoi_decode_message(keys, msg->key, msg->key_len, &tombstones.writer, econtext);
-			ops[i].is_delete = true;
-			ops[i].row = tombstones.nrows - 1;
-			read_key(&ops[i], ko, &tombstones, ops[i].row, all_keypos);
+			(void) eoi_decode_message(keys, msg->key, msg->key_len, &tombstones.writer, econtext);
+			op->is_delete = true;
+			op->row = tombstones.nrows - 1;
+			read_key(op, ko, &tombstones, op->row, all_keypos);
+			nops++;
 		}
-		else
+		else if (eoi_decode_message(cols, msg->payload, msg->len, &values.writer, econtext))
 		{
-			eoi_decode_message(cols, msg->payload, msg->len, &values.writer, econtext);
-			ops[i].is_delete = false;
-			ops[i].row = values.nrows - 1;
-			read_key(&ops[i], ko, &values, ops[i].row, keypos);
+			op->is_delete = false;
+			op->row = values.nrows - 1;
+			read_key(op, ko, &values, op->row, keypos);
+			nops++;
 		}
+		/* else a CSV header: no row, nothing to do */
 		ResetExprContext(econtext);
 	}
 	error_context_stack = errcb.previous;
@@ -489,12 +494,12 @@ eoi_upsert_batch(const EoiJob *job, EoiBatch *batch)
 	 * Each key's messages in batch order: a delete if one is a tombstone,
 	 * then the last one if it is not.
 	 */
-	qsort_arg(ops, batch->n, sizeof(Op), op_cmp, ko);
-	for (int first = 0, next; first < batch->n; first = next)
+	qsort_arg(ops, nops, sizeof(Op), op_cmp, ko);
+	for (int first = 0, next; first < nops; first = next)
 	{
 		int			last_delete = -1;
 
-		for (next = first; next < batch->n && (next == first || same_key(&ops[first], &ops[next], ko)); next++)
+		for (next = first; next < nops && (next == first || same_key(&ops[first], &ops[next], ko)); next++)
 			if (ops[next].is_delete)
 				last_delete = next;
 		if (last_delete >= 0)
@@ -588,9 +593,9 @@ check_unique_index(Relation rel, List *key_columns)
  * checks that, and the caller's INSERT, UPDATE and DELETE privileges).
  */
 void
-eoi_upsert_check(Relation rel, EoiFormat format, EoiFormat key_format, List *key_columns)
+eoi_upsert_check(Relation rel, const EoiMapping *mapping, EoiFormat key_format, List *key_columns)
 {
-	EoiColumns *cols = eoi_columns_for(rel, format, NULL);
+	EoiColumns *cols = eoi_columns_for(rel, mapping, NULL);
 	EoiColumns *keys = eoi_columns_named(rel, key_format, key_columns);
 	char	   *target = quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
 													RelationGetRelationName(rel));

@@ -12,11 +12,12 @@
 #include "eoingest.h"
 #include "batch.h"
 
+#include "decode.h"
 #include "utils/relcache.h"
 
 extern uint64 eoi_upsert_batch(const EoiJob *job, EoiBatch *batch);
 extern List *eoi_primary_key_columns(Relation rel);
-extern void eoi_upsert_check(Relation rel, EoiFormat format, EoiFormat key_format,
+extern void eoi_upsert_check(Relation rel, const EoiMapping *mapping, EoiFormat key_format,
 							 List *key_columns);
 
 #endif
