@@ -592,6 +592,30 @@ eoi_kafka_commit_for_monitoring(EoiKafka *kafka, const EoiPosition *positions, i
 	rd_kafka_topic_partition_list_destroy(list);
 }
 
+/*
+ * The consumer's position in each of these partitions: the offset after the
+ * last record, or control record, it handed out (-1 where it has none yet).
+ * Records of aborted transactions and transaction markers are never handed
+ * to us, but the position moves past them.  False while a message is held
+ * back for the next batch: the position counts it, yet it is not written.
+ */
+bool
+eoi_kafka_positions(EoiKafka *kafka, const EoiPosition *owned, int n, int64 *positions)
+{
+	rd_kafka_topic_partition_list_t *list;
+	bool		ok;
+
+	if (kafka->held != NULL || !kafka->assigned || n == 0)
+		return false;
+	list = position_list(kafka, owned, n);
+	ok = (rd_kafka_position(kafka->rk, list) == RD_KAFKA_RESP_ERR_NO_ERROR);
+	for (int i = 0; i < n; i++)
+		positions[i] = (ok && list->elems[i].err == RD_KAFKA_RESP_ERR_NO_ERROR) ?
+			list->elems[i].offset : -1;
+	rd_kafka_topic_partition_list_destroy(list);
+	return ok;
+}
+
 /* Drop the assignment and whatever was prefetched for it. */
 void
 eoi_kafka_unassign(EoiKafka *kafka)

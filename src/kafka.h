@@ -41,6 +41,8 @@ extern int64 eoi_kafka_offset_for_time(EoiKafka *kafka, const char *topic, int32
 extern void eoi_kafka_assign(EoiKafka *kafka, const EoiPosition *positions, int n);
 extern void eoi_kafka_unassign(EoiKafka *kafka);
 extern void eoi_kafka_commit_for_monitoring(EoiKafka *kafka, const EoiPosition *positions, int n);
+extern bool eoi_kafka_positions(EoiKafka *kafka, const EoiPosition *owned, int n,
+								int64 *positions);
 extern int	eoi_kafka_poll(EoiKafka *kafka, rd_kafka_message_t **messages,
 						   int max_messages, int64 max_bytes, int timeout_ms);
 extern const char *eoi_kafka_last_error(EoiKafka *kafka);

@@ -299,9 +299,9 @@ caught_up(const EoiJob *job, const TopicEnds *t)
 /*
  * eoingest.wait_for_catchup(job, timeout): true once the job has committed
  * everything up to the log end as it was at the call, false when the
- * timeout passes first.  (A partition whose last record is a transaction
- * marker ends one past the last record a job can consume: such a topic
- * catches up to the marker only when more records follow.)
+ * timeout passes first.  A partition whose last record is a transaction
+ * marker ends one past the last record a job can consume: the worker stores
+ * the position past the marker (store_positions_past_markers in worker.c).
  */
 Datum
 eoingest_wait_for_catchup(PG_FUNCTION_ARGS)
