@@ -72,6 +72,9 @@ static const char *const default_properties[][2] = {
  */
 #define STARVED_AFTER_MS	3
 
+/* How long a group request of reset_offsets and drop_job may take. */
+#define GROUP_REQUEST_TIMEOUT_MS	10000
+
 /* Properties whose values are credentials: never echoed in a message. */
 bool
 eoi_kafka_property_is_secret(const char *name)
@@ -590,6 +593,117 @@ eoi_kafka_commit_for_monitoring(EoiKafka *kafka, const EoiPosition *positions, i
 	list = position_list(kafka, positions, n);
 	(void) rd_kafka_commit(kafka->rk, list, 1);
 	rd_kafka_topic_partition_list_destroy(list);
+}
+
+/*
+ * Commit these positions to the job's consumer group and wait for the
+ * answer (reset_offsets: the group shows where the job will resume).  Only
+ * for monitoring: a failure is a warning, and the job's next commit puts
+ * the group right.
+ */
+void
+eoi_kafka_commit_group(EoiKafka *kafka, const char *job_name, const EoiPosition *positions,
+					   int n)
+{
+	rd_kafka_topic_partition_list_t *list;
+	rd_kafka_queue_t *queue;
+	rd_kafka_event_t *event = NULL;
+	rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR__TIMED_OUT;
+	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+													   GROUP_REQUEST_TIMEOUT_MS);
+
+	if (n == 0)
+		return;
+	list = position_list(kafka, positions, n);
+	queue = rd_kafka_queue_new(kafka->rk);
+	err = rd_kafka_commit_queue(kafka->rk, list, queue, NULL, NULL);
+	rd_kafka_topic_partition_list_destroy(list);
+	while (err == RD_KAFKA_RESP_ERR_NO_ERROR && event == NULL)
+	{
+		event = rd_kafka_queue_poll(queue, next_slice(deadline));
+		if (event == NULL && !again_after_slice(RD_KAFKA_RESP_ERR__TIMED_OUT, deadline))
+			err = RD_KAFKA_RESP_ERR__TIMED_OUT;
+	}
+	if (event != NULL)
+	{
+		const rd_kafka_topic_partition_list_t *done = rd_kafka_event_topic_partition_list(event);
+
+		err = rd_kafka_event_error(event);
+		for (int i = 0; done != NULL && i < done->cnt && err == RD_KAFKA_RESP_ERR_NO_ERROR; i++)
+			err = done->elems[i].err;
+		rd_kafka_event_destroy(event);
+	}
+	rd_kafka_queue_destroy(queue);
+	CHECK_FOR_INTERRUPTS();
+	if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
+		ereport(WARNING,
+				(errmsg("could not commit the new offsets of job \"%s\" to its Kafka consumer group: %s",
+						job_name, rd_kafka_err2str(err)),
+				 errdetail("The offsets are stored in eoingest.offsets; the consumer group only mirrors them (commit_to_kafka), and the job's next commit updates it.")));
+}
+
+/*
+ * Delete the job's consumer group, and the offsets committed to it
+ * (drop_job of a job with commit_to_kafka), so that lag monitoring does
+ * not report a job that is gone.  A group that does not exist is fine;
+ * any other failure is a warning: the job is dropped all the same.
+ */
+void
+eoi_kafka_delete_group(const EoiJob *job)
+{
+	EoiKafka   *kafka = eoi_kafka_open(job, 0);
+	char		group[NAMEDATALEN + 16];
+	rd_kafka_DeleteGroup_t *request;
+	rd_kafka_queue_t *queue;
+	rd_kafka_event_t *event = NULL;
+	rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR_NO_ERROR;
+	char		reason[512] = "";
+	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+													   GROUP_REQUEST_TIMEOUT_MS);
+
+	snprintf(group, sizeof(group), "eoingest.%s", job->name);
+	request = rd_kafka_DeleteGroup_new(group);
+	queue = rd_kafka_queue_new(kafka->rk);
+	rd_kafka_DeleteGroups(kafka->rk, &request, 1, NULL, queue);
+	rd_kafka_DeleteGroup_destroy(request);
+	while (event == NULL)
+	{
+		event = rd_kafka_queue_poll(queue, next_slice(deadline));
+		if (event == NULL && !again_after_slice(RD_KAFKA_RESP_ERR__TIMED_OUT, deadline))
+			break;
+	}
+	if (event == NULL)
+		err = RD_KAFKA_RESP_ERR__TIMED_OUT;
+	else
+	{
+		const rd_kafka_DeleteGroups_result_t *result = rd_kafka_event_DeleteGroups_result(event);
+		size_t		count = 0;
+		const rd_kafka_group_result_t **groups = NULL;
+
+		err = rd_kafka_event_error(event);
+		if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
+			strlcpy(reason, rd_kafka_event_error_string(event), sizeof(reason));
+		else if (result != NULL)
+			groups = rd_kafka_DeleteGroups_result_groups(result, &count);
+		for (size_t i = 0; i < count; i++)
+		{
+			const rd_kafka_error_t *error = rd_kafka_group_result_error(groups[i]);
+
+			if (error == NULL || rd_kafka_error_code(error) == RD_KAFKA_RESP_ERR_GROUP_ID_NOT_FOUND)
+				continue;
+			err = rd_kafka_error_code(error);
+			strlcpy(reason, rd_kafka_error_string(error), sizeof(reason));
+		}
+		rd_kafka_event_destroy(event);
+	}
+	rd_kafka_queue_destroy(queue);
+	eoi_kafka_close(kafka);
+	CHECK_FOR_INTERRUPTS();
+	if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
+		ereport(WARNING,
+				(errmsg("could not delete the Kafka consumer group \"%s\" of job \"%s\": %s",
+						group, job->name, reason[0] ? reason : rd_kafka_err2str(err)),
+				 errhint("Delete it with kafka-consumer-groups --delete --group %s.", group)));
 }
 
 /*

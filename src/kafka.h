@@ -41,6 +41,9 @@ extern int64 eoi_kafka_offset_for_time(EoiKafka *kafka, const char *topic, int32
 extern void eoi_kafka_assign(EoiKafka *kafka, const EoiPosition *positions, int n);
 extern void eoi_kafka_unassign(EoiKafka *kafka);
 extern void eoi_kafka_commit_for_monitoring(EoiKafka *kafka, const EoiPosition *positions, int n);
+extern void eoi_kafka_commit_group(EoiKafka *kafka, const char *job_name,
+								   const EoiPosition *positions, int n);
+extern void eoi_kafka_delete_group(const EoiJob *job);
 extern bool eoi_kafka_positions(EoiKafka *kafka, const EoiPosition *owned, int n,
 								int64 *positions);
 extern int	eoi_kafka_poll(EoiKafka *kafka, rd_kafka_message_t **messages,

@@ -116,6 +116,32 @@ store_positions(const EoiJob *job, const char *topic, int count, const int64 *of
 }
 
 /*
+ * commit_to_kafka: the consumer group shows where the job will resume, at
+ * once rather than after its next batch.  Before our transaction commits,
+ * like any reply from Kafka: should it roll back, the group is ahead of the
+ * stored offsets until the job's next commit, which only monitoring sees.
+ */
+static void
+mirror_positions(EoiKafka *kafka, const EoiJob *job, const char *topic, int count,
+				 const int64 *offsets)
+{
+	EoiPosition *positions = palloc(sizeof(EoiPosition) * Max(count, 1));
+	int			n = 0;
+
+	for (int32 p = 0; p < count; p++)
+	{
+		if (offsets[p] < 0)
+			continue;
+		positions[n].topic = topic;
+		positions[n].partition = p;
+		positions[n].offset = offsets[p];
+		n++;
+	}
+	eoi_kafka_commit_group(kafka, job->name, positions, n);
+	pfree(positions);
+}
+
+/*
  * Where `to` says one topic of the job should resume, per partition (-1:
  * unchanged): 'earliest', 'latest', a timestamp, or explicit offsets.
  * Used by reset_offsets and for a job's first start (start_offset).
@@ -208,6 +234,8 @@ eoingest_reset_offsets(PG_FUNCTION_ARGS)
 			store_positions(job, topic, count, offsets);
 			for (int32 p = 0; p < count; p++)
 				set += (offsets[p] >= 0);
+			if (job->commit_to_kafka)
+				mirror_positions(kafka, job, topic, count, offsets);
 		}
 	}
 	PG_FINALLY();
