@@ -72,6 +72,13 @@ static const char *const default_properties[][2] = {
  */
 #define STARVED_AFTER_MS	3
 
+/*
+ * librdkafka versions that change what eoingest does, as rd_kafka_version()
+ * encodes them (0xMMmmrrpp, pp = 0xff for a release).  The library is the
+ * one loaded at run time, not the headers built against.
+ */
+#define RDKAFKA_VERSION_SCRAM_KAFKA4	0x020601ff	/* 2.6.1: SCRAM with Kafka 4 (bug #4895) */
+
 /* How long a group request of reset_offsets and drop_job may take. */
 #define GROUP_REQUEST_TIMEOUT_MS	10000
 
@@ -398,6 +405,30 @@ again_after_slice(rd_kafka_resp_err_t err, TimestampTz deadline)
  * treats as transient.
  */
 /*
+ * librdkafka before 2.6.1 cannot log in with SASL/SCRAM to Kafka 4 brokers
+ * (librdkafka bug #4895: its final SCRAM message repeats the client nonce,
+ * which Kafka 4 rejects as it should), and the broker then says "invalid
+ * credentials" while they are right.  Whether the broker is Kafka 4 is not
+ * known here (librdkafka keeps the broker's ApiVersions to itself, and a
+ * refused login leaves nothing else to ask), so a refused SCRAM login with
+ * such a librdkafka names both causes.
+ */
+static bool
+scram_login_may_be_bug_4895(EoiKafka *kafka)
+{
+	char		mechanism[64];
+	size_t		size = sizeof(mechanism);
+
+	if (rd_kafka_version() >= RDKAFKA_VERSION_SCRAM_KAFKA4 ||
+		kafka->auth_error == RD_KAFKA_RESP_ERR__SSL)
+		return false;
+	if (rd_kafka_conf_get(rd_kafka_conf(kafka->rk), "sasl.mechanisms", mechanism, &size) !=
+		RD_KAFKA_CONF_OK)
+		return false;
+	return pg_strncasecmp(mechanism, "SCRAM-", 6) == 0;
+}
+
+/*
  * A refused login or an untrusted certificate will not cure itself: the
  * job fails with the broker's reason rather than retrying forever.
  */
@@ -406,6 +437,14 @@ check_refused(EoiKafka *kafka)
 {
 	if (kafka->auth_error == RD_KAFKA_RESP_ERR_NO_ERROR)
 		return;
+	if (scram_login_may_be_bug_4895(kafka))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_AUTHORIZATION_SPECIFICATION),
+				 errmsg("the Kafka brokers refused the job's connection: %s", kafka->last_error),
+				 errhint("Check the job's credentials (sasl.username, sasl.password) or, with a Kafka 4 broker, "
+						 "librdkafka bug #4895, fixed in 2.6.1: librdkafka %s cannot log in to Kafka 4 with SCRAM even with the right credentials. "
+						 "Build eoingest against librdkafka 2.6.1 or later, then start the job again.",
+						 rd_kafka_version_str())));
 	ereport(ERROR,
 			(errcode(ERRCODE_INVALID_AUTHORIZATION_SPECIFICATION),
 			 errmsg("the Kafka brokers refused the job's connection: %s", kafka->last_error),
