@@ -46,6 +46,7 @@ struct EoiKafka
 	int64		fill_bytes;		/* half of queued.max.messages.kbytes, in bytes */
 	/* The message that would have overflowed the last batch: the next one's first. */
 	rd_kafka_message_t *held;
+	bool		seek_wake;		/* wake_starved_fetcher is on */
 };
 
 /*
@@ -303,6 +304,16 @@ conf_int(EoiKafka *kafka, const char *name, int64 fallback)
 	return strtoll(value, NULL, 10);
 }
 
+/* Does the job's options set this librdkafka property? */
+static bool
+job_sets_option(const EoiJob *job, const char *name)
+{
+	JsonbValue	v;
+
+	return job->options != NULL && JB_ROOT_IS_OBJECT(job->options) &&
+		getKeyJsonValueFromContainer(&job->options->root, name, strlen(name), &v) != NULL;
+}
+
 EoiKafka *
 eoi_kafka_open(const EoiJob *job, int worker_index)
 {
@@ -329,6 +340,7 @@ eoi_kafka_open(const EoiJob *job, int worker_index)
 				 errdetail("%s", errstr)));
 	}
 	rd_kafka_poll_set_consumer(kafka->rk);
+	kafka->seek_wake = !job_sets_option(job, "fetch.queue.backoff.ms");
 	kafka->fill_messages = conf_int(kafka, "queued.min.messages", 100000) / 2;
 	kafka->fill_bytes = conf_int(kafka, "queued.max.messages.kbytes", 65536) * 1024 / 2;
 	return kafka;
@@ -826,7 +838,7 @@ handle_consumer_error(EoiKafka *kafka, rd_kafka_message_t *msg)
  * librdkafka 2.0 stops fetching for a partition whose prefetch queue is over
  * queued.min.messages or queued.max.messages.kbytes, and looks again only
  * when its broker thread wakes: on I/O, on an operation, or after a second
- * (fetch.queue.backoff.ms makes that tunable from 2.1 on).  A worker that
+ * (fetch.queue.backoff.ms makes that tunable from 2.2 on).  A worker that
  * drains the queue in less than a second then idles for the rest of it, so
  * a backlog ingests at a fraction of the speed the worker can write, unless
  * the queue is made to hold a whole second of records, which costs
@@ -839,6 +851,11 @@ handle_consumer_error(EoiKafka *kafka, rd_kafka_message_t *msg)
  * was fetched under an older one, so a fetch response in flight is
  * discarded and fetched again: each record is still delivered once, in
  * order, from that position, and the queue being empty, nothing is lost.
+ *
+ * A job that sets fetch.queue.backoff.ms (librdkafka 2.2 and later) has
+ * chosen librdkafka's own re-check instead: no seek then.  The seek stays
+ * the default with every librdkafka version, as measured (README, "Kafka
+ * and librdkafka versions").
  *
  * Only when the queue can have reached a threshold since it was last dry
  * (queue_may_have_filled): a live stream that the worker keeps up with
@@ -939,7 +956,7 @@ eoi_kafka_poll(EoiKafka *kafka, rd_kafka_message_t **messages, int max_messages,
 			remaining = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
 			if (remaining > 0)
 			{
-				bool		filled = queue_may_have_filled(kafka);
+				bool		filled = kafka->seek_wake && queue_may_have_filled(kafka);
 				int			wait_ms = (int) Min(remaining, filled ? STARVED_AFTER_MS : 100);
 
 				msg = rd_kafka_consumer_poll(kafka->rk, wait_ms);
