@@ -854,8 +854,9 @@ handle_consumer_error(EoiKafka *kafka, rd_kafka_message_t *msg)
  *
  * A job that sets fetch.queue.backoff.ms (librdkafka 2.2 and later) has
  * chosen librdkafka's own re-check instead: no seek then.  The seek stays
- * the default with every librdkafka version, as measured (README, "Kafka
- * and librdkafka versions").
+ * the default with every librdkafka version: it is what the benchmark
+ * measured (bench/results), and the re-check has not been measured against
+ * it yet.
  *
  * Only when the queue can have reached a threshold since it was last dry
  * (queue_may_have_filled): a live stream that the worker keeps up with

@@ -1121,7 +1121,11 @@ one_iteration(void)
 	if (w.job->mode == EOI_MODE_TWO_PHASE)
 	{
 		run_epoch();
-		/* between epochs: nothing of this worker's is prepared or unwritten */
+		/*
+		 * Between epochs everything handed out is in the epoch just
+		 * decided; should its COMMIT PREPARED still be on its way, the
+		 * offsets update waits for it.
+		 */
 		if (w.assigned)
 			store_positions_past_markers();
 		return;
