@@ -33,6 +33,15 @@ REGRESS_OPTS = --use-existing
 PG_CPPFLAGS = -I$(srcdir)/src -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare
 SHLIB_LINK = -lrdkafka
 
+# Another librdkafka than the system's: make RDKAFKA_PREFIX=/opt/librdkafka
+# (its include/ and lib/; the library is found there at run time too).
+RDKAFKA_PREFIX ?=
+ifneq ($(RDKAFKA_PREFIX),)
+# -isystem: searched before /usr/include, and its headers' warnings are not ours.
+PG_CPPFLAGS += -isystem $(RDKAFKA_PREFIX)/include
+SHLIB_LINK := -L$(RDKAFKA_PREFIX)/lib -Wl,-rpath,$(RDKAFKA_PREFIX)/lib $(SHLIB_LINK)
+endif
+
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)

@@ -30,6 +30,7 @@
 #include "utils/lsyscache.h"
 #include "utils/regproc.h"
 #include "utils/rel.h"
+#include "utils/resowner.h"
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
 
@@ -861,6 +862,47 @@ eoingest_stop_job(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
+/*
+ * Delete a dropped job's consumer group (eoi_kafka_delete_group), with a
+ * warning rather than an error should even that fail (brokers no longer in
+ * eoingest.allowed_brokers, options no longer allowed to its owner): the
+ * group only mirrored the job, which must be droppable all the same.  A
+ * cancel still cancels.
+ */
+static void
+forget_consumer_group(const EoiJob *job)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+
+	BeginInternalSubTransaction(NULL);
+	PG_TRY();
+	{
+		eoi_kafka_delete_group(job);
+		ReleaseCurrentSubTransaction();
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED || edata->sqlerrcode == ERRCODE_ADMIN_SHUTDOWN)
+			ReThrowError(edata);
+		ereport(WARNING,
+				(errmsg("could not delete the Kafka consumer group of job \"%s\": %s",
+						job->name, edata->message),
+				 errhint("Delete it with kafka-consumer-groups --delete --group eoingest.%s.", job->name)));
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(cxt);
+	CurrentResourceOwner = owner;
+}
+
 Datum
 eoingest_drop_job(PG_FUNCTION_ARGS)
 {
@@ -873,6 +915,15 @@ eoingest_drop_job(PG_FUNCTION_ARGS)
 	/* Its dead letters go with it (by job id: no later job inherits them). */
 	letters = eoi_dead_letter_count(job->id);
 	update_job("DELETE FROM eoingest.jobs WHERE name = $1", name, NULL);
+
+	/*
+	 * commit_to_kafka: the group goes too, or lag monitoring would report
+	 * the job forever.  After the DELETE, which locks the job's offsets: a
+	 * worker still running can commit no further batch, so none of its
+	 * commits to the group follows, except one already on its way.
+	 */
+	if (job->commit_to_kafka)
+		forget_consumer_group(job);
 	if (letters > 0)
 		ereport(NOTICE,
 				(errmsg("dropped " INT64_FORMAT " dead letters of job \"%s\"", letters, name)));

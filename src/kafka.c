@@ -46,6 +46,7 @@ struct EoiKafka
 	int64		fill_bytes;		/* half of queued.max.messages.kbytes, in bytes */
 	/* The message that would have overflowed the last batch: the next one's first. */
 	rd_kafka_message_t *held;
+	bool		seek_wake;		/* wake_starved_fetcher is on */
 };
 
 /*
@@ -71,6 +72,16 @@ static const char *const default_properties[][2] = {
  * it once per queue; a wrong guess costs one fetch fetched again.
  */
 #define STARVED_AFTER_MS	3
+
+/*
+ * librdkafka versions that change what eoingest does, as rd_kafka_version()
+ * encodes them (0xMMmmrrpp, pp = 0xff for a release).  The library is the
+ * one loaded at run time, not the headers built against.
+ */
+#define RDKAFKA_VERSION_SCRAM_KAFKA4	0x020601ff	/* 2.6.1: SCRAM with Kafka 4 (bug #4895) */
+
+/* How long a group request of reset_offsets and drop_job may take. */
+#define GROUP_REQUEST_TIMEOUT_MS	10000
 
 /* Properties whose values are credentials: never echoed in a message. */
 bool
@@ -293,6 +304,16 @@ conf_int(EoiKafka *kafka, const char *name, int64 fallback)
 	return strtoll(value, NULL, 10);
 }
 
+/* Does the job's options set this librdkafka property? */
+static bool
+job_sets_option(const EoiJob *job, const char *name)
+{
+	JsonbValue	v;
+
+	return job->options != NULL && JB_ROOT_IS_OBJECT(job->options) &&
+		getKeyJsonValueFromContainer(&job->options->root, name, strlen(name), &v) != NULL;
+}
+
 EoiKafka *
 eoi_kafka_open(const EoiJob *job, int worker_index)
 {
@@ -319,6 +340,7 @@ eoi_kafka_open(const EoiJob *job, int worker_index)
 				 errdetail("%s", errstr)));
 	}
 	rd_kafka_poll_set_consumer(kafka->rk);
+	kafka->seek_wake = !job_sets_option(job, "fetch.queue.backoff.ms");
 	kafka->fill_messages = conf_int(kafka, "queued.min.messages", 100000) / 2;
 	kafka->fill_bytes = conf_int(kafka, "queued.max.messages.kbytes", 65536) * 1024 / 2;
 	return kafka;
@@ -395,6 +417,30 @@ again_after_slice(rd_kafka_resp_err_t err, TimestampTz deadline)
  * treats as transient.
  */
 /*
+ * librdkafka before 2.6.1 cannot log in with SASL/SCRAM to Kafka 4 brokers
+ * (librdkafka bug #4895: its final SCRAM message repeats the client nonce,
+ * which Kafka 4 rejects as it should), and the broker then says "invalid
+ * credentials" while they are right.  Whether the broker is Kafka 4 is not
+ * known here (librdkafka keeps the broker's ApiVersions to itself, and a
+ * refused login leaves nothing else to ask), so a refused SCRAM login with
+ * such a librdkafka names both causes.
+ */
+static bool
+scram_login_may_be_bug_4895(EoiKafka *kafka)
+{
+	char		mechanism[64];
+	size_t		size = sizeof(mechanism);
+
+	if (rd_kafka_version() >= RDKAFKA_VERSION_SCRAM_KAFKA4 ||
+		kafka->auth_error == RD_KAFKA_RESP_ERR__SSL)
+		return false;
+	if (rd_kafka_conf_get(rd_kafka_conf(kafka->rk), "sasl.mechanisms", mechanism, &size) !=
+		RD_KAFKA_CONF_OK)
+		return false;
+	return pg_strncasecmp(mechanism, "SCRAM-", 6) == 0;
+}
+
+/*
  * A refused login or an untrusted certificate will not cure itself: the
  * job fails with the broker's reason rather than retrying forever.
  */
@@ -403,6 +449,14 @@ check_refused(EoiKafka *kafka)
 {
 	if (kafka->auth_error == RD_KAFKA_RESP_ERR_NO_ERROR)
 		return;
+	if (scram_login_may_be_bug_4895(kafka))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_AUTHORIZATION_SPECIFICATION),
+				 errmsg("the Kafka brokers refused the job's connection: %s", kafka->last_error),
+				 errhint("Check the job's credentials (sasl.username, sasl.password) or, with a Kafka 4 broker, "
+						 "librdkafka bug #4895, fixed in 2.6.1: librdkafka %s cannot log in to Kafka 4 with SCRAM even with the right credentials. "
+						 "Build eoingest against librdkafka 2.6.1 or later, then start the job again.",
+						 rd_kafka_version_str())));
 	ereport(ERROR,
 			(errcode(ERRCODE_INVALID_AUTHORIZATION_SPECIFICATION),
 			 errmsg("the Kafka brokers refused the job's connection: %s", kafka->last_error),
@@ -575,6 +629,18 @@ eoi_kafka_assign(EoiKafka *kafka, const EoiPosition *positions, int n)
 				 errmsg("could not assign the job's partitions: %s", rd_kafka_err2str(err))));
 }
 
+/* Commit `metadata` (or nothing, if NULL) with each partition of `list`. */
+static void
+set_metadata(rd_kafka_topic_partition_list_t *list, const char *metadata)
+{
+	for (int i = 0; metadata != NULL && i < list->cnt; i++)
+	{
+		/* librdkafka frees it with the list, with free() */
+		list->elems[i].metadata = strdup(metadata);
+		list->elems[i].metadata_size = list->elems[i].metadata ? strlen(metadata) : 0;
+	}
+}
+
 /*
  * Commit these positions to the job's consumer group, asynchronously, so
  * that Kafka's own tools (kafka-consumer-groups, lag exporters) see the
@@ -590,12 +656,7 @@ eoi_kafka_commit_for_monitoring(EoiKafka *kafka, const EoiPosition *positions, i
 	if (n == 0)
 		return;
 	list = position_list(kafka, positions, n);
-	for (int i = 0; metadata != NULL && i < list->cnt; i++)
-	{
-		/* librdkafka frees it with the list, with free() */
-		list->elems[i].metadata = strdup(metadata);
-		list->elems[i].metadata_size = list->elems[i].metadata ? strlen(metadata) : 0;
-	}
+	set_metadata(list, metadata);
 	(void) rd_kafka_commit(kafka->rk, list, 1);
 	rd_kafka_topic_partition_list_destroy(list);
 }
@@ -641,6 +702,142 @@ eoi_kafka_committed_metadata(EoiKafka *kafka, const EoiPosition *positions, int 
 			result[i] = pnstrdup(list->elems[i].metadata, list->elems[i].metadata_size);
 	rd_kafka_topic_partition_list_destroy(list);
 	return result;
+}
+
+/*
+ * Commit these positions to the job's consumer group and wait for the
+ * answer (reset_offsets: the group shows where the job will resume).  Only
+ * for monitoring: a failure is a warning, and the job's next commit puts
+ * the group right.
+ */
+void
+eoi_kafka_commit_group(EoiKafka *kafka, const char *job_name, const EoiPosition *positions,
+					   int n, const char *metadata)
+{
+	rd_kafka_topic_partition_list_t *list;
+	rd_kafka_queue_t *queue;
+	rd_kafka_event_t *event = NULL;
+	rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR__TIMED_OUT;
+	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+													   GROUP_REQUEST_TIMEOUT_MS);
+
+	if (n == 0)
+		return;
+	list = position_list(kafka, positions, n);
+	set_metadata(list, metadata);
+	queue = rd_kafka_queue_new(kafka->rk);
+	err = rd_kafka_commit_queue(kafka->rk, list, queue, NULL, NULL);
+	rd_kafka_topic_partition_list_destroy(list);
+	while (err == RD_KAFKA_RESP_ERR_NO_ERROR && event == NULL)
+	{
+		event = rd_kafka_queue_poll(queue, next_slice(deadline));
+		if (event == NULL && !again_after_slice(RD_KAFKA_RESP_ERR__TIMED_OUT, deadline))
+			err = RD_KAFKA_RESP_ERR__TIMED_OUT;
+	}
+	if (event != NULL)
+	{
+		const rd_kafka_topic_partition_list_t *done = rd_kafka_event_topic_partition_list(event);
+
+		err = rd_kafka_event_error(event);
+		for (int i = 0; done != NULL && i < done->cnt && err == RD_KAFKA_RESP_ERR_NO_ERROR; i++)
+			err = done->elems[i].err;
+		rd_kafka_event_destroy(event);
+	}
+	rd_kafka_queue_destroy(queue);
+	CHECK_FOR_INTERRUPTS();
+	if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
+		ereport(WARNING,
+				(errmsg("could not commit the new offsets of job \"%s\" to its Kafka consumer group: %s",
+						job_name, rd_kafka_err2str(err)),
+				 errdetail("The offsets are stored in eoingest.offsets; the consumer group only mirrors them (commit_to_kafka), and the job's next commit updates it.")));
+}
+
+/*
+ * Delete the job's consumer group, and the offsets committed to it
+ * (drop_job of a job with commit_to_kafka), so that lag monitoring does
+ * not report a job that is gone.  A group that does not exist is fine;
+ * any other failure is a warning: the job is dropped all the same.
+ */
+void
+eoi_kafka_delete_group(const EoiJob *job)
+{
+	EoiKafka   *kafka = eoi_kafka_open(job, 0);
+	char		group[NAMEDATALEN + 16];
+	rd_kafka_DeleteGroup_t *request;
+	rd_kafka_queue_t *queue;
+	rd_kafka_event_t *event = NULL;
+	rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR_NO_ERROR;
+	char		reason[512] = "";
+	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+													   GROUP_REQUEST_TIMEOUT_MS);
+
+	snprintf(group, sizeof(group), "eoingest.%s", job->name);
+	request = rd_kafka_DeleteGroup_new(group);
+	queue = rd_kafka_queue_new(kafka->rk);
+	rd_kafka_DeleteGroups(kafka->rk, &request, 1, NULL, queue);
+	rd_kafka_DeleteGroup_destroy(request);
+	while (event == NULL)
+	{
+		event = rd_kafka_queue_poll(queue, next_slice(deadline));
+		if (event == NULL && !again_after_slice(RD_KAFKA_RESP_ERR__TIMED_OUT, deadline))
+			break;
+	}
+	if (event == NULL)
+		err = RD_KAFKA_RESP_ERR__TIMED_OUT;
+	else
+	{
+		const rd_kafka_DeleteGroups_result_t *result = rd_kafka_event_DeleteGroups_result(event);
+		size_t		count = 0;
+		const rd_kafka_group_result_t **groups = NULL;
+
+		err = rd_kafka_event_error(event);
+		if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
+			strlcpy(reason, rd_kafka_event_error_string(event), sizeof(reason));
+		else if (result != NULL)
+			groups = rd_kafka_DeleteGroups_result_groups(result, &count);
+		for (size_t i = 0; i < count; i++)
+		{
+			const rd_kafka_error_t *error = rd_kafka_group_result_error(groups[i]);
+
+			if (error == NULL || rd_kafka_error_code(error) == RD_KAFKA_RESP_ERR_GROUP_ID_NOT_FOUND)
+				continue;
+			err = rd_kafka_error_code(error);
+			strlcpy(reason, rd_kafka_error_string(error), sizeof(reason));
+		}
+		rd_kafka_event_destroy(event);
+	}
+	rd_kafka_queue_destroy(queue);
+	eoi_kafka_close(kafka);
+	CHECK_FOR_INTERRUPTS();
+	if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
+		ereport(WARNING,
+				(errmsg("could not delete the Kafka consumer group \"%s\" of job \"%s\": %s",
+						group, job->name, reason[0] ? reason : rd_kafka_err2str(err)),
+				 errhint("Delete it with kafka-consumer-groups --delete --group %s.", group)));
+}
+
+/*
+ * The consumer's position in each of these partitions: the offset after the
+ * last record, or control record, it handed out (-1 where it has none yet).
+ * Records of aborted transactions and transaction markers are never handed
+ * to us, but the position moves past them.  False while a message is held
+ * back for the next batch: the position counts it, yet it is not written.
+ */
+bool
+eoi_kafka_positions(EoiKafka *kafka, const EoiPosition *owned, int n, int64 *positions)
+{
+	rd_kafka_topic_partition_list_t *list;
+	bool		ok;
+
+	if (kafka->held != NULL || !kafka->assigned || n == 0)
+		return false;
+	list = position_list(kafka, owned, n);
+	ok = (rd_kafka_position(kafka->rk, list) == RD_KAFKA_RESP_ERR_NO_ERROR);
+	for (int i = 0; i < n; i++)
+		positions[i] = (ok && list->elems[i].err == RD_KAFKA_RESP_ERR_NO_ERROR) ?
+			list->elems[i].offset : -1;
+	rd_kafka_topic_partition_list_destroy(list);
+	return ok;
 }
 
 /* Drop the assignment and whatever was prefetched for it. */
@@ -700,7 +897,7 @@ handle_consumer_error(EoiKafka *kafka, rd_kafka_message_t *msg)
  * librdkafka 2.0 stops fetching for a partition whose prefetch queue is over
  * queued.min.messages or queued.max.messages.kbytes, and looks again only
  * when its broker thread wakes: on I/O, on an operation, or after a second
- * (fetch.queue.backoff.ms makes that tunable from 2.1 on).  A worker that
+ * (fetch.queue.backoff.ms makes that tunable from 2.2 on).  A worker that
  * drains the queue in less than a second then idles for the rest of it, so
  * a backlog ingests at a fraction of the speed the worker can write, unless
  * the queue is made to hold a whole second of records, which costs
@@ -713,6 +910,12 @@ handle_consumer_error(EoiKafka *kafka, rd_kafka_message_t *msg)
  * was fetched under an older one, so a fetch response in flight is
  * discarded and fetched again: each record is still delivered once, in
  * order, from that position, and the queue being empty, nothing is lost.
+ *
+ * A job that sets fetch.queue.backoff.ms (librdkafka 2.2 and later) has
+ * chosen librdkafka's own re-check instead: no seek then.  The seek stays
+ * the default with every librdkafka version: it is what the benchmark
+ * measured (bench/results), and the re-check has not been measured against
+ * it yet.
  *
  * Only when the queue can have reached a threshold since it was last dry
  * (queue_may_have_filled): a live stream that the worker keeps up with
@@ -813,7 +1016,7 @@ eoi_kafka_poll(EoiKafka *kafka, rd_kafka_message_t **messages, int max_messages,
 			remaining = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
 			if (remaining > 0)
 			{
-				bool		filled = queue_may_have_filled(kafka);
+				bool		filled = kafka->seek_wake && queue_may_have_filled(kafka);
 				int			wait_ms = (int) Min(remaining, filled ? STARVED_AFTER_MS : 100);
 
 				msg = rd_kafka_consumer_poll(kafka->rk, wait_ms);

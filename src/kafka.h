@@ -44,6 +44,11 @@ extern void eoi_kafka_commit_for_monitoring(EoiKafka *kafka, const EoiPosition *
 											const char *metadata);
 extern char **eoi_kafka_committed_metadata(EoiKafka *kafka, const EoiPosition *positions, int n,
 										   int timeout_ms, const char **why);
+extern void eoi_kafka_commit_group(EoiKafka *kafka, const char *job_name,
+								   const EoiPosition *positions, int n, const char *metadata);
+extern void eoi_kafka_delete_group(const EoiJob *job);
+extern bool eoi_kafka_positions(EoiKafka *kafka, const EoiPosition *owned, int n,
+								int64 *positions);
 extern int	eoi_kafka_poll(EoiKafka *kafka, rd_kafka_message_t **messages,
 						   int max_messages, int64 max_bytes, int timeout_ms);
 extern const char *eoi_kafka_last_error(EoiKafka *kafka);

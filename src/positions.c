@@ -23,6 +23,7 @@
 #include "job.h"
 #include "kafka.h"
 #include "offsets.h"
+#include "fence.h"
 #include "positions.h"
 #include "shmem.h"
 
@@ -113,6 +114,32 @@ store_positions(const EoiJob *job, const char *topic, int count, const int64 *of
 	}
 	SPI_finish();
 	eoi_restore_user(&saved);
+}
+
+/*
+ * commit_to_kafka: the consumer group shows where the job will resume, at
+ * once rather than after its next batch.  Before our transaction commits,
+ * like any reply from Kafka: should it roll back, the group is ahead of the
+ * stored offsets until the job's next commit, which only monitoring sees.
+ */
+static void
+mirror_positions(EoiKafka *kafka, const EoiJob *job, const char *topic, int count,
+				 const int64 *offsets)
+{
+	EoiPosition *positions = palloc(sizeof(EoiPosition) * Max(count, 1));
+	int			n = 0;
+
+	for (int32 p = 0; p < count; p++)
+	{
+		if (offsets[p] < 0)
+			continue;
+		positions[n].topic = topic;
+		positions[n].partition = p;
+		positions[n].offset = offsets[p];
+		n++;
+	}
+	eoi_kafka_commit_group(kafka, job->name, positions, n, eoi_fence_metadata());
+	pfree(positions);
 }
 
 /*
@@ -208,6 +235,8 @@ eoingest_reset_offsets(PG_FUNCTION_ARGS)
 			store_positions(job, topic, count, offsets);
 			for (int32 p = 0; p < count; p++)
 				set += (offsets[p] >= 0);
+			if (job->commit_to_kafka)
+				mirror_positions(kafka, job, topic, count, offsets);
 		}
 	}
 	PG_FINALLY();
@@ -299,9 +328,9 @@ caught_up(const EoiJob *job, const TopicEnds *t)
 /*
  * eoingest.wait_for_catchup(job, timeout): true once the job has committed
  * everything up to the log end as it was at the call, false when the
- * timeout passes first.  (A partition whose last record is a transaction
- * marker ends one past the last record a job can consume: such a topic
- * catches up to the marker only when more records follow.)
+ * timeout passes first.  A partition whose last record is a transaction
+ * marker ends one past the last record a job can consume: the worker stores
+ * the position past the marker (store_positions_past_markers in worker.c).
  */
 Datum
 eoingest_wait_for_catchup(PG_FUNCTION_ARGS)

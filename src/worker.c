@@ -530,6 +530,55 @@ checkpoint_consumed(void)
 	offsets_committed();
 }
 
+/*
+ * A partition whose last records are followed by a transaction marker (a
+ * transactional producer ends every transaction with one) would otherwise
+ * stay one short of its log end for good: the marker is never handed to us,
+ * so "last record + 1" never reaches it, and lag, wait_for_catchup and the
+ * consumer group mirror never see the job catch up.  Called when the last
+ * poll came back empty, so that everything handed out is written: where the
+ * consumer's position has moved past the stored offset, only control records
+ * (and records of aborted transactions) lie between, and the position is
+ * stored in a transaction of its own.  upsert keeps it with the consumed
+ * offsets that checkpoint_consumed() stores.
+ */
+static void
+store_positions_past_markers(void)
+{
+	int64	   *position = palloc(sizeof(int64) * Max(w.own.nowned, 1));
+	bool		behind = false;
+
+	if (!eoi_kafka_positions(w.kafka, w.own.owned, w.own.nowned, position))
+		return;
+	for (int i = 0; i < w.own.nowned; i++)
+	{
+		int64		stored = (w.job->mode == EOI_MODE_UPSERT) ? w.consumed[i] : w.own.owned[i].offset;
+
+		if (position[i] > stored)
+			behind = true;
+		else
+			position[i] = -1;
+	}
+	if (!behind)
+		return;
+	if (w.job->mode == EOI_MODE_UPSERT)
+	{
+		for (int i = 0; i < w.own.nowned; i++)
+			if (position[i] >= 0)
+				w.consumed[i] = position[i];
+		return;
+	}
+	eoi_begin_work("storing offsets past transaction markers");
+	for (int i = 0; i < w.own.nowned; i++)
+		if (position[i] >= 0)
+			eoi_offsets_advance(w.job, &w.own.owned[i], position[i]);
+	eoi_commit_work();
+	for (int i = 0; i < w.own.nowned; i++)
+		if (position[i] >= 0)
+			w.own.owned[i].offset = position[i];
+	offsets_committed();
+}
+
 static uint64
 batch_bytes(EoiBatch *batch)
 {
@@ -1129,6 +1178,13 @@ one_iteration(void)
 	if (w.job->mode == EOI_MODE_TWO_PHASE)
 	{
 		run_epoch();
+		/*
+		 * Between epochs everything handed out is in the epoch just
+		 * decided; should its COMMIT PREPARED still be on its way, the
+		 * offsets update waits for it.
+		 */
+		if (w.assigned)
+			store_positions_past_markers();
 		return;
 	}
 
@@ -1140,8 +1196,12 @@ one_iteration(void)
 	release_memory_when_idle(batch->n);
 	if (batch->n > 0)
 		write_batch(batch);
-	else if (w.job->mode == EOI_MODE_UPSERT)
-		checkpoint_consumed();
+	else
+	{
+		store_positions_past_markers();
+		if (w.job->mode == EOI_MODE_UPSERT)
+			checkpoint_consumed();
+	}
 }
 
 void

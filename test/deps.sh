@@ -5,6 +5,9 @@ set -euo pipefail
 PKGS=(
   postgresql-15 postgresql-server-dev-15 postgresql-15-pgtap
   librdkafka-dev kcat
+  # test/rdkafka.sh: what librdkafka's own build uses of the build
+  # dependencies Debian's source package lists
+  pkg-config libssl-dev libsasl2-dev zlib1g-dev libzstd-dev liblz4-dev libcurl4-openssl-dev
   clang libclang-rt-14-dev make gcc
   maven openjdk-17-jre-headless
   procps openssl
@@ -27,7 +30,7 @@ echo "deps.sh: installing ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
-if ! { apt-get update -q && apt-get install -y -q --no-install-recommends "${missing[@]}"; } </dev/null >"$log" 2>&1; then
+if ! { apt-get update -q && apt-get install -y -q -o DPkg::Lock::Timeout=600 --no-install-recommends "${missing[@]}"; } </dev/null >"$log" 2>&1; then
   tail -n 40 "$log" >&2
   echo "ERROR: apt-get install failed for: ${missing[*]}" >&2
   exit 1

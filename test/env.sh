@@ -11,7 +11,28 @@ export EOINGEST_RUN=${EOINGEST_RUN:-/tmp/eoingest-run}
 # Downloaded Kafka jars, kept across runs.
 export EOINGEST_CACHE=${EOINGEST_CACHE:-/var/cache/eoingest}
 
-export KAFKA_VERSION=${KAFKA_VERSION:-3.9.1}
+# The two tested pairs of Kafka broker and librdkafka (test/run-all.sh runs a pass
+# with each): current = Kafka 4.4.0 + librdkafka 2.14.2 built from Debian sid's
+# source package by test/rdkafka.sh into the cache; compat = Kafka 3.9.1 +
+# Debian 12's librdkafka-dev 2.0.2.
+export KAFKA_CURRENT_VERSION=${KAFKA_CURRENT_VERSION:-4.4.0}
+export KAFKA_COMPAT_VERSION=${KAFKA_COMPAT_VERSION:-3.9.1}
+export RDKAFKA_CURRENT_VERSION=${RDKAFKA_CURRENT_VERSION:-2.14.2}
+export RDKAFKA_CURRENT_PREFIX=${RDKAFKA_CURRENT_PREFIX:-$EOINGEST_CACHE/librdkafka-$RDKAFKA_CURRENT_VERSION}
+# This run's pair: the broker kafka.sh starts, and the librdkafka install prefix
+# the extension and the test tools are built against (make RDKAFKA_PREFIX=...;
+# empty = the system's librdkafka-dev). run-all.sh sets both for each pass.
+export KAFKA_VERSION=${KAFKA_VERSION:-$KAFKA_CURRENT_VERSION}
+export RDKAFKA_PREFIX=${RDKAFKA_PREFIX-}
+# Programs linked against the system's librdkafka (kcat) run with this one:
+# the library keeps its ABI (soname librdkafka.so.1). pg.sh starts PostgreSQL
+# without it, so that the extension finds its librdkafka by its own rpath.
+if [ -n "$RDKAFKA_PREFIX" ]; then
+  case ":${LD_LIBRARY_PATH:-}:" in
+    *":$RDKAFKA_PREFIX/lib:"*) ;;
+    *) export LD_LIBRARY_PATH=$RDKAFKA_PREFIX/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} ;;
+  esac
+fi
 export KAFKA_PORT=${KAFKA_PORT:-29092}
 export KAFKA_BROKERS=127.0.0.1:$KAFKA_PORT
 # Authenticated/encrypted listeners of the same broker (test/kafka.sh), with
@@ -58,3 +79,15 @@ export EOINGEST_PRELOAD=${EOINGEST_PRELOAD-eoingest}
 
 # Shared helper.
 eoi_die() { echo "ERROR: $*" >&2; exit 1; }
+
+# kafka_tool CLASS ARGS...: one of Kafka's own command-line tools, from the
+# jars of $KAFKA_VERSION that kafka.sh fetched (test/kafka/pom.xml), e.g.
+#   kafka_tool org.apache.kafka.tools.consumer.group.ConsumerGroupCommand --bootstrap-server "$KAFKA_BROKERS" --list
+#   kafka_tool org.apache.kafka.tools.ProducerPerformance ...   (kafka-producer-perf-test)
+kafka_tool() {
+  local class=$1
+  shift
+  java -Xmx256m -XX:TieredStopAtLevel=1 -XX:-UsePerfData \
+    -Dlog4j.configuration="file:$EOINGEST_TEST_DIR/kafka/tools-log4j.properties" \
+    -cp "$EOINGEST_CACHE/kafka-$KAFKA_VERSION/libs/*" "$class" "$@" </dev/null
+}

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Single-node Kafka (KRaft, combined broker+controller) for the eoingest tests.
 #   test/kafka.sh fetch|start|stop|restart|status|kill
+# The version is $KAFKA_VERSION (3.9.1 and 4.4.0 are tested; env.sh).
 # (kill: SIGKILL the broker at once, to simulate a crash; start brings it back.)
 # Jars come from Maven Central (test/kafka/pom.xml) into $EOINGEST_CACHE;
 # data, config, logs and the pid file live under $EOINGEST_RUN.
@@ -13,7 +14,9 @@ set -euo pipefail
 
 KAFKA_HOME=$EOINGEST_CACHE/kafka-$KAFKA_VERSION
 KAFKA_LIBS=$KAFKA_HOME/libs
+# Holds the hash of the pom the jars were fetched with: a changed pom refetches.
 KAFKA_MARKER=$KAFKA_HOME/.fetched
+KAFKA_MAJOR=${KAFKA_VERSION%%.*}
 KAFKA_DATA=$EOINGEST_RUN/kafka
 KAFKA_LOGS=$EOINGEST_RUN/kafka-logs
 KAFKA_CONF=$EOINGEST_RUN/kafka-config
@@ -67,9 +70,37 @@ broker_ready() {
   timeout 10 kcat -b "$KAFKA_BROKERS" -L -m 5 >/dev/null 2>&1
 }
 
-# The SASL and SSL listeners accept the test credentials.
+# The SASL and SSL listeners accept the test credentials. A librdkafka older
+# than 2.6.1 cannot log in with SCRAM to a Kafka 4 broker (librdkafka issue
+# 4895): then Kafka's own client checks the SASL listener.
 sasl_ready() {
-  timeout 10 kcat -F "$KAFKA_SECURITY_DIR/client-sasl.properties" -b "$KAFKA_SASL_BROKERS" -L -m 5 >/dev/null 2>&1
+  timeout 10 kcat -F "$KAFKA_SECURITY_DIR/client-sasl.properties" -b "$KAFKA_SASL_BROKERS" -L -m 5 >/dev/null 2>&1 && return 0
+  [ "$KAFKA_MAJOR" -ge 4 ] && kcat_rdkafka_before 2.6.1 || return 1
+  java_sasl_ready
+}
+
+# True if the librdkafka kcat runs with is older than version $1.
+kcat_rdkafka_before() {
+  local have
+  have=$(kcat -V 2>/dev/null | grep -o 'librdkafka [0-9.]*' | head -n 1 | cut -d' ' -f2)
+  [ -n "$have" ] && [ "$have" != "$1" ] &&
+    [ "$(printf '%s\n%s\n' "$have" "$1" | sort -V | head -n 1)" = "$have" ]
+}
+
+java_sasl_ready() {
+  local conf=$KAFKA_CONF/java-sasl.properties password
+  if [ ! -s "$conf" ]; then
+    read -r password <"$KAFKA_SASL_PASSWORD_FILE"
+    (umask 077 && cat >"$conf" <<EOF
+security.protocol=SASL_PLAINTEXT
+sasl.mechanism=$KAFKA_SASL_MECHANISM
+sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="$KAFKA_SASL_USER" password="$password";
+EOF
+    )
+  fi
+  timeout 60 java -Xmx128m -XX:TieredStopAtLevel=1 \
+    -cp "$KAFKA_LIBS/*" org.apache.kafka.tools.BrokerApiVersionsCommand \
+    --bootstrap-server "$KAFKA_SASL_BROKERS" --command-config "$conf" >/dev/null 2>&1 </dev/null
 }
 ssl_ready() {
   timeout 10 kcat -F "$KAFKA_SECURITY_DIR/client-ssl.properties" -b "$KAFKA_SSL_BROKERS" -L -m 5 >/dev/null 2>&1
@@ -81,13 +112,17 @@ scram_tag() {
   printf '%s:%s:%s' "$KAFKA_SASL_MECHANISM" "$KAFKA_SASL_USER" "$p" | sha256sum | cut -c1-64
 }
 
+pom_tag() { sha256sum "$EOINGEST_TEST_DIR/kafka/pom.xml" | cut -c1-64; }
+
+fetched() { [ "$(cat "$KAFKA_MARKER" 2>/dev/null)" = "$(pom_tag)" ]; }
+
 cmd_fetch() {
   command -v mvn >/dev/null || eoi_die "mvn not found (run test/deps.sh)"
-  [ -f "$KAFKA_MARKER" ] && return 0
+  fetched && return 0
   mkdir -p "$EOINGEST_CACHE"
   exec 9>"$EOINGEST_CACHE/.kafka-fetch.lock"
   flock -w 600 9 || eoi_die "timed out waiting for another 'kafka.sh fetch'"
-  [ -f "$KAFKA_MARKER" ] && return 0
+  fetched && return 0
 
   local tmp log
   tmp=$(mktemp -d "$EOINGEST_CACHE/.kafka-$KAFKA_VERSION.XXXXXX")
@@ -105,11 +140,16 @@ cmd_fetch() {
     eoi_die "maven could not fetch Kafka $KAFKA_VERSION (is Maven Central reachable?)"
   fi
   [ -f "$tmp/libs/kafka_2.13-$KAFKA_VERSION.jar" ] || { rm -rf "$tmp"; eoi_die "kafka_2.13-$KAFKA_VERSION.jar missing after fetch"; }
-  rm -rf "$KAFKA_HOME"
-  mkdir -p "$KAFKA_HOME"
-  mv "$tmp/libs" "$KAFKA_LIBS"
+  if [ -d "$KAFKA_LIBS" ]; then
+    # Fetched before with another pom: add the new jars, touch none of the
+    # others (a broker or tool of another run may be loading them now).
+    cp -n "$tmp"/libs/*.jar "$KAFKA_LIBS"/
+  else
+    mkdir -p "$KAFKA_HOME"
+    mv "$tmp/libs" "$KAFKA_LIBS"
+  fi
   rm -rf "$tmp"
-  date -u +%FT%TZ >"$KAFKA_MARKER"
+  pom_tag >"$KAFKA_MARKER"
 }
 
 write_config() {
@@ -177,7 +217,7 @@ cmd_start() {
   fi
   command -v java >/dev/null || eoi_die "java not found (run test/deps.sh)"
   command -v kcat >/dev/null || eoi_die "kcat not found (run test/deps.sh)"
-  [ -f "$KAFKA_MARKER" ] || eoi_die "Kafka $KAFKA_VERSION not fetched; run '$0 fetch' first"
+  fetched || eoi_die "Kafka $KAFKA_VERSION not fetched (or fetched with another test/kafka/pom.xml); run '$0 fetch' first"
   local port
   for port in "$KAFKA_PORT" "$KAFKA_CONTROLLER_PORT" "$KAFKA_SASL_PORT" "$KAFKA_SSL_PORT"; do
     if port_open "$port"; then
@@ -239,7 +279,10 @@ cmd_start() {
   if [ "$(cat "$KAFKA_SCRAM_MARKER" 2>/dev/null)" != "$(scram_tag)" ]; then
     local password
     read -r password <"$KAFKA_SASL_PASSWORD_FILE"
-    if ! timeout 120 "${jvm[@]}" kafka.admin.ConfigCommand --bootstrap-server "$KAFKA_BROKERS" \
+    # kafka-configs: in the tools' package from Kafka 4 on.
+    local configs=kafka.admin.ConfigCommand
+    [ "$KAFKA_MAJOR" -ge 4 ] && configs=org.apache.kafka.tools.ConfigCommand
+    if ! timeout 120 "${jvm[@]}" "$configs" --bootstrap-server "$KAFKA_BROKERS" \
         --alter --entity-type users --entity-name "$KAFKA_SASL_USER" \
         --add-config "$KAFKA_SASL_MECHANISM=[password=$password]" \
         >"$KAFKA_LOGS/scram.out" 2>&1 </dev/null; then

@@ -21,9 +21,9 @@ usage() { echo "usage: $0 init|start|stop|stop-immediate|restart|status" >&2; ex
 # Runs a command as the cluster owner.
 as_pg() {
   if [ "$(id -u)" -eq 0 ]; then
-    runuser -u "$EOINGEST_OSUSER" -- "$@"
+    runuser -u "$EOINGEST_OSUSER" -- env -u LD_LIBRARY_PATH "$@"
   else
-    "$@"
+    env -u LD_LIBRARY_PATH "$@"
   fi
 }
 

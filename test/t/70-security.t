@@ -4,7 +4,7 @@
 set -euo pipefail
 . "$(dirname "$0")/../lib/tap.sh"
 
-plan 26
+plan 27
 sql "CREATE EXTENSION IF NOT EXISTS eoingest" >/dev/null 2>&1
 like() { case "$1" in *"$2"*) ok 0 "$3" ;; *) ok 1 "$3"; diag "got: $1" "want: *$2*" ;; esac; }
 as() { local role=$1; shift; psql -XAtq -v ON_ERROR_STOP=1 -U "$role" -c "$*" 2>&1; }
@@ -78,13 +78,26 @@ check "an owner that is dropped stops its jobs with a clear error" wait_until 60
 
 # --- secrets --------------------------------------------------------------------
 password=$(kafka_sasl_password)
+# librdkafka before 2.6.1 cannot log in with SCRAM to Kafka 4 (librdkafka bug
+# 4895). kcat runs with the librdkafka the extension was built against (env.sh).
+rdkafka_version=$(kcat -V | grep -o 'librdkafka [0-9.]*' | head -n 1 | cut -d' ' -f2)
+rdkafka_before_261=0
+[ "$(printf '%s\n2.6.1\n' "$rdkafka_version" | sort -V | head -n 1)" = 2.6.1 ] || rdkafka_before_261=1
+scram_bug=0
+[ "${KAFKA_VERSION%%.*}" -ge 4 ] && [ "$rdkafka_before_261" = 1 ] && scram_bug=1
 sql "GRANT INSERT ON sec_a TO eoi_alice; CREATE TABLE sec_sasl (id text, ts bigint, temperature double precision);
      GRANT INSERT ON sec_sasl TO eoi_alice" >/dev/null
 as eoi_alice "SELECT eoingest.create_job(name => 'sec_sasl', brokers => '$KAFKA_SASL_BROKERS', topic => '$topic', target => 'sec_sasl',
    batch_timeout_ms => 100, options => '{\"security.protocol\": \"SASL_PLAINTEXT\", \"sasl.mechanism\": \"$KAFKA_SASL_MECHANISM\",
    \"sasl.username\": \"$KAFKA_SASL_USER\", \"sasl.password\": \"$password\"}');
    SELECT eoingest.start_job('sec_sasl')" >/dev/null
-check "SASL (SCRAM) with the right credentials ingests" wait_until 60 "SELECT count(*) = 1010 FROM sec_sasl"
+if [ "$scram_bug" = 0 ]; then
+  check "SASL (SCRAM) with the right credentials ingests" wait_until 60 "SELECT count(*) = 1010 FROM sec_sasl"
+else
+  check "SASL (SCRAM), librdkafka $rdkafka_version against Kafka $KAFKA_VERSION: the job fails naming librdkafka bug #4895" \
+    wait_until 90 "SELECT state = 'failed' AND last_error LIKE '%librdkafka bug #4895, fixed in 2.6.1%'
+                     FROM eoingest.job_status WHERE name = 'sec_sasl'"
+fi
 is "$(as eoi_bob "SELECT options->>'sasl.password' FROM eoingest.job_definitions WHERE name = 'sec_sasl'")" '********' \
   "another role sees the password masked"
 is "$(as eoi_alice "SELECT options->>'sasl.password' FROM eoingest.job_definitions WHERE name = 'sec_sasl'")" "$password" \
@@ -100,6 +113,14 @@ as eoi_alice "SELECT eoingest.create_job(name => 'sec_badpw', brokers => '$KAFKA
 check "a wrong password fails the job with the broker's reason" wait_until 90 \
   "SELECT state = 'failed' AND last_error LIKE '%Authentication failed%' AND last_error NOT LIKE '%wrong-password%'
      FROM eoingest.job_status WHERE name = 'sec_badpw'"
+if [ "$rdkafka_before_261" = 1 ]; then
+  like "$(sql "SELECT last_error FROM eoingest.job_status WHERE name = 'sec_badpw'")" \
+    "or, with a Kafka 4 broker, librdkafka bug #4895, fixed in 2.6.1" \
+    "librdkafka $rdkafka_version: the hint names the credentials and librdkafka bug #4895"
+else
+  like "$(sql "SELECT last_error FROM eoingest.job_status WHERE name = 'sec_badpw'")" \
+    "HINT: Check the security settings" "librdkafka $rdkafka_version: the hint names the security settings only"
+fi
 
 # ssl.ca.location reads a server file: pg_read_server_files (71-security-tenant.t)
 sql "CREATE TABLE sec_tls (id text, ts bigint, temperature double precision); GRANT INSERT ON sec_tls TO eoi_alice;

@@ -8,15 +8,23 @@ set -euo pipefail
 build_eoi_kafka() {
   local src=$EOINGEST_TEST_DIR/tools/eoi-kafka.c
   local out=$EOINGEST_RUN/bin/eoi-kafka
+  # Built against this run's librdkafka (RDKAFKA_PREFIX, empty: the system's).
+  local stamp=$out.rdkafka want=${RDKAFKA_PREFIX:-system}
+  local -a rdkafka=(-lrdkafka)
+  if [ -n "${RDKAFKA_PREFIX:-}" ]; then
+    rdkafka=(-isystem "$RDKAFKA_PREFIX/include" -L"$RDKAFKA_PREFIX/lib"
+      -Wl,-rpath,"$RDKAFKA_PREFIX/lib" -lrdkafka)
+  fi
   mkdir -p "$EOINGEST_RUN/bin"
-  if [ -x "$out" ] && [ "$out" -nt "$src" ]; then
+  if [ -x "$out" ] && [ "$out" -nt "$src" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then
     return 0
   fi
-  if ! ${CC:-cc} -O2 -g -Wall -Wextra -Werror -o "$out.tmp" "$src" -lrdkafka; then
+  if ! ${CC:-cc} -O2 -g -Wall -Wextra -Werror -o "$out.tmp" "$src" "${rdkafka[@]}"; then
     rm -f "$out.tmp"
     eoi_die "building eoi-kafka failed (is librdkafka-dev installed? run test/deps.sh)"
   fi
   mv -f "$out.tmp" "$out"
+  echo "$want" >"$stamp"
 }
 
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
