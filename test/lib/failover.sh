@@ -86,6 +86,16 @@ fo_clean_primary_conf() {
   fo_as_pg sed -i -e '/^synchronous_standby_names/d' -e '/^eoingest\.fault_/d' "$PGDATA/postgresql.auto.conf"
 }
 
+# fo_replicated QUERY: until QUERY prints 't' on the primary, and the standby
+# has replayed the primary's WAL as it was then.  (A standby lists no
+# prepared transaction in pg_prepared_xacts before it is promoted.)
+fo_replicated() {
+  local lsn
+  wait_until 120 "$1" || return 1
+  lsn=$(sql "SELECT pg_current_wal_lsn()")
+  fo_wait 60 "SELECT pg_last_wal_replay_lsn() >= '$lsn'"
+}
+
 # fo_produce_slowly TOPIC START COUNT: in chunks of 100, ~20 a second.
 fo_produce_slowly() {
   local at=$2 end=$(($2 + $3))
@@ -144,9 +154,9 @@ fo_run() {
   case "$repl:$fault" in
     gap:*) check "[$label] the primary commits everything while the standby lags" wait_until 120 \
              "SELECT count(*) = $FO_TOTAL FROM $table" ;;
-    *:undecided) check "[$label] an epoch is prepared, undecided, and replicated" fo_wait 120 \
+    *:undecided) check "[$label] an epoch is prepared, undecided, and replicated" fo_replicated \
              "SELECT count(*) > 0 FROM pg_prepared_xacts WHERE gid LIKE 'eoingest:%:$job_id:%'" ;;
-    *:decided) check "[$label] an epoch is decided, not committed, and replicated" fo_wait 120 \
+    *:decided) check "[$label] an epoch is decided, not committed, and replicated" fo_replicated \
              "SELECT count(*) > 0 FROM pg_prepared_xacts p WHERE gid LIKE 'eoingest:%'
                 AND EXISTS (SELECT FROM eoingest.checkpoints c WHERE c.job_id = $job_id
                              AND p.gid LIKE 'eoingest:%:$job_id:' || c.epoch || ':%')" ;;

@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # High availability.  A hot standby made with pg_basebackup -R: job_status
 # says the jobs do not run there, the job functions refuse with 25006 and a
-# hint.  Then three failovers (test/lib/failover.sh): the primary killed in
+# hint.  Then five failovers (test/lib/failover.sh): the primary killed in
 # the middle of an ingestion, the standby promoted, the job resumed there by
 # itself, exactly once; and the old primary, started again as a primary,
-# refuses to run the job (split brain).  EOINGEST_LONG=1 runs ten more
+# refuses to run the job (split brain).  Two of them leave a two_phase epoch
+# undecided, and decided but not committed.  EOINGEST_LONG=1 runs eight more
 # (test/t/93-failover-matrix.t).
 set -euo pipefail
 . "$(dirname "$0")/../lib/tap.sh"
 . "$(dirname "$0")/../lib/failover.sh"
 
-plan 23
+plan 35
 like() { case "$1" in *"$2"*) ok 0 "$3" ;; *) ok 1 "$3"; diag "got: $1" "want: *$2*" ;; esac; }
 sql "CREATE EXTENSION IF NOT EXISTS eoingest" >/dev/null 2>&1
 
@@ -43,5 +44,7 @@ sql "SELECT eoingest.drop_job('ha'); DROP TABLE ha_t" >/dev/null
 fo_run eo exactly_once 1 async immediate
 fo_run tp two_phase 2 sync sigkill
 fo_run gap exactly_once 2 gap sigkill
+fo_run un two_phase 2 async immediate undecided
+fo_run de two_phase 2 async sigkill decided
 diag "| mode | replication | kill | lost | duplicated | re-read | ms to resume |" "$(cat "$FO_TABLE")"
 done_testing
