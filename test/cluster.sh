@@ -10,8 +10,8 @@
 #   test/cluster.sh wait-isr TOPIC [SECS]  until every partition has 3 in sync
 #   test/cluster.sh status
 #   test/cluster.sh tool ARGS...      run test/cluster/ClusterTool (producer, admin)
-# Uses the Kafka jars test/kafka.sh fetches ($KAFKA_VERSION from env.sh; 3.9.1
-# and 4.4.0 tested).  Replication factor 3, min.insync.replicas 2.
+# Uses the Kafka jars test/kafka.sh fetches ($KAFKA_VERSION from env.sh, or
+# CLUSTER_KAFKA_VERSION; 3.9.1 and 4.4.0 tested).  Replication factor 3, min.insync.replicas 2.
 # Each node has three listeners: CLIENT (what jobs use) 2109N, INTERNAL
 # (replication, the test's producer and admin) 2119N, CONTROLLER 2129N.
 # With --proxy, a Toxiproxy (test/toxiproxy.sh) listens on 2139N in front of
@@ -21,6 +21,9 @@
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 
+# CLUSTER_KAFKA_VERSION runs the cluster on another version than the test bed's broker.
+KAFKA_VERSION=${CLUSTER_KAFKA_VERSION:-$KAFKA_VERSION}
+export KAFKA_VERSION
 KAFKA_HOME=$EOINGEST_CACHE/kafka-$KAFKA_VERSION
 KAFKA_LIBS=$KAFKA_HOME/libs
 CLUSTER_DIR=$EOINGEST_RUN/cluster

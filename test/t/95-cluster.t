@@ -20,8 +20,8 @@ verify "before any failure"
 
 # during DISRUPTION...: the producer and the jobs carry on while it lasts.
 during() {
-  check "$1: the producer carries on" wait_progress 1000 120
-  check "$1: both jobs carry on" wait_rows 500 "$CL_CATCHUP"
+  check "$1: the producer carries on" wait_progress 3000 120
+  check "$1: both jobs carry on" wait_rows 2000 "$CL_CATCHUP"
 }
 
 for round in 1 2 3; do
@@ -66,5 +66,5 @@ check "controller kill: in sync again" cluster wait-isr "$CL_TOPIC" 180
 verify "controller kill (node $controller)"
 diag "controller kill: $((SECONDS - t0)) s"
 
-diag "95-cluster: $((SECONDS - t_start)) s in all, Kafka $KAFKA_VERSION"
+diag "95-cluster: $((SECONDS - t_start)) s in all, Kafka ${CLUSTER_KAFKA_VERSION:-$KAFKA_VERSION}"
 done_testing

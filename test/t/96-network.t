@@ -93,5 +93,5 @@ verify "30 s black hole"
 check "black hole: last_error cleared once the jobs commit again" \
   wait_until 60 "SELECT bool_and(last_error IS NULL) FROM eoingest.job_status WHERE name IN ('cl_eo', 'cl_tp')"
 
-diag "96-network: $((SECONDS - t_start)) s in all, Kafka $KAFKA_VERSION"
+diag "96-network: $((SECONDS - t_start)) s in all, Kafka ${CLUSTER_KAFKA_VERSION:-$KAFKA_VERSION}"
 done_testing

@@ -78,5 +78,5 @@ for par in 1 2; do
     diag "$path / loopback, parallelism $par: $(awk -v a="${median["$path/$par"]}" -v b="${median["loopback/$par"]}" 'BEGIN { printf "%.2f", b / a }')x"
   done
 done
-diag "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg); Kafka $KAFKA_VERSION; figures in $out"
+diag "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg); Kafka ${CLUSTER_KAFKA_VERSION:-$KAFKA_VERSION}; figures in $out"
 done_testing
