@@ -50,12 +50,19 @@ under "bandwidth 10 MB/s" 20
 toxi remove bw
 verify "bandwidth 10 MB/s"
 
-# Every connection reset by the proxy 1.5 s after it opened: fetches in
-# flight are cut off again and again.
-toxi add rst reset_peer downstream timeout=1500
-under "reset_peer every 1.5 s" 20
-toxi remove rst
-verify "reset_peer"
+# reset_peer mid-fetch.  Toxiproxy's reset_peer passes no data: on a link's
+# next bytes it waits `timeout` ms and resets the connection (RST).  So it is
+# put on for 2 s at a time while the jobs' fetches are in flight (a caught-up
+# fetch waits at the broker for fetch.wait.max.ms), cutting them off, five
+# times, and each time the jobs must ingest again once it is off.
+for cut in 1 2 3 4 5; do
+  toxi add rst reset_peer downstream timeout=0
+  sleep 2 # the fault's own duration, not a wait for a condition
+  [ "$cut" = 1 ] && diag "reset_peer on for 2 s:" "$(show_status)"
+  toxi remove rst
+  check "reset_peer, cut $cut: both jobs ingest again" wait_rows 200 180
+done
+verify "reset_peer mid-fetch, 5 times"
 
 toxi add slice slicer downstream average_size=64 size_variation=48 delay=50
 under "slicer (64-byte pieces)" 15
