@@ -3,6 +3,7 @@
 # for the long tests (test/t/95-cluster.t, 96-network.t; EOINGEST_LONG=1).
 #   test/cluster.sh start [--proxy]   format (first time) and start all three
 #   test/cluster.sh stop              stop all three (and the proxies)
+#   test/cluster.sh reset             stop, then delete the nodes' data (a fresh cluster next start)
 #   test/cluster.sh start-node N | stop-node N | kill-node N   one node (1-3)
 #   test/cluster.sh leader TOPIC P    node id leading partition P
 #   test/cluster.sh controller        node id of the active controller
@@ -35,7 +36,7 @@ internal_port() { echo $((21190 + $1)); }
 controller_port() { echo $((21290 + $1)); }
 proxy_port() { echo $((21390 + $1)); }
 
-usage() { sed -n '2,14p' "$0" >&2; exit 2; }
+usage() { sed -n '2,15p' "$0" >&2; exit 2; }
 
 port_open() {
   # shellcheck disable=SC2016
@@ -247,6 +248,9 @@ shift
 case "$cmd" in
   start) cmd_start "$@" ;;
   stop) cmd_stop ;;
+  reset)
+    cmd_stop
+    rm -rf "$CLUSTER_DIR"/n1 "$CLUSTER_DIR"/n2 "$CLUSTER_DIR"/n3 "$CLUSTER_DIR/cluster-id" "$CLUSTER_DIR"/producer-* ;;
   start-node) cmd_start_node "$1"; wait_registered "$1" ;;
   stop-node) cmd_stop_node "$1" TERM ;;
   kill-node) cmd_stop_node "$1" KILL ;;

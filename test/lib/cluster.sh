@@ -36,6 +36,7 @@ cluster_teardown() {
 
 cluster_setup() {
   trap cluster_teardown EXIT
+  cluster reset # a fresh cluster, formatted by this Kafka version
   cluster start "$@" || { diag "the cluster did not start"; exit 1; }
   CL_BOOT=$(cluster client-bootstrap)
   CL_IBOOT=$(cluster internal-bootstrap)

@@ -20,6 +20,7 @@ records=${EOINGEST_NETBENCH_RECORDS:-1000000}
 runs=${EOINGEST_NETBENCH_RUNS:-3}
 out=$EOINGEST_RUN/netbench.tsv
 
+cluster reset
 cluster start --proxy
 boot=$(cluster client-bootstrap)
 iboot=$(cluster internal-bootstrap)
