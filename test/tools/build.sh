@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the test tools into $EOINGEST_RUN/bin (only when the source is newer).
 #   test/tools/build.sh            # build everything
-# Or source it and call build_eoi_kafka.
+# Or source it and call build_eoi_kafka / build_eoi_mock.
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/../env.sh"
 
@@ -27,6 +27,22 @@ build_eoi_kafka() {
   echo "$want" >"$stamp"
 }
 
+# eoi-mock: librdkafka's mock cluster as a broker (test/t/67-mock-cluster.t).
+build_eoi_mock() {
+  local src=$EOINGEST_TEST_DIR/tools/eoi-mock.c
+  local out=$EOINGEST_RUN/bin/eoi-mock
+  mkdir -p "$EOINGEST_RUN/bin"
+  if [ -x "$out" ] && [ "$out" -nt "$src" ]; then
+    return 0
+  fi
+  if ! ${CC:-cc} -O2 -g -Wall -Wextra -Werror -o "$out.tmp" "$src" -lrdkafka; then
+    rm -f "$out.tmp"
+    eoi_die "building eoi-mock failed (is librdkafka-dev installed? run test/deps.sh)"
+  fi
+  mv -f "$out.tmp" "$out"
+}
+
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
   build_eoi_kafka
+  build_eoi_mock
 fi
