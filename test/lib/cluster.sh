@@ -112,20 +112,17 @@ verify() {
     test ! -s "$CL_PDIR/committed.err"
   marks=$(watermark_values)
   for j in "${CL_JOBS[@]}"; do
-    # TODO(issue 18 item 3): a partition ends in a commit marker, which a job's
-    # stored offset stays one short of until the position past it is stored;
-    # then this becomes next_offset = high.
-    check "$label: $j has caught up: offsets at the log end (>= high watermark - 1, the commit marker) on all 8 partitions" \
-      wait_until "$CL_CATCHUP" "SELECT count(*) = 8 AND bool_and(o.next_offset >= w.high - 1)
+    # A partition ends in a commit marker; the worker stores the position
+    # past it, so the offsets reach the high watermark itself.
+    check "$label: $j has caught up: offsets at the log end (the high watermark, past the commit marker) on all 8 partitions" \
+      wait_until "$CL_CATCHUP" "SELECT count(*) = 8 AND bool_and(o.next_offset = w.high)
         FROM (VALUES $marks) w(p, high) JOIN eoingest.offsets o ON o.job = '$j' AND o.partition = w.p"
     got=$(sql "SELECT ts FROM $j ORDER BY ts" | diff - "$CL_PDIR/committed" | grep -c '^[<>]' || true)
     is "$got" 0 "$label: $j holds every committed record exactly once ($expected records; lines differing from the consumer's)"
     is "$(sql "SELECT count(*) - count(DISTINCT ts) FROM $j")" 0 "$label: $j: no record twice"
     is "$(sql "SELECT count(*) FROM $j WHERE temperature <> 1")" 0 "$label: $j: no record of an aborted transaction"
-    # TODO(issue 18 item 3): lag stays 1 per partition (the commit marker) until
-    # then; this becomes max(lag) = 0.
-    check "$label: $j: lag back to 0 (at most the commit marker)" \
-      wait_until 30 "SELECT count(*) = 8 AND max(lag) <= 1 AND min(measured_at) > now() - interval '30 s'
+    check "$label: $j: lag back to 0" \
+      wait_until 30 "SELECT count(*) = 8 AND max(lag) = 0 AND min(measured_at) > now() - interval '30 s'
         FROM eoingest.lag WHERE job = '$j'"
     check "$label: $j: not failed, every worker running" \
       wait_until 30 "SELECT count(*) = 2 AND bool_and(state = 'running') FROM eoingest.job_status WHERE name = '$j'"
