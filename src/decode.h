@@ -13,6 +13,7 @@
 
 #include "executor/executor.h"
 #include "lib/stringinfo.h"
+#include "utils/jsonb.h"
 #include "utils/relcache.h"
 
 #include "csv.h"
@@ -54,5 +55,7 @@ extern EoiColumns *eoi_columns_named(Relation rel, EoiFormat format, List *names
 extern void eoi_copy_writer_init(EoiCopyWriter *cw, StringInfo out);
 extern void eoi_decode_message(EoiColumns *cols, const char *value, size_t len,
 							   EoiRowWriter *writer, ExprContext *econtext);
+extern void eoi_decode_json_object(EoiColumns *cols, JsonbContainer *object,
+								   EoiRowWriter *writer, ExprContext *econtext);
 
 #endif

@@ -20,6 +20,7 @@
 #include "utils/guc.h"
 #include "utils/jsonb.h"
 
+#include "cdc.h"
 #include "job.h"
 
 static const char *const mode_names[] = {
@@ -312,7 +313,8 @@ job_load(const char *where, Oid argtype, Datum arg)
 				   "       transform, start_offset, batch_size, batch_timeout_ms,"
 				   "       parallelism, options, on_error, search_path, state, checkpoint_interval_ms,"
 				   "       key_columns, key_format, offset_commit_interval_ms, max_message_bytes,"
-				   "       commit_to_kafka, partitions, config_version, batch_max_bytes"
+				   "       commit_to_kafka, partitions, config_version, batch_max_bytes,"
+				   "       envelope, on_truncate"
 				   "  FROM eoingest.jobs WHERE %s", where);
 	ret = SPI_execute_with_args(sql, 1, argtypes, args, NULL, true, 1);
 	if (ret != SPI_OK_SELECT)
@@ -384,6 +386,8 @@ job_load(const char *where, Oid argtype, Datum arg)
 			}
 		}
 		job->config_version = DatumGetInt32(SPI_getbinval(tup, desc, 25, &isnull));
+		job->envelope = eoi_parse_envelope(text_column(tup, desc, 27, cxt));
+		job->cdc_truncate = eoi_parse_on_truncate(text_column(tup, desc, 28, cxt));
 	}
 	SPI_finish();
 	eoi_restore_user(&saved);
