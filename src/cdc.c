@@ -667,7 +667,7 @@ convert_field(const FieldCodec *fc, char *s)
 		case CONV_BYTES:
 			return (s[0] == '\\' && s[1] == 'x') ? s : bytes_text(s);
 		case CONV_BITS:
-			return strspn(s, "01") == strlen(s) && fc->param >= 0 && (int) strlen(s) == fc->param ?
+			return strspn(s, "01") == strlen(s) && (fc->param < 0 || (int) strlen(s) == fc->param) ?
 				s : bits_text(s, fc->param);
 	}
 	return s;
@@ -763,8 +763,8 @@ check_key_fields(CdcContext *cx, char **fields, const int *positions, const char
 		if (fields[positions ? positions[k] : k] == NULL)
 			ereport(ERROR,
 					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-					 errmsg("change event has no key: %s has no value for key column \"%s\"",
-							where, cx->keys->colnames[k]),
+					 errmsg("change event has no key: no value for key column \"%s\" in %s",
+							cx->keys->colnames[k], where),
 					 errhint("The key columns (key_columns, or the target's primary key) must be in the event's images or its message key.")));
 }
 
@@ -938,7 +938,7 @@ apply_event(CdcContext *cx, rd_kafka_message_t *msg)
 		converting_writer_init(&key, eoi_changes_key_writer(cx->changes), cx->key_codecs,
 							   cx->keys->ncolumns);
 		if (!old_key(cx, msg, before, schema, &key))
-			check_key_fields(cx, key.fields, NULL, "neither the before image nor the message key");
+			check_key_fields(cx, key.fields, NULL, "the before image or the message key");
 		key.writer.end_row(&key.writer);
 		eoi_changes_add_delete(cx->changes);
 	}
