@@ -350,7 +350,8 @@ list_text_array(List *names)
  * key.  Returns them.
  */
 static List *
-check_upsert(const char *target, EoiFormat format, EoiFormat key_format, List *key_columns)
+check_upsert(const char *target, EoiFormat format, EoiFormat key_format, List *key_columns,
+			 const char *what)
 {
 	Relation	rel = eoi_open_target(target, AccessShareLock);
 
@@ -359,7 +360,7 @@ check_upsert(const char *target, EoiFormat format, EoiFormat key_format, List *k
 	if (key_columns == NIL)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("mode upsert needs key columns, and \"%s\" has no primary key", target),
+				 errmsg("%s needs key columns, and \"%s\" has no primary key", what, target),
 				 errhint("Pass key_columns => ARRAY['col', ...] naming columns of a unique index, or add a primary key.")));
 	eoi_upsert_check(rel, format, key_format, key_columns);
 	table_close(rel, NoLock);
@@ -528,7 +529,8 @@ check_definition(JobDefinition *def)
 			def->key_format_s = def->key_format == EOI_FORMAT_JSON ? "json" : "csv";
 		}
 		def->key_columns = check_upsert(def->qualified_target, def->format, def->key_format,
-										def->key_columns);
+										def->key_columns,
+										def->envelope == EOI_ENVELOPE_DEBEZIUM ? "envelope debezium" : "mode upsert");
 	}
 	if (def->key_format_s == NULL)
 		def->key_format_s = "text";
