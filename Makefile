@@ -16,6 +16,7 @@ OBJS = \
 	src/csv.o \
 	src/twophase.o \
 	src/upsert.o \
+	src/cdc.o \
 	src/deadletter.o \
 	src/positions.o \
 	src/partitions.o \
@@ -27,7 +28,7 @@ OBJS = \
 
 DATA = $(wildcard sql/eoingest--*.sql)
 
-REGRESS = setup api formats mappings transform upsert deadletters batchbytes operations multitopic
+REGRESS = setup api formats mappings transform upsert deadletters batchbytes operations multitopic cdc
 REGRESS_OPTS = --use-existing
 
 PG_CPPFLAGS = -I$(srcdir)/src -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare

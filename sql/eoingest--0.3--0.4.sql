@@ -80,8 +80,19 @@ COMMENT ON VIEW @extschema@.job_status IS
 ALTER TABLE @extschema@.jobs ADD COLUMN columns text[];
 ALTER TABLE @extschema@.jobs ADD COLUMN timestamp_unit text NOT NULL DEFAULT 'auto';
 
--- create_job and alter_job are created again with the two parameters at
--- the end; EXECUTE granted on them must be granted again.
+-- Issue 16: change data capture with Debezium envelopes.
+-- envelope 'debezium' (format json) applies each message as a Debezium change
+-- event by key (key_columns, or the target's primary key); on_truncate says
+-- what a truncate event does: 'refuse' (a bad record) or 'truncate' (the
+-- target is emptied).
+
+ALTER TABLE @extschema@.jobs ADD COLUMN envelope text NOT NULL DEFAULT 'none'
+    CHECK (envelope IN ('none', 'debezium'));
+ALTER TABLE @extschema@.jobs ADD COLUMN on_truncate text NOT NULL DEFAULT 'refuse'
+    CHECK (on_truncate IN ('refuse', 'truncate'));
+
+-- create_job and alter_job are created again with the four parameters above
+-- at the end; EXECUTE granted on them must be granted again.
 DROP FUNCTION @extschema@.create_job(text, text, text, "any", text, text, text, text, integer, integer, integer, jsonb, text, integer, text[], text, integer, integer, boolean, integer[], integer);
 CREATE FUNCTION @extschema@.create_job(
     name              text,
@@ -106,7 +117,9 @@ CREATE FUNCTION @extschema@.create_job(
     partitions        integer[] DEFAULT NULL,
     batch_max_bytes   integer DEFAULT 67108864,
     columns           text[] DEFAULT NULL,
-    timestamp_unit    text DEFAULT 'auto')
+    timestamp_unit    text DEFAULT 'auto',
+    envelope          text DEFAULT 'none',
+    on_truncate       text DEFAULT 'refuse')
 RETURNS void
 LANGUAGE C VOLATILE
 AS 'MODULE_PATHNAME', 'eoingest_create_job';
@@ -124,7 +137,9 @@ CREATE FUNCTION @extschema@.alter_job(
     mode              text DEFAULT NULL,
     batch_max_bytes   integer DEFAULT NULL,
     columns           text[] DEFAULT NULL,
-    timestamp_unit    text DEFAULT NULL)
+    timestamp_unit    text DEFAULT NULL,
+    envelope          text DEFAULT NULL,
+    on_truncate       text DEFAULT NULL)
 RETURNS void
 LANGUAGE C VOLATILE
 AS 'MODULE_PATHNAME', 'eoingest_alter_job';

@@ -35,6 +35,7 @@
 #include "utils/tuplestore.h"
 
 #include "batch.h"
+#include "cdc.h"
 #include "deadletter.h"
 #include "decode.h"
 #include "job.h"
@@ -350,7 +351,8 @@ list_text_array(List *names)
  * key.  Returns them.
  */
 static List *
-check_upsert(const char *target, const EoiMapping *mapping, EoiFormat key_format, List *key_columns)
+check_upsert(const char *target, const EoiMapping *mapping, EoiFormat key_format, List *key_columns,
+			 const char *what)
 {
 	Relation	rel = eoi_open_target(target, AccessShareLock);
 
@@ -359,7 +361,7 @@ check_upsert(const char *target, const EoiMapping *mapping, EoiFormat key_format
 	if (key_columns == NIL)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("mode upsert needs key columns, and \"%s\" has no primary key", target),
+				 errmsg("%s needs key columns, and \"%s\" has no primary key", what, target),
 				 errhint("Pass key_columns => ARRAY['col', ...] naming columns of a unique index, or add a primary key.")));
 	eoi_upsert_check(rel, mapping, key_format, key_columns);
 	table_close(rel, NoLock);
@@ -430,12 +432,15 @@ typedef struct JobDefinition
 	bool		running;		/* alter_job of a running job */
 	List	   *columns;		/* NIL: the format's default columns */
 	const char *timestamp_unit_s;
+	const char *envelope_s;		/* none, debezium */
+	const char *on_truncate_s;	/* debezium: refuse, truncate */
 
 	/* set by check_definition */
 	EoiFormat	format;
 	EoiMode		mode;
 	EoiFormat	key_format;
 	const char *qualified_target;
+	EoiEnvelope envelope;
 } JobDefinition;
 
 static void check_can_start_mode(int32 job_id, const char *name, EoiMode mode, int parallelism);
@@ -450,6 +455,32 @@ check_transform_with_path(const char *transform, const char *search_path)
 							 GUC_ACTION_SAVE, true, 0, false);
 	check_transform(transform);
 	AtEOXact_GUC(true, nest);
+}
+
+/*
+ * The Debezium envelope applies change events to a target by key, whatever
+ * the mode: json only, no transform; the keys of change events are JSON
+ * objects.
+ */
+static void
+check_envelope(JobDefinition *def)
+{
+	def->envelope = eoi_parse_envelope(def->envelope_s);
+	(void) eoi_parse_on_truncate(def->on_truncate_s);
+	if (def->envelope != EOI_ENVELOPE_DEBEZIUM)
+		return;
+	if (def->format != EOI_FORMAT_JSON)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("envelope debezium needs format json, not %s", def->format_s),
+				 errhint("Debezium's JsonConverter writes JSON change events: pass format => 'json'.")));
+	if (def->transform != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("envelope debezium applies change events to a target, not through a transform"),
+				 errhint("Pass target => 'table'; a transform reads the raw events with eoingest.batch() and envelope none.")));
+	def->key_format = EOI_FORMAT_JSON;
+	def->key_format_s = "json";
 }
 
 /*
@@ -496,7 +527,8 @@ check_definition(JobDefinition *def)
 	else
 		check_transform_with_path(def->transform, def->search_path);
 
-	if (def->mode == EOI_MODE_UPSERT && def->target != NULL)
+	check_envelope(def);
+	if ((def->mode == EOI_MODE_UPSERT || def->envelope == EOI_ENVELOPE_DEBEZIUM) && def->target != NULL)
 	{
 		Relation	rel = eoi_open_target(def->qualified_target, AccessShareLock);
 
@@ -510,7 +542,8 @@ check_definition(JobDefinition *def)
 			def->key_format_s = def->key_format == EOI_FORMAT_JSON ? "json" : "csv";
 		}
 		def->key_columns = check_upsert(def->qualified_target, &mapping, def->key_format,
-										def->key_columns);
+										def->key_columns,
+										def->envelope == EOI_ENVELOPE_DEBEZIUM ? "envelope debezium" : "mode upsert");
 	}
 	if (def->key_format_s == NULL)
 		def->key_format_s = "text";
@@ -549,11 +582,15 @@ eoingest_create_job(PG_FUNCTION_ARGS)
 	/* Called through an older definition, there is no batch_max_bytes: the column's default. */
 	bool		v03 = PG_NARGS() > 20;
 	int			batch_max_bytes = v03 ? int_in_range(fcinfo, 20, "batch_max_bytes", 1, MAX_BATCH_BYTES) : 0;
-	/* Called through an older definition, there is no columns or timestamp_unit. */
+	/* Called through an older definition, there is no columns or timestamp_unit, ... */
 	bool		v04 = PG_NARGS() > 22;
 	List	   *columns = (v04 && !PG_ARGISNULL(21)) ?
 		text_array_list(PG_GETARG_ARRAYTYPE_P(21), "columns") : NIL;
 	char	   *timestamp_unit_s = v04 ? required_text(fcinfo, 22, "timestamp_unit") : "auto";
+	/* ... nor envelope and on_truncate (issue 16) */
+	bool		v04_envelope = PG_NARGS() > 24;
+	char	   *envelope_s = v04_envelope ? required_text(fcinfo, 23, "envelope") : "none";
+	char	   *on_truncate_s = v04_envelope ? required_text(fcinfo, 24, "on_truncate") : "refuse";
 	EoiSavedUser saved;
 	/* The transform's names resolve as they do for the caller now. */
 	const char *search_path = pstrdup(GetConfigOption("search_path", false, false));
@@ -578,6 +615,8 @@ eoingest_create_job(PG_FUNCTION_ARGS)
 	def.search_path = search_path ? search_path : "";
 	def.columns = columns;
 	def.timestamp_unit_s = timestamp_unit_s;
+	def.envelope_s = envelope_s;
+	def.on_truncate_s = on_truncate_s;
 	check_definition(&def);
 	qualified_target = (char *) def.qualified_target;
 	key_columns = def.key_columns;
@@ -592,12 +631,12 @@ eoingest_create_job(PG_FUNCTION_ARGS)
 				 errmsg("eoingest job \"%s\" already exists", name),
 				 errhint("Choose another name, or drop the existing job with eoingest.drop_job('%s').", name)));
 	{
-		Oid			types[25] = {TEXTOID, OIDOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
+		Oid			types[27] = {TEXTOID, OIDOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
 			TEXTOID, TEXTOID, INT4OID, INT4OID, INT4OID, JSONBOID, TEXTOID, INT4OID,
 			TEXTARRAYOID, TEXTOID, INT4OID, TEXTOID, INT4OID, BOOLOID, INT4ARRAYOID, INT4OID,
-		TEXTARRAYOID, TEXTOID};
-		Datum		args[25];
-		char		nulls[25];
+		TEXTARRAYOID, TEXTOID, TEXTOID, TEXTOID};
+		Datum		args[27];
+		char		nulls[27];
 		/* Called through the 0.1 definition, there is no commit_to_kafka. */
 		bool		v02 = PG_NARGS() > 18;
 
@@ -641,17 +680,21 @@ eoingest_create_job(PG_FUNCTION_ARGS)
 		args[23] = columns != NIL ? list_text_array(columns) : (Datum) 0;
 		nulls[23] = columns != NIL ? ' ' : 'n';
 		args[24] = CStringGetTextDatum(timestamp_unit_s);
+		args[25] = CStringGetTextDatum(envelope_s);
+		args[26] = CStringGetTextDatum(on_truncate_s);
 
 		if (SPI_execute_with_args(psprintf("INSERT INTO eoingest.jobs (name, owner, brokers, topic, target,"
 										   " format, mode, transform, start_offset, batch_size, batch_timeout_ms,"
 										   " parallelism, options, on_error, search_path, checkpoint_interval_ms,"
-										   " key_columns, key_format, offset_commit_interval_ms, max_message_bytes%s%s%s)"
+										   " key_columns, key_format, offset_commit_interval_ms, max_message_bytes%s%s%s%s)"
 										   " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $19, $14, $15,"
-										   "         $16, $17, $18, $20%s%s%s)",
+										   "         $16, $17, $18, $20%s%s%s%s)",
 										   v02 ? ", commit_to_kafka, partitions" : "", v03 ? ", batch_max_bytes" : "",
 										   v04 ? ", columns, timestamp_unit" : "",
-										   v02 ? ", $21, $22" : "", v03 ? ", $23" : "", v04 ? ", $24, $25" : ""),
-								  v04 ? 25 : v03 ? 23 : v02 ? 22 : 20, types, args, nulls, false, 0) != SPI_OK_INSERT)
+										   v04_envelope ? ", envelope, on_truncate" : "",
+										   v02 ? ", $21, $22" : "", v03 ? ", $23" : "", v04 ? ", $24, $25" : "",
+										   v04_envelope ? ", $26, $27" : ""),
+								  v04_envelope ? 27 : v04 ? 25 : v03 ? 23 : v02 ? 22 : 20, types, args, nulls, false, 0) != SPI_OK_INSERT)
 			elog(ERROR, "could not insert into eoingest.jobs");
 	}
 	SPI_finish();
@@ -1134,6 +1177,8 @@ stored_definition(const EoiJob *job)
 	def.running = strcmp(job->state, "running") == 0;
 	def.columns = job->columns;
 	def.timestamp_unit_s = eoi_timestamp_unit_name(job->timestamp_unit);
+	def.envelope_s = eoi_envelope_name(job->envelope);
+	def.on_truncate_s = job->cdc_truncate ? "truncate" : "refuse";
 	return def;
 }
 
@@ -1157,10 +1202,12 @@ eoingest_alter_job(PG_FUNCTION_ARGS)
 	EoiJob	   *job;
 	JobDefinition def;
 	StringInfoData sql;
-	Datum		args[13];
-	Oid			types[13] = {TEXTOID, INT4OID, INT4OID, JSONBOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
-	TEXTOID, TEXTARRAYOID, INT4OID, TEXTARRAYOID, TEXTOID};
-	char		nulls[13] = "             ";
+	Datum		args[15];
+	Oid			types[15] = {TEXTOID, INT4OID, INT4OID, JSONBOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
+	TEXTOID, TEXTARRAYOID, INT4OID, TEXTARRAYOID, TEXTOID, TEXTOID, TEXTOID};
+	char		nulls[15] = "               ";
+	/* envelope and on_truncate (issue 16), where the definition has them */
+	bool		has_envelope = PG_NARGS() > 12;
 	/* Called through an older definition, there is no batch_max_bytes. */
 	bool		has_batch_max_bytes = PG_NARGS() > 8 && !PG_ARGISNULL(8);
 	/* ... nor columns, nor timestamp_unit (argument 10) */
@@ -1221,6 +1268,17 @@ eoingest_alter_job(PG_FUNCTION_ARGS)
 			def.key_format_s = NULL;
 	}
 
+	if (has_envelope && !PG_ARGISNULL(11))
+	{
+		def.envelope_s = text_to_cstring(PG_GETARG_TEXT_PP(11));
+		/* the events' keys are JSON; back to none, the key is text again */
+		if (strcmp(def.envelope_s, "none") == 0 && job->envelope != EOI_ENVELOPE_NONE &&
+			def.mode_s != NULL && strcmp(def.mode_s, "upsert") == 0)
+			def.key_format_s = NULL;
+	}
+	if (has_envelope && !PG_ARGISNULL(12))
+		def.on_truncate_s = text_to_cstring(PG_GETARG_TEXT_PP(12));
+
 	/* Checked as the owner's worker will run it (target privileges). */
 	GetUserIdAndSecContext(&caller, &sec_context);
 	SetUserIdAndSecContext(job->owner, sec_context | SECURITY_LOCAL_USERID_CHANGE);
@@ -1244,6 +1302,8 @@ eoingest_alter_job(PG_FUNCTION_ARGS)
 	nulls[11] = def.columns != NIL ? ' ' : 'n';
 	args[11] = def.columns != NIL ? list_text_array(def.columns) : (Datum) 0;
 	args[12] = CStringGetTextDatum(def.timestamp_unit_s);
+	args[13] = CStringGetTextDatum(def.envelope_s);
+	args[14] = CStringGetTextDatum(def.on_truncate_s);
 
 	initStringInfo(&sql);
 	appendStringInfoString(&sql,
@@ -1260,12 +1320,14 @@ eoingest_alter_job(PG_FUNCTION_ARGS)
 						   " batch_max_bytes = coalesce($11, batch_max_bytes),"
 						   " columns = $12,"
 						   " timestamp_unit = $13,"
+						   " envelope = $14,"
+						   " on_truncate = $15,"
 						   " config_version = config_version + 1"
 						   " WHERE name = $1");
 	eoi_become_extension_owner(&saved);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute_with_args(sql.data, 13, types, args, nulls, false, 0) != SPI_OK_UPDATE)
+	if (SPI_execute_with_args(sql.data, 15, types, args, nulls, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not update eoingest.jobs");
 	SPI_finish();
 	eoi_restore_user(&saved);

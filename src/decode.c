@@ -666,10 +666,21 @@ decode_json(EoiColumns *cols, const char *value, size_t len, EoiRowWriter *write
 				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
 				 errmsg("JSON message is not an object"),
 				 errhint("Format json maps the keys of an object to columns; use a transform for other shapes.")));
+	eoi_decode_json_object(cols, &jb->root, writer, econtext);
+}
 
+/*
+ * Map the keys of a JSON object onto the columns, as format json does,
+ * without ending the row: for objects inside a message (the images of a
+ * Debezium change event).
+ */
+void
+eoi_decode_json_object(EoiColumns *cols, JsonbContainer *object, EoiRowWriter *writer,
+					   ExprContext *econtext)
+{
 	/* The usual message has a key for a column each: no need to look further. */
-	if (match_exact_keys(cols, &jb->root) < (int) JsonContainerSize(&jb->root))
-		match_other_keys(cols, &jb->root);
+	if (match_exact_keys(cols, object) < (int) JsonContainerSize(object))
+		match_other_keys(cols, object);
 
 	for (int c = 0; c < cols->ncolumns; c++)
 	{

@@ -74,5 +74,7 @@ extern EoiColumns *eoi_columns_named(Relation rel, EoiFormat format, List *names
 extern void eoi_copy_writer_init(EoiCopyWriter *cw, StringInfo out);
 extern bool eoi_decode_message(EoiColumns *cols, const char *value, size_t len,
 							   EoiRowWriter *writer, ExprContext *econtext);
+extern void eoi_decode_json_object(EoiColumns *cols, JsonbContainer *object,
+								   EoiRowWriter *writer, ExprContext *econtext);
 
 #endif

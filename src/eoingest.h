@@ -53,6 +53,13 @@ typedef enum EoiTimestampUnit
 	EOI_TS_NANOSECONDS
 } EoiTimestampUnit;
 
+/* How a message's value is wrapped: plainly, or as a Debezium change event. */
+typedef enum EoiEnvelope
+{
+	EOI_ENVELOPE_NONE,
+	EOI_ENVELOPE_DEBEZIUM
+} EoiEnvelope;
+
 typedef enum EoiOnError
 {
 	EOI_ON_ERROR_FAIL,
@@ -91,6 +98,8 @@ typedef struct EoiJob
 	char	   *search_path;
 	char	   *state;
 	int32		config_version;	/* bumped by alter_job */
+	EoiEnvelope envelope;		/* debezium: change events by key_columns */
+	bool		cdc_truncate;	/* debezium: a truncate event truncates the target */
 } EoiJob;
 
 /* An error as one line: message, detail, hint, context (eoingest.c). */

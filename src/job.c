@@ -20,6 +20,7 @@
 #include "utils/guc.h"
 #include "utils/jsonb.h"
 
+#include "cdc.h"
 #include "job.h"
 
 static const char *const mode_names[] = {
@@ -340,7 +341,7 @@ job_load(const char *where, Oid argtype, Datum arg)
 				   "       parallelism, options, on_error, search_path, state, checkpoint_interval_ms,"
 				   "       key_columns, key_format, offset_commit_interval_ms, max_message_bytes,"
 				   "       commit_to_kafka, partitions, config_version, batch_max_bytes,"
-				   "       columns, timestamp_unit"
+				   "       columns, timestamp_unit, envelope, on_truncate"
 				   "  FROM eoingest.jobs WHERE %s", where);
 	ret = SPI_execute_with_args(sql, 1, argtypes, args, NULL, true, 1);
 	if (ret != SPI_OK_SELECT)
@@ -418,6 +419,8 @@ job_load(const char *where, Oid argtype, Datum arg)
 			job->columns = text_array_to_list(columns, isnull, cxt);
 		}
 		job->timestamp_unit = eoi_parse_timestamp_unit(text_column(tup, desc, 28, cxt));
+		job->envelope = eoi_parse_envelope(text_column(tup, desc, 29, cxt));
+		job->cdc_truncate = eoi_parse_on_truncate(text_column(tup, desc, 30, cxt));
 	}
 	SPI_finish();
 	eoi_restore_user(&saved);

@@ -37,6 +37,7 @@
 #include "utils/rel.h"
 #include "utils/rls.h"
 
+#include "cdc.h"
 #include "deadletter.h"
 #include "decode.h"
 #include "job.h"
@@ -548,6 +549,8 @@ eoi_sink_write(const EoiJob *job, EoiBatch *batch)
 	check_sizes(job, batch);
 	if (job->transform != NULL)
 		return run_transform(job, batch);
+	if (job->envelope == EOI_ENVELOPE_DEBEZIUM)
+		return eoi_cdc_batch(job, batch);
 	if (job->mode == EOI_MODE_UPSERT)
 		return eoi_upsert_batch(job, batch);
 	return copy_into_target(job, batch);

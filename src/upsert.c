@@ -19,6 +19,9 @@
  * NOTHING when every column is a key column).  Replaying a batch applies
  * the same final values again: that is what makes the sink idempotent.
  *
+ * The same machinery, an EoiChangeSet, applies Debezium change events
+ * (cdc.c), which add their upserts and deletes to it one by one.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -423,6 +426,154 @@ key_order(Relation rel, List *key_columns)
 	return ko;
 }
 
+/*
+ * A set of changes to one target, applied set-wise: rows to upsert and keys
+ * to delete, in the order they were added.  Mode upsert fills it from the
+ * messages; the Debezium envelope (cdc.c) from change events.
+ */
+struct EoiChangeSet
+{
+	Relation	rel;
+	const char *target;
+	EoiColumns *cols;			/* the upserted rows' columns */
+	EoiColumns *keys;			/* the deleted keys' columns */
+	List	   *key_columns;
+	int		   *keypos;			/* the key columns among cols */
+	int			all_keypos[INDEX_MAX_KEYS];
+	KeyOrder   *ko;
+	ArrayWriter values;
+	ArrayWriter tombstones;
+	Op		   *ops;
+	int			nops;
+	int			capacity;
+	int			seq;
+	MemoryContext cxt;			/* where the ops and their keys live */
+};
+
+EoiChangeSet *
+eoi_changes_begin(Relation rel, const char *target, EoiColumns *cols, EoiColumns *keys,
+				  List *key_columns)
+{
+	EoiChangeSet *cs = palloc0(sizeof(EoiChangeSet));
+
+	cs->rel = rel;
+	cs->target = target;
+	cs->cols = cols;
+	cs->keys = keys;
+	cs->key_columns = key_columns;
+	cs->keypos = key_positions(cols, key_columns);
+	cs->ko = key_order(rel, key_columns);
+	for (int k = 0; k < keys->ncolumns; k++)
+		cs->all_keypos[k] = k;
+	array_writer_init(&cs->values, cols->ncolumns);
+	array_writer_init(&cs->tombstones, keys->ncolumns);
+	cs->capacity = 64;
+	cs->ops = palloc(sizeof(Op) * cs->capacity);
+	cs->cxt = CurrentMemoryContext;
+	return cs;
+}
+
+/* Where to decode a row to upsert; then eoi_changes_add_upsert(). */
+EoiRowWriter *
+eoi_changes_row_writer(EoiChangeSet *cs)
+{
+	return &cs->values.writer;
+}
+
+/* Where to decode a key to delete; then eoi_changes_add_delete(). */
+EoiRowWriter *
+eoi_changes_key_writer(EoiChangeSet *cs)
+{
+	return &cs->tombstones.writer;
+}
+
+static Op *
+next_op(EoiChangeSet *cs)
+{
+	if (cs->nops >= cs->capacity)
+	{
+		cs->capacity *= 2;
+		cs->ops = repalloc_huge(cs->ops, sizeof(Op) * cs->capacity);
+	}
+	cs->ops[cs->nops].seq = cs->seq++;
+	return &cs->ops[cs->nops++];
+}
+
+/*
+ * The row last written to the row writer is to be upserted.  Its key is
+ * read here, in its type: a key that is not a value of its type is the
+ * current message's error.
+ */
+void
+eoi_changes_add_upsert(EoiChangeSet *cs)
+{
+	MemoryContext old = MemoryContextSwitchTo(cs->cxt);
+	Op		   *op = next_op(cs);
+
+	op->is_delete = false;
+	op->row = cs->values.nrows - 1;
+	read_key(op, cs->ko, &cs->values, op->row, cs->keypos);
+	MemoryContextSwitchTo(old);
+}
+
+/* The key last written to the key writer is to be deleted. */
+void
+eoi_changes_add_delete(EoiChangeSet *cs)
+{
+	MemoryContext old = MemoryContextSwitchTo(cs->cxt);
+	Op		   *op = next_op(cs);
+
+	op->is_delete = true;
+	op->row = cs->tombstones.nrows - 1;
+	read_key(op, cs->ko, &cs->tombstones, op->row, cs->all_keypos);
+	MemoryContextSwitchTo(old);
+}
+
+/*
+ * Apply the changes added since the last apply: of each key's changes, in
+ * the order they were added, a delete if one of them is a delete, then the
+ * last one if it is an upsert.  Returns the rows deleted and upserted.
+ */
+uint64
+eoi_changes_apply(EoiChangeSet *cs)
+{
+	int		   *upsert_rows = palloc(sizeof(int) * Max(cs->nops, 1));
+	int		   *delete_rows = palloc(sizeof(int) * Max(cs->nops, 1));
+	int			nupserts = 0;
+	int			ndeletes = 0;
+	uint64		processed = 0;
+	Op		   *ops = cs->ops;
+	int			n = cs->nops;
+
+	qsort_arg(ops, n, sizeof(Op), op_cmp, cs->ko);
+	for (int first = 0, next; first < n; first = next)
+	{
+		int			last_delete = -1;
+
+		for (next = first; next < n && (next == first || same_key(&ops[first], &ops[next], cs->ko)); next++)
+			if (ops[next].is_delete)
+				last_delete = next;
+		if (last_delete >= 0)
+			delete_rows[ndeletes++] = ops[last_delete].row;
+		if (!ops[next - 1].is_delete)
+			upsert_rows[nupserts++] = ops[next - 1].row;
+	}
+	cs->nops = 0;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (ndeletes > 0)
+		processed += execute_with_arrays(build_delete_sql(cs->rel, cs->target, cs->keys),
+										 &cs->tombstones, delete_rows, ndeletes, cs->keys->ncolumns);
+	if (nupserts > 0)
+		processed += execute_with_arrays(build_upsert_sql(cs->rel, cs->target, cs->cols, cs->key_columns),
+										 &cs->values, upsert_rows, nupserts, cs->cols->ncolumns);
+	SPI_finish();
+	pfree(upsert_rows);
+	pfree(delete_rows);
+	return processed;
+}
+
 uint64
 eoi_upsert_batch(const EoiJob *job, EoiBatch *batch)
 {
@@ -432,27 +583,14 @@ eoi_upsert_batch(const EoiJob *job, EoiBatch *batch)
 	EoiMapping	mapping = eoi_job_mapping(job);
 	EoiColumns *cols = eoi_columns_for(rel, &mapping, estate);
 	EoiColumns *keys = eoi_columns_named(rel, job->key_format, job->key_columns);
-	int		   *keypos = key_positions(cols, job->key_columns);
-	KeyOrder   *ko = key_order(rel, job->key_columns);
-	int			all_keypos[INDEX_MAX_KEYS];
-	ArrayWriter values;
-	ArrayWriter tombstones;
-	Op		   *ops = palloc(sizeof(Op) * Max(batch->n, 1));
-	int		   *upsert_rows = palloc(sizeof(int) * Max(batch->n, 1));
-	int		   *delete_rows = palloc(sizeof(int) * Max(batch->n, 1));
-	int			nops = 0;
-	int			nupserts = 0;
-	int			ndeletes = 0;
-	uint64		processed = 0;
+	EoiChangeSet *cs;
+	uint64		processed;
 	DecodePosition dp = {batch, -1};
 	ErrorContextCallback errcb;
 
 	eoi_check_target_kind(rel, job->mode);
 	eoi_check_target_unchanged(rel, cols);
-	for (int k = 0; k < keys->ncolumns; k++)
-		all_keypos[k] = k;
-	array_writer_init(&values, cols->ncolumns);
-	array_writer_init(&tombstones, keys->ncolumns);
+	cs = eoi_changes_begin(rel, job->target, cols, keys, job->key_columns);
 
 	errcb.callback = decode_error_callback;
 	errcb.arg = &dp;
@@ -461,10 +599,8 @@ eoi_upsert_batch(const EoiJob *job, EoiBatch *batch)
 	for (int i = 0; i < batch->n; i++)
 	{
 		rd_kafka_message_t *msg = batch->messages[i];
-		Op		   *op = &ops[nops];
 
 		dp.current = i;
-		op->seq = i;
 		if (msg->payload == NULL)
 		{
 			if (msg->key == NULL)
@@ -472,51 +608,19 @@ eoi_upsert_batch(const EoiJob *job, EoiBatch *batch)
 						(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 						 errmsg("tombstone message has no key"),
 						 errhint("A null value deletes the row of the message's key; this message has neither.")));
-			(void) eoi_decode_message(keys, msg->key, msg->key_len, &tombstones.writer, econtext);
-			op->is_delete = true;
-			op->row = tombstones.nrows - 1;
-			read_key(op, ko, &tombstones, op->row, all_keypos);
-			nops++;
+			(void) eoi_decode_message(keys, msg->key, msg->key_len, eoi_changes_key_writer(cs), econtext);
+			eoi_changes_add_delete(cs);
 		}
-		else if (eoi_decode_message(cols, msg->payload, msg->len, &values.writer, econtext))
+		else if (eoi_decode_message(cols, msg->payload, msg->len, eoi_changes_row_writer(cs), econtext))
 		{
-			op->is_delete = false;
-			op->row = values.nrows - 1;
-			read_key(op, ko, &values, op->row, keypos);
-			nops++;
+			eoi_changes_add_upsert(cs);
 		}
 		/* else a CSV header: no row, nothing to do */
 		ResetExprContext(econtext);
 	}
 	error_context_stack = errcb.previous;
 
-	/*
-	 * Each key's messages in batch order: a delete if one is a tombstone,
-	 * then the last one if it is not.
-	 */
-	qsort_arg(ops, nops, sizeof(Op), op_cmp, ko);
-	for (int first = 0, next; first < nops; first = next)
-	{
-		int			last_delete = -1;
-
-		for (next = first; next < nops && (next == first || same_key(&ops[first], &ops[next], ko)); next++)
-			if (ops[next].is_delete)
-				last_delete = next;
-		if (last_delete >= 0)
-			delete_rows[ndeletes++] = ops[last_delete].row;
-		if (!ops[next - 1].is_delete)
-			upsert_rows[nupserts++] = ops[next - 1].row;
-	}
-
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	if (ndeletes > 0)
-		processed += execute_with_arrays(build_delete_sql(rel, job->target, keys),
-										 &tombstones, delete_rows, ndeletes, keys->ncolumns);
-	if (nupserts > 0)
-		processed += execute_with_arrays(build_upsert_sql(rel, job->target, cols, job->key_columns),
-										 &values, upsert_rows, nupserts, cols->ncolumns);
-	SPI_finish();
+	processed = eoi_changes_apply(cs);
 
 	FreeExecutorState(estate);
 	table_close(rel, NoLock);

@@ -1,0 +1,1020 @@
+/*-------------------------------------------------------------------------
+ *
+ * cdc.c
+ *	  Change data capture: applying Debezium change events to the target.
+ *
+ * With envelope => 'debezium' (format json) each message is a change event
+ * {before, after, op, source, ts_ms, ...}, bare or inside Kafka Connect's
+ * schema wrapper {"schema": ..., "payload": ...}.  The events become the
+ * upserts and deletes of an EoiChangeSet (upsert.c), so that a batch is
+ * applied as upsert mode applies one: the net effect per key, in partition
+ * order, one DELETE and one INSERT ... ON CONFLICT, in the transaction that
+ * also moves the offsets (whatever the mode).
+ *
+ *	c, r	the after image is inserted, or updates the row of its key (a
+ *			snapshot may overlap the stream).
+ *	u		the after image replaces the row of the old key: the key of the
+ *			before image, else of the message key, else of the after image.
+ *			When the old key differs from the new one, the old row is deleted.
+ *			A u whose key is not in the target inserts the row (see README).
+ *	d		deletes the row of the before image's key, else the message key's.
+ *	t		truncates the target if the job allows it (on_truncate), else is
+ *			an error of the record.
+ *	null	(a tombstone, after a delete, for compaction) does nothing.
+ *
+ * The images' fields fill the columns of those names, as format json maps
+ * an object (decode.c).  A field that is not a column of the target, or a
+ * missing or null key, is an error of the record, as is an unknown op.
+ *
+ * Debezium encodes many types as numbers, base64 strings or structs.  With
+ * the schema wrapper each field's Connect type names the encoding (a
+ * Conversion); without it, the encoding is assumed from the target column's
+ * type and the JSON value's type.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/table.h"
+#include "catalog/pg_type.h"
+#include "common/base64.h"
+#include "common/int.h"
+#include "datatype/timestamp.h"
+#include "executor/executor.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "mb/pg_wchar.h"
+#include "parser/parse_relation.h"
+#include "utils/builtins.h"
+#include "utils/date.h"
+#include "utils/datetime.h"
+#include "utils/jsonb.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/timestamp.h"
+
+#include "cdc.h"
+#include "decode.h"
+#include "sink.h"
+#include "upsert.h"
+
+/* How a field's JSON value encodes the column's value. */
+typedef enum Conversion
+{
+	CONV_NONE,					/* the value's text is the column's input */
+	CONV_DAYS,					/* days since 1970-01-01 */
+	CONV_TIME_MS,				/* time of day in ms, us, ns */
+	CONV_TIME_US,
+	CONV_TIME_NS,
+	CONV_TIMESTAMP_MS,			/* since the epoch, a local date-time as UTC */
+	CONV_TIMESTAMP_US,
+	CONV_TIMESTAMP_NS,
+	CONV_INTERVAL_US,			/* io.debezium.time.MicroDuration */
+	CONV_DECIMAL,				/* base64 big-endian two's complement, scale */
+	CONV_VARIABLE_DECIMAL,		/* {"scale": s, "value": base64} */
+	CONV_BYTES,					/* base64 */
+	CONV_BITS					/* base64, little-endian bits, length */
+} Conversion;
+
+typedef struct FieldCodec
+{
+	Conversion	conv;
+	int			param;			/* CONV_DECIMAL: scale; CONV_BITS: length */
+	bool		zoned;			/* timestamps into timestamptz: at UTC */
+} FieldCodec;
+
+/*
+ * A row writer that converts each field as its codec says, keeps the text
+ * it passes on (the key columns are compared and checked), and passes it to
+ * the change set's writer, or nowhere.
+ */
+typedef struct ConvertingWriter
+{
+	EoiRowWriter writer;
+	EoiRowWriter *inner;		/* NULL: only keep the fields */
+	FieldCodec *codecs;
+	char	  **fields;			/* the text written per column, NULL for NULL */
+	int			ncolumns;
+} ConvertingWriter;
+
+/* Error context: the message being applied. */
+typedef struct EventPosition
+{
+	EoiBatch   *batch;
+	int			current;
+} EventPosition;
+
+/* What one batch works with. */
+typedef struct CdcContext
+{
+	const EoiJob *job;
+	Relation	rel;
+	EoiMapping	mapping;		/* the job's columns and timestamp_unit */
+	EoiColumns *cols;			/* the target's columns, for after images */
+	EoiColumns *keys;			/* the key columns */
+	int		   *keypos;			/* the key columns among cols */
+	EoiChangeSet *changes;
+	ExprContext *econtext;
+	FieldCodec *col_codecs;
+	FieldCodec *key_codecs;
+	EventPosition *position;	/* for errors: the event being applied */
+} CdcContext;
+
+EoiEnvelope
+eoi_parse_envelope(const char *envelope)
+{
+	if (strcmp(envelope, "none") == 0)
+		return EOI_ENVELOPE_NONE;
+	if (strcmp(envelope, "debezium") == 0)
+		return EOI_ENVELOPE_DEBEZIUM;
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("unknown envelope \"%s\"", envelope),
+			 errhint("Choose none (each message is a row) or debezium (each message is a change event).")));
+}
+
+const char *
+eoi_envelope_name(EoiEnvelope envelope)
+{
+	return envelope == EOI_ENVELOPE_DEBEZIUM ? "debezium" : "none";
+}
+
+/* on_truncate: true for 'truncate', false for 'refuse'. */
+bool
+eoi_parse_on_truncate(const char *on_truncate)
+{
+	if (strcmp(on_truncate, "refuse") == 0)
+		return false;
+	if (strcmp(on_truncate, "truncate") == 0)
+		return true;
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("unknown on_truncate \"%s\"", on_truncate),
+			 errhint("Choose refuse (a truncate event is a bad record) or truncate (it truncates the target).")));
+}
+
+/* ---- JSON helpers ---- */
+
+/* The value of key `name` of `object`, or NULL; a JSON null counts as absent. */
+static JsonbValue *
+json_get(JsonbContainer *object, const char *name, JsonbValue *v)
+{
+	if (object == NULL || !JsonContainerIsObject(object))
+		return NULL;
+	if (getKeyJsonValueFromContainer(object, name, strlen(name), v) == NULL ||
+		v->type == jbvNull)
+		return NULL;
+	return v;
+}
+
+/* The object at key `name` of `object`, or NULL if it is absent or null. */
+static JsonbContainer *
+json_get_object(JsonbContainer *object, const char *name)
+{
+	JsonbValue	v;
+
+	if (json_get(object, name, &v) == NULL)
+		return NULL;
+	if (v.type != jbvBinary || !JsonContainerIsObject(v.val.binary.data))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
+				 errmsg("\"%s\" of the change event is not an object", name)));
+	return v.val.binary.data;
+}
+
+/* The string at key `name`, as a palloc'd C string, or NULL. */
+static char *
+json_get_string(JsonbContainer *object, const char *name)
+{
+	JsonbValue	v;
+
+	if (json_get(object, name, &v) == NULL)
+		return NULL;
+	if (v.type == jbvString)
+		return pnstrdup(v.val.string.val, v.val.string.len);
+	if (v.type == jbvNumeric)
+		return DatumGetCString(DirectFunctionCall1(numeric_out, NumericGetDatum(v.val.numeric)));
+	return NULL;
+}
+
+static Jsonb *
+parse_json(const char *data, size_t len)
+{
+	(void) pg_verifymbstr(data, (int) len, false);
+	return DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(pnstrdup(data, len))));
+}
+
+/*
+ * Kafka Connect's JsonConverter with schemas.enable wraps a value in
+ * {"schema": ..., "payload": ...}: the payload, and the schema in *schema.
+ * A bare value is its own payload, without schema.
+ */
+static JsonbContainer *
+unwrap(Jsonb *jb, JsonbContainer **schema)
+{
+	JsonbValue	v;
+	JsonbContainer *root = &jb->root;
+
+	*schema = NULL;
+	if (!JB_ROOT_IS_OBJECT(jb))
+		return NULL;
+	if (getKeyJsonValueFromContainer(root, "schema", 6, &v) != NULL &&
+		getKeyJsonValueFromContainer(root, "payload", 7, &v) != NULL &&
+		JsonContainerSize(root) == 2)
+	{
+		*schema = json_get_object(root, "schema");
+		return json_get_object(root, "payload");
+	}
+	return root;
+}
+
+/* The field schema named `name` in a struct schema's "fields", or NULL. */
+static JsonbContainer *
+schema_field(JsonbContainer *struct_schema, const char *name)
+{
+	JsonbValue	v;
+	JsonbContainer *fields;
+	int			n;
+
+	if (struct_schema == NULL || json_get(struct_schema, "fields", &v) == NULL ||
+		v.type != jbvBinary || !JsonContainerIsArray(v.val.binary.data))
+		return NULL;
+	fields = v.val.binary.data;
+	n = JsonContainerSize(fields);
+	for (int i = 0; i < n; i++)
+	{
+		JsonbValue *f = getIthJsonbValueFromContainer(fields, i);
+		char	   *fname;
+
+		if (f == NULL || f->type != jbvBinary || !JsonContainerIsObject(f->val.binary.data))
+			continue;
+		fname = json_get_string(f->val.binary.data, "field");
+		if (fname != NULL && strcmp(fname, name) == 0)
+			return f->val.binary.data;
+	}
+	return NULL;
+}
+
+/* ---- codecs ---- */
+
+static int
+schema_int_parameter(JsonbContainer *field, const char *name, int otherwise)
+{
+	JsonbContainer *params = json_get_object(field, "parameters");
+	char	   *s = params ? json_get_string(params, name) : NULL;
+
+	return s ? pg_strtoint32(s) : otherwise;
+}
+
+/* The codec of a field, from its Connect schema. */
+static FieldCodec
+codec_from_schema(JsonbContainer *field, Oid coltype)
+{
+	FieldCodec	fc = {CONV_NONE, 0, coltype == TIMESTAMPTZOID};
+	char	   *name = json_get_string(field, "name");
+	char	   *type = json_get_string(field, "type");
+	static const struct
+	{
+		const char *name;
+		Conversion	conv;
+	}			names[] = {
+		{"io.debezium.time.Date", CONV_DAYS},
+		{"org.apache.kafka.connect.data.Date", CONV_DAYS},
+		{"io.debezium.time.Time", CONV_TIME_MS},
+		{"org.apache.kafka.connect.data.Time", CONV_TIME_MS},
+		{"io.debezium.time.MicroTime", CONV_TIME_US},
+		{"io.debezium.time.NanoTime", CONV_TIME_NS},
+		{"io.debezium.time.Timestamp", CONV_TIMESTAMP_MS},
+		{"org.apache.kafka.connect.data.Timestamp", CONV_TIMESTAMP_MS},
+		{"io.debezium.time.MicroTimestamp", CONV_TIMESTAMP_US},
+		{"io.debezium.time.NanoTimestamp", CONV_TIMESTAMP_NS},
+		{"io.debezium.time.MicroDuration", CONV_INTERVAL_US},
+		{"org.apache.kafka.connect.data.Decimal", CONV_DECIMAL},
+		{"io.debezium.data.VariableScaleDecimal", CONV_VARIABLE_DECIMAL},
+		{"io.debezium.data.Bits", CONV_BITS},
+	};
+
+	/* ZonedTimestamp, ZonedTime, Json, Uuid, Enum, Xml: strings as they are */
+	if (name != NULL)
+	{
+		for (int i = 0; i < lengthof(names); i++)
+			if (strcmp(names[i].name, name) == 0)
+				fc.conv = names[i].conv;
+		if (fc.conv == CONV_DECIMAL)
+			fc.param = schema_int_parameter(field, "scale", 0);
+		else if (fc.conv == CONV_BITS)
+			fc.param = schema_int_parameter(field, "length", -1);
+	}
+	else if (type != NULL && strcmp(type, "bytes") == 0)
+		fc.conv = CONV_BYTES;
+	return fc;
+}
+
+/* Declared fractional-second precision of a time or timestamp type, 6 if none. */
+static int
+time_precision(int32 typmod)
+{
+	return typmod >= 0 ? typmod : 6;
+}
+
+/*
+ * The codec of a field without a schema: what Debezium's defaults
+ * (time.precision.mode adaptive, decimal.handling.mode precise,
+ * binary.handling.mode bytes) produce for a column of the target's type,
+ * given the JSON value's type.
+ */
+static FieldCodec
+codec_from_column(Oid coltype, int32 typmod, JsonbValue *v)
+{
+	FieldCodec	fc = {CONV_NONE, 0, coltype == TIMESTAMPTZOID};
+
+	if (v == NULL)
+		return fc;
+	if (v->type == jbvNumeric)
+	{
+		switch (coltype)
+		{
+			case DATEOID:
+				fc.conv = CONV_DAYS;
+				break;
+			case TIMEOID:
+				fc.conv = time_precision(typmod) <= 3 ? CONV_TIME_MS : CONV_TIME_US;
+				break;
+			case TIMESTAMPOID:
+			case TIMESTAMPTZOID:
+				fc.conv = time_precision(typmod) <= 3 ? CONV_TIMESTAMP_MS : CONV_TIMESTAMP_US;
+				break;
+			case INTERVALOID:
+				fc.conv = CONV_INTERVAL_US;
+				break;
+		}
+	}
+	else if (v->type == jbvString)
+	{
+		switch (coltype)
+		{
+			case BYTEAOID:
+				fc.conv = CONV_BYTES;
+				break;
+			case NUMERICOID:
+				/* with a declared scale, a string that is no number is base64 */
+				if (typmod >= (int32) VARHDRSZ)
+				{
+					fc.conv = CONV_DECIMAL;
+					fc.param = (int16) ((typmod - VARHDRSZ) & 0xffff);
+				}
+				break;
+			case BITOID:
+			case VARBITOID:
+				fc.conv = CONV_BITS;
+				fc.param = typmod > 0 ? typmod : -1;
+				break;
+		}
+	}
+	else if (v->type == jbvBinary && coltype == NUMERICOID)
+		fc.conv = CONV_VARIABLE_DECIMAL;
+	return fc;
+}
+
+/* ---- conversions ---- */
+
+static int64
+integer_field(const char *s, const char *what)
+{
+	char	   *end;
+	long long	v;
+
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (errno != 0 || end == s || *end != '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
+				 errmsg("invalid %s \"%s\": an integer is expected", what, s)));
+	return (int64) v;
+}
+
+/* Is `s` an integer (a value not yet converted)? */
+static bool
+is_integer(const char *s)
+{
+	if (*s == '-')
+		s++;
+	if (*s == '\0')
+		return false;
+	for (; *s; s++)
+		if (*s < '0' || *s > '9')
+			return false;
+	return true;
+}
+
+/* Is `s` already a number (decimal.handling.mode string or double)? */
+static bool
+is_number(const char *s)
+{
+	if (strcmp(s, "NaN") == 0 || strcmp(s, "Infinity") == 0 || strcmp(s, "-Infinity") == 0)
+		return true;
+	for (; *s; s++)
+		if (!((*s >= '0' && *s <= '9') || *s == '.' || *s == '-' || *s == '+' || *s == 'e' || *s == 'E'))
+			return false;
+	return true;
+}
+
+static unsigned char *
+base64_field(const char *s, int *len, const char *what)
+{
+	int			slen = strlen(s);
+	unsigned char *bytes = palloc(pg_b64_dec_len(slen) + 1);
+
+	*len = pg_b64_decode(s, slen, (char *) bytes, pg_b64_dec_len(slen));
+	if (*len < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
+				 errmsg("invalid base64 %s \"%s\"", what, s)));
+	return bytes;
+}
+
+static int64
+floor_div(int64 v, int64 d)
+{
+	return v / d - ((v % d != 0 && (v < 0)) ? 1 : 0);
+}
+
+static char *
+days_text(int64 days)
+{
+	DateADT		d = (DateADT) (days - (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE));
+	struct pg_tm tm;
+	char		buf[MAXDATELEN + 1];
+
+	if (days < -(int64) 100000000 || days > (int64) 100000000 || !IS_VALID_DATE(d))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+				 errmsg("date of %lld days since 1970-01-01 is out of range", (long long) days)));
+	j2date(d + POSTGRES_EPOCH_JDATE, &tm.tm_year, &tm.tm_mon, &tm.tm_mday);
+	EncodeDateOnly(&tm, USE_ISO_DATES, buf);
+	return pstrdup(buf);
+}
+
+static char *
+time_text(int64 usecs)
+{
+	struct pg_tm tm;
+	fsec_t		fsec;
+	char		buf[MAXDATELEN + 1];
+
+	if (usecs < 0 || usecs > USECS_PER_DAY)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+				 errmsg("time of %lld microseconds is out of range", (long long) usecs)));
+	time2tm((TimeADT) usecs, &tm, &fsec);
+	EncodeTimeOnly(&tm, fsec, false, 0, USE_ISO_DATES, buf);
+	return pstrdup(buf);
+}
+
+static char *
+timestamp_text(int64 unix_usecs, bool zoned)
+{
+	Timestamp	ts;
+	struct pg_tm tm;
+	fsec_t		fsec;
+	char		buf[MAXDATELEN + 8];
+
+	if (pg_sub_s64_overflow(unix_usecs,
+							(int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY, &ts) ||
+		!IS_VALID_TIMESTAMP(ts) || timestamp2tm(ts, NULL, &tm, &fsec, NULL, NULL) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+				 errmsg("timestamp of %lld microseconds since 1970 is out of range", (long long) unix_usecs)));
+	EncodeDateTime(&tm, fsec, false, 0, NULL, USE_ISO_DATES, buf);
+	if (zoned)
+		strcat(buf, "+00");
+	return pstrdup(buf);
+}
+
+/*
+ * A big-endian two's complement integer of `len` bytes, divided by
+ * 10^scale, as the text of a numeric.
+ */
+static char *
+decimal_text(const unsigned char *bytes, int len, int scale)
+{
+	unsigned char *mag = palloc(Max(len, 1));
+	bool		negative = len > 0 && (bytes[0] & 0x80);
+	char	   *digits = palloc(len * 3 + 2);
+	int			ndigits = 0;
+	int			start = 0;
+	StringInfoData out;
+
+	memcpy(mag, bytes, len);
+	if (negative)
+	{
+		/* magnitude = two's complement: invert, add one */
+		int			carry = 1;
+
+		for (int i = len - 1; i >= 0; i--)
+		{
+			int			b = (unsigned char) ~mag[i] + carry;
+
+			mag[i] = (unsigned char) b;
+			carry = b >> 8;
+		}
+	}
+	/* decimal digits, least significant first, by long division by 10 */
+	while (start < len)
+	{
+		int			rem = 0;
+
+		for (int i = start; i < len; i++)
+		{
+			int			cur = rem * 256 + mag[i];
+
+			mag[i] = cur / 10;
+			rem = cur % 10;
+		}
+		digits[ndigits++] = '0' + rem;
+		while (start < len && mag[start] == 0)
+			start++;
+	}
+	if (ndigits == 0)
+		digits[ndigits++] = '0';
+
+	initStringInfo(&out);
+	if (negative)
+		appendStringInfoChar(&out, '-');
+	if (scale < 0)
+	{
+		for (int i = ndigits - 1; i >= 0; i--)
+			appendStringInfoChar(&out, digits[i]);
+		for (int i = 0; i < -scale; i++)
+			appendStringInfoChar(&out, '0');
+		return out.data;
+	}
+	for (int i = Max(ndigits, scale + 1) - 1; i >= 0; i--)
+	{
+		appendStringInfoChar(&out, i < ndigits ? digits[i] : '0');
+		if (i == scale && scale > 0)
+			appendStringInfoChar(&out, '.');
+	}
+	return out.data;
+}
+
+static char *
+variable_decimal_text(const char *json)
+{
+	Jsonb	   *jb = parse_json(json, strlen(json));
+	char	   *scale = JB_ROOT_IS_OBJECT(jb) ? json_get_string(&jb->root, "scale") : NULL;
+	char	   *value = JB_ROOT_IS_OBJECT(jb) ? json_get_string(&jb->root, "value") : NULL;
+	unsigned char *bytes;
+	int			len;
+
+	if (scale == NULL || value == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
+				 errmsg("invalid variable scale decimal %s", json),
+				 errhint("Debezium's VariableScaleDecimal is an object {\"scale\": ..., \"value\": base64}.")));
+	bytes = base64_field(value, &len, "decimal");
+	return decimal_text(bytes, len, (int) integer_field(scale, "decimal scale"));
+}
+
+static char *
+bytes_text(const char *s)
+{
+	int			len;
+	unsigned char *bytes = base64_field(s, &len, "bytes");
+	char	   *out = palloc(len * 2 + 3);
+
+	out[0] = '\\';
+	out[1] = 'x';
+	hex_encode((char *) bytes, len, out + 2);
+	out[len * 2 + 2] = '\0';
+	return out;
+}
+
+/* Debezium's Bits: a Java BitSet's bytes, bit 0 the least significant. */
+static char *
+bits_text(const char *s, int length)
+{
+	int			len;
+	unsigned char *bytes = base64_field(s, &len, "bits");
+	char	   *out;
+
+	if (length < 0)
+		length = len * 8;
+	out = palloc(length + 1);
+	for (int i = 0; i < length; i++)
+	{
+		int			byte = i / 8;
+		bool		set = byte < len && (bytes[byte] >> (i % 8)) & 1;
+
+		out[length - 1 - i] = set ? '1' : '0';
+	}
+	out[length] = '\0';
+	return out;
+}
+
+/*
+ * The text of a field as the column's input reads it.  A value that is not
+ * in the encoding the codec expects but already in the column's (another
+ * decoder converted it, or Debezium was told to send strings) passes as it
+ * is; a malformed one is this record's error.
+ */
+static char *
+convert_field(const FieldCodec *fc, char *s)
+{
+	switch (fc->conv)
+	{
+		case CONV_NONE:
+			return s;
+		case CONV_DAYS:
+			return is_integer(s) ? days_text(integer_field(s, "date")) : s;
+		case CONV_TIME_MS:
+			return is_integer(s) ? time_text(integer_field(s, "time") * 1000) : s;
+		case CONV_TIME_US:
+			return is_integer(s) ? time_text(integer_field(s, "time")) : s;
+		case CONV_TIME_NS:
+			return is_integer(s) ? time_text(floor_div(integer_field(s, "time"), 1000)) : s;
+		case CONV_TIMESTAMP_MS:
+			{
+				int64		ms;
+				int64		us;
+
+				if (!is_integer(s))
+					return s;
+				ms = integer_field(s, "timestamp");
+				if (pg_mul_s64_overflow(ms, 1000, &us))
+					ereport(ERROR,
+							(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+							 errmsg("timestamp of %lld milliseconds since 1970 is out of range", (long long) ms)));
+				return timestamp_text(us, fc->zoned);
+			}
+		case CONV_TIMESTAMP_US:
+			return is_integer(s) ? timestamp_text(integer_field(s, "timestamp"), fc->zoned) : s;
+		case CONV_TIMESTAMP_NS:
+			return is_integer(s) ? timestamp_text(floor_div(integer_field(s, "timestamp"), 1000), fc->zoned) : s;
+		case CONV_INTERVAL_US:
+			return is_integer(s) ? psprintf("%s microseconds", s) : s;
+		case CONV_DECIMAL:
+			{
+				unsigned char *bytes;
+				int			len;
+
+				if (is_number(s))
+					return s;
+				bytes = base64_field(s, &len, "decimal");
+				return decimal_text(bytes, len, fc->param);
+			}
+		case CONV_VARIABLE_DECIMAL:
+			return s[0] == '{' ? variable_decimal_text(s) : s;
+		case CONV_BYTES:
+			return (s[0] == '\\' && s[1] == 'x') ? s : bytes_text(s);
+		case CONV_BITS:
+			return strspn(s, "01") == strlen(s) && (fc->param < 0 || (int) strlen(s) == fc->param) ?
+				s : bits_text(s, fc->param);
+	}
+	return s;
+}
+
+static void
+converting_field(EoiRowWriter *writer, int col, const char *data, size_t len)
+{
+	ConvertingWriter *cw = (ConvertingWriter *) writer;
+	char	   *s = NULL;
+
+	if (data != NULL)
+		s = convert_field(&cw->codecs[col], pnstrdup(data, len));
+	cw->fields[col] = s;
+	if (cw->inner != NULL)
+		cw->inner->field(cw->inner, col, s, s ? strlen(s) : 0);
+}
+
+static void
+converting_end_row(EoiRowWriter *writer)
+{
+	ConvertingWriter *cw = (ConvertingWriter *) writer;
+
+	if (cw->inner != NULL)
+		cw->inner->end_row(cw->inner);
+}
+
+static void
+converting_writer_init(ConvertingWriter *cw, EoiRowWriter *inner, FieldCodec *codecs, int ncolumns)
+{
+	cw->writer.field = converting_field;
+	cw->writer.end_row = converting_end_row;
+	cw->inner = inner;
+	cw->codecs = codecs;
+	cw->ncolumns = ncolumns;
+	cw->fields = palloc0(sizeof(char *) * Max(ncolumns, 1));
+}
+
+/* ---- events ---- */
+
+/* The codecs of `cols` for an image, from its struct schema or the target. */
+static void
+image_codecs(CdcContext *cx, EoiColumns *cols, FieldCodec *codecs,
+			 JsonbContainer *struct_schema, JsonbContainer *image)
+{
+	TupleDesc	desc = RelationGetDescr(cx->rel);
+
+	for (int c = 0; c < cols->ncolumns; c++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, attnameAttNum(cx->rel, cols->colnames[c], false) - 1);
+		JsonbContainer *field = schema_field(struct_schema, cols->colnames[c]);
+		JsonbValue	v;
+
+		if (field != NULL)
+			codecs[c] = codec_from_schema(field, att->atttypid);
+		else
+			codecs[c] = codec_from_column(att->atttypid, att->atttypmod,
+										  json_get(image, cols->colnames[c], &v));
+	}
+}
+
+/* Every field of the after image must be a column of the target. */
+static void
+check_image_fields(CdcContext *cx, JsonbContainer *image)
+{
+	JsonbIterator *it = JsonbIteratorInit(image);
+	JsonbValue	v;
+	JsonbIteratorToken tok;
+
+	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+	{
+		bool		found = false;
+
+		if (tok != WJB_KEY)
+			continue;
+		for (int c = 0; c < cx->cols->ncolumns && !found; c++)
+			found = strlen(cx->cols->colnames[c]) == v.val.string.len &&
+				memcmp(cx->cols->colnames[c], v.val.string.val, v.val.string.len) == 0;
+		if (!found)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("field \"%.*s\" of the change event's after image is not a column of \"%s\"",
+							(int) v.val.string.len, v.val.string.val, RelationGetRelationName(cx->rel)),
+					 errhint("The target must have a column for every column of the source table: add it, or drop it from the capture.")));
+	}
+}
+
+/* Error unless each key field is there and not null. */
+static void
+check_key_fields(CdcContext *cx, char **fields, const int *positions, const char *where)
+{
+	for (int k = 0; k < cx->keys->ncolumns; k++)
+		if (fields[positions ? positions[k] : k] == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("change event has no key: no value for key column \"%s\" in %s",
+							cx->keys->colnames[k], where),
+					 errhint("The key columns (key_columns, or the target's primary key) must be in the event's images or its message key.")));
+}
+
+/*
+ * Decode the key of `object` (the before image, or the message key) into
+ * `cw`, which keeps it (and passes it on if it has an inner writer).
+ * Returns false if the object lacks a key column.
+ */
+static bool
+decode_key(CdcContext *cx, JsonbContainer *object, JsonbContainer *struct_schema,
+		   ConvertingWriter *cw)
+{
+	image_codecs(cx, cx->keys, cx->key_codecs, struct_schema, object);
+	cw->codecs = cx->key_codecs;
+	eoi_decode_json_object(cx->keys, object, &cw->writer, cx->econtext);
+	for (int k = 0; k < cx->keys->ncolumns; k++)
+		if (cw->fields[k] == NULL)
+			return false;
+	return true;
+}
+
+/* The message key as a JSON object, and its schema; NULL without one. */
+static JsonbContainer *
+message_key(rd_kafka_message_t *msg, JsonbContainer **schema)
+{
+	Jsonb	   *jb;
+
+	*schema = NULL;
+	if (msg->key == NULL || msg->key_len == 0)
+		return NULL;
+	jb = parse_json(msg->key, msg->key_len);
+	return unwrap(jb, schema);
+}
+
+/*
+ * The old key of an update or delete: of the before image if it has one,
+ * else of the message key.  Returns false if neither has.
+ */
+static bool
+old_key(CdcContext *cx, rd_kafka_message_t *msg, JsonbContainer *before,
+		JsonbContainer *value_schema, ConvertingWriter *cw)
+{
+	JsonbContainer *key_schema;
+	JsonbContainer *key;
+
+	if (before != NULL &&
+		decode_key(cx, before, schema_field(value_schema, "before"), cw))
+		return true;
+	key = message_key(msg, &key_schema);
+	return key != NULL && decode_key(cx, key, key_schema, cw);
+}
+
+static bool
+same_key_text(CdcContext *cx, char **key, char **row)
+{
+	for (int k = 0; k < cx->keys->ncolumns; k++)
+		if (strcmp(key[k], row[cx->keypos[k]]) != 0)
+			return false;
+	return true;
+}
+
+/* The after image as the row to upsert; its fields are kept in *row. */
+static void
+add_after(CdcContext *cx, JsonbContainer *after, JsonbContainer *value_schema,
+		  char ***row)
+{
+	ConvertingWriter cw;
+
+	check_image_fields(cx, after);
+	image_codecs(cx, cx->cols, cx->col_codecs, schema_field(value_schema, "after"), after);
+	converting_writer_init(&cw, eoi_changes_row_writer(cx->changes), cx->col_codecs, cx->cols->ncolumns);
+	eoi_decode_json_object(cx->cols, after, &cw.writer, cx->econtext);
+	check_key_fields(cx, cw.fields, cx->keypos, "the after image");
+	cw.writer.end_row(&cw.writer);
+	*row = cw.fields;
+}
+
+/*
+ * A truncate event deletes every row of the target, with DELETE rather than
+ * TRUNCATE: it stays in the batch's transaction like every other change,
+ * takes no exclusive lock, and the target stays open for the rest of the
+ * batch (TRUNCATE refuses a table in use by the session).
+ */
+static void
+truncate_target(CdcContext *cx)
+{
+	int			current;
+
+	if (!cx->job->cdc_truncate)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_EXCEPTION),
+				 errmsg("change event truncates the source table, and job \"%s\" refuses truncate events",
+						cx->job->name),
+				 errhint("To let truncate events empty the target, alter the job with on_truncate => 'truncate'; then replay this dead letter.")));
+	/*
+	 * The changes before the truncate go first, and are deleted with the
+	 * rest; an error in them is not the truncate event's.
+	 */
+	current = cx->position->current;
+	cx->position->current = -1;
+	(void) eoi_changes_apply(cx->changes);
+	cx->position->current = current;
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute(psprintf("DELETE FROM %s", cx->job->target), false, 0) != SPI_OK_DELETE)
+		elog(ERROR, "could not empty %s", cx->job->target);
+	SPI_finish();
+}
+
+/* Add one change event to the change set. */
+static void
+apply_event(CdcContext *cx, rd_kafka_message_t *msg)
+{
+	Jsonb	   *jb = parse_json(msg->payload, msg->len);
+	JsonbContainer *schema;
+	JsonbContainer *event = unwrap(jb, &schema);
+	JsonbContainer *before;
+	JsonbContainer *after;
+	char	   *op;
+	char	  **row;
+
+	if (event == NULL)
+	{
+		if (JB_ROOT_IS_OBJECT(jb))
+			return;				/* {"schema": ..., "payload": null}: a tombstone */
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
+				 errmsg("change event is not a JSON object"),
+				 errhint("With envelope debezium every message is a Debezium change event, with the schema wrapper or without.")));
+	}
+	op = json_get_string(event, "op");
+	if (op == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("change event has no \"op\""),
+				 errhint("A Debezium change event has op c, r, u, d or t.")));
+	before = json_get_object(event, "before");
+	after = json_get_object(event, "after");
+
+	if (strcmp(op, "c") == 0 || strcmp(op, "r") == 0 || strcmp(op, "u") == 0)
+	{
+		ConvertingWriter key;
+
+		if (after == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("change event of op \"%s\" has no after image", op)));
+		add_after(cx, after, schema, &row);
+		if (op[0] != 'u')
+		{
+			eoi_changes_add_upsert(cx->changes);
+			return;
+		}
+		/* an update that moves the row to another key deletes the old one */
+		converting_writer_init(&key, NULL, cx->key_codecs, cx->keys->ncolumns);
+		if (old_key(cx, msg, before, schema, &key) && !same_key_text(cx, key.fields, row))
+		{
+			EoiRowWriter *kw = eoi_changes_key_writer(cx->changes);
+
+			for (int k = 0; k < cx->keys->ncolumns; k++)
+				kw->field(kw, k, key.fields[k], strlen(key.fields[k]));
+			kw->end_row(kw);
+			eoi_changes_add_delete(cx->changes);
+		}
+		eoi_changes_add_upsert(cx->changes);
+	}
+	else if (strcmp(op, "d") == 0)
+	{
+		ConvertingWriter key;
+
+		converting_writer_init(&key, eoi_changes_key_writer(cx->changes), cx->key_codecs,
+							   cx->keys->ncolumns);
+		if (!old_key(cx, msg, before, schema, &key))
+			check_key_fields(cx, key.fields, NULL, "the before image or the message key");
+		key.writer.end_row(&key.writer);
+		eoi_changes_add_delete(cx->changes);
+	}
+	else if (strcmp(op, "t") == 0)
+		truncate_target(cx);
+	else
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("change event has unknown op \"%s\"", op),
+				 errhint("A Debezium change event has op c, r, u, d or t.")));
+}
+
+static void
+event_error_callback(void *arg)
+{
+	EventPosition *ep = arg;
+
+	eoi_message_errcontext(ep->batch, ep->current);
+}
+
+/*
+ * Apply a batch of change events to the job's target.  Returns the rows
+ * deleted, inserted and updated.
+ */
+uint64
+eoi_cdc_batch(const EoiJob *job, EoiBatch *batch)
+{
+	CdcContext	cx = {0};
+	EState	   *estate = CreateExecutorState();
+	EventPosition ep = {batch, -1};
+	ErrorContextCallback errcb;
+	uint64		processed;
+
+	cx.job = job;
+	cx.position = &ep;
+	cx.rel = eoi_open_job_target(job, RowExclusiveLock);
+	cx.econtext = GetPerTupleExprContext(estate);
+	cx.mapping = eoi_job_mapping(job);
+	cx.cols = eoi_columns_for(cx.rel, &cx.mapping, estate);
+	cx.keys = eoi_columns_named(cx.rel, EOI_FORMAT_JSON, job->key_columns);
+	eoi_check_target_kind(cx.rel, job->mode);
+	eoi_check_target_unchanged(cx.rel, cx.cols);
+	cx.changes = eoi_changes_begin(cx.rel, job->target, cx.cols, cx.keys, job->key_columns);
+	cx.col_codecs = palloc0(sizeof(FieldCodec) * cx.cols->ncolumns);
+	cx.key_codecs = palloc0(sizeof(FieldCodec) * Max(cx.keys->ncolumns, 1));
+	cx.keypos = palloc(sizeof(int) * Max(cx.keys->ncolumns, 1));
+	for (int k = 0; k < cx.keys->ncolumns; k++)
+		for (int c = 0; c < cx.cols->ncolumns; c++)
+			if (strcmp(cx.cols->colnames[c], cx.keys->colnames[k]) == 0)
+				cx.keypos[k] = c;
+
+	errcb.callback = event_error_callback;
+	errcb.arg = &ep;
+	errcb.previous = error_context_stack;
+	error_context_stack = &errcb;
+	for (int i = 0; i < batch->n; i++)
+	{
+		rd_kafka_message_t *msg = batch->messages[i];
+		MemoryContext old;
+
+		ep.current = i;
+		/* a tombstone follows a delete, for compaction: nothing to do */
+		if (msg->payload == NULL)
+			continue;
+		old = MemoryContextSwitchTo(cx.econtext->ecxt_per_tuple_memory);
+		apply_event(&cx, msg);
+		MemoryContextSwitchTo(old);
+		ResetExprContext(cx.econtext);
+	}
+	ep.current = -1;
+	error_context_stack = errcb.previous;
+
+	processed = eoi_changes_apply(cx.changes);
+
+	FreeExecutorState(estate);
+	table_close(cx.rel, NoLock);
+	return processed;
+}
