@@ -20,7 +20,9 @@ OBJS = \
 	src/partitions.o \
 	src/policy.o \
 	src/txn.o \
-	src/api.o
+	src/api.o \
+	src/avro.o \
+	src/registry.o
 
 DATA = $(wildcard sql/eoingest--*.sql)
 
@@ -28,7 +30,7 @@ REGRESS = setup api formats transform upsert deadletters batchbytes operations m
 REGRESS_OPTS = --use-existing
 
 PG_CPPFLAGS = -I$(srcdir)/src -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare
-SHLIB_LINK = -lrdkafka
+SHLIB_LINK = -lrdkafka -lavro -lcurl
 
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)

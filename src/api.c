@@ -39,6 +39,7 @@
 #include "job.h"
 #include "kafka.h"
 #include "offsets.h"
+#include "policy.h"
 #include "positions.h"
 #include "shmem.h"
 #include "sink.h"
@@ -427,6 +428,7 @@ typedef struct JobDefinition
 	int			parallelism;
 	const char *search_path;	/* the transform's names resolve with it */
 	bool		running;		/* alter_job of a running job */
+	const char *schema_registry;	/* avro: the registry's URLs, or NULL */
 
 	/* set by check_definition */
 	EoiFormat	format;
@@ -436,6 +438,30 @@ typedef struct JobDefinition
 } JobDefinition;
 
 static void check_can_start_mode(int32 job_id, const char *name, EoiMode mode, int parallelism);
+
+/*
+ * Format avro (of values or keys) reads schemas from a registry, which the
+ * job must name; other formats have no use for one.
+ */
+static void
+check_schema_registry(JobDefinition *def)
+{
+	if (def->format != EOI_FORMAT_AVRO && def->key_format != EOI_FORMAT_AVRO)
+	{
+		if (def->schema_registry != NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("schema_registry is only used by format avro"),
+					 errhint("Leave schema_registry out, or use format => 'avro'.")));
+		return;
+	}
+	if (def->schema_registry == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("format avro needs a schema registry"),
+				 errhint("Pass schema_registry => 'http://registry:8081' (several URLs separated by commas are tried in turn).")));
+	(void) eoi_check_registry_urls(def->schema_registry);
+}
 
 /* Plan the transform with the search_path its job will run it with. */
 static void
@@ -466,6 +492,7 @@ check_definition(JobDefinition *def)
 	(void) eoi_parse_on_error(def->on_error_s);
 	def->key_format = def->key_format_s ? eoi_parse_format(def->key_format_s) : EOI_FORMAT_TEXT;
 	eoi_check_start_offset(def->start_offset);
+	check_schema_registry(def);
 
 	if (def->target == NULL && def->transform == NULL)
 		ereport(ERROR,
@@ -493,8 +520,9 @@ check_definition(JobDefinition *def)
 		/* By default a one-column key is the message key's text, else like the value. */
 		if (def->key_format_s == NULL && list_length(def->key_columns) > 1)
 		{
-			def->key_format = (def->format == EOI_FORMAT_JSON) ? EOI_FORMAT_JSON : EOI_FORMAT_CSV;
-			def->key_format_s = def->key_format == EOI_FORMAT_JSON ? "json" : "csv";
+			def->key_format = (def->format == EOI_FORMAT_JSON || def->format == EOI_FORMAT_AVRO) ?
+				def->format : EOI_FORMAT_CSV;
+			def->key_format_s = eoi_format_name(def->key_format);
 		}
 		def->key_columns = check_upsert(def->qualified_target, def->format, def->key_format,
 										def->key_columns);
@@ -536,6 +564,9 @@ eoingest_create_job(PG_FUNCTION_ARGS)
 	/* Called through an older definition, there is no batch_max_bytes: the column's default. */
 	bool		v03 = PG_NARGS() > 20;
 	int			batch_max_bytes = v03 ? int_in_range(fcinfo, 20, "batch_max_bytes", 1, MAX_BATCH_BYTES) : 0;
+	/* schema_registry (0.4, issue 15): the last parameter */
+	bool		v04 = PG_NARGS() > 21;
+	char	   *schema_registry = v04 ? optional_text(fcinfo, 21) : NULL;
 	EoiSavedUser saved;
 	/* The transform's names resolve as they do for the caller now. */
 	const char *search_path = pstrdup(GetConfigOption("search_path", false, false));
@@ -558,6 +589,7 @@ eoingest_create_job(PG_FUNCTION_ARGS)
 	def.partitions = partitions;
 	def.parallelism = parallelism;
 	def.search_path = search_path ? search_path : "";
+	def.schema_registry = schema_registry;
 	check_definition(&def);
 	qualified_target = (char *) def.qualified_target;
 	key_columns = def.key_columns;
@@ -572,11 +604,11 @@ eoingest_create_job(PG_FUNCTION_ARGS)
 				 errmsg("eoingest job \"%s\" already exists", name),
 				 errhint("Choose another name, or drop the existing job with eoingest.drop_job('%s').", name)));
 	{
-		Oid			types[23] = {TEXTOID, OIDOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
+		Oid			types[24] = {TEXTOID, OIDOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
 			TEXTOID, TEXTOID, INT4OID, INT4OID, INT4OID, JSONBOID, TEXTOID, INT4OID,
-		TEXTARRAYOID, TEXTOID, INT4OID, TEXTOID, INT4OID, BOOLOID, INT4ARRAYOID, INT4OID};
-		Datum		args[23];
-		char		nulls[23];
+		TEXTARRAYOID, TEXTOID, INT4OID, TEXTOID, INT4OID, BOOLOID, INT4ARRAYOID, INT4OID, TEXTOID};
+		Datum		args[24];
+		char		nulls[24];
 		/* Called through the 0.1 definition, there is no commit_to_kafka. */
 		bool		v02 = PG_NARGS() > 18;
 
@@ -617,16 +649,19 @@ eoingest_create_job(PG_FUNCTION_ARGS)
 		args[21] = partitions ? PointerGetDatum(partitions) : (Datum) 0;
 		nulls[21] = partitions ? ' ' : 'n';
 		args[22] = Int32GetDatum(batch_max_bytes);
+		args[23] = schema_registry ? CStringGetTextDatum(schema_registry) : (Datum) 0;
+		nulls[23] = schema_registry ? ' ' : 'n';
 
 		if (SPI_execute_with_args(psprintf("INSERT INTO eoingest.jobs (name, owner, brokers, topic, target,"
 										   " format, mode, transform, start_offset, batch_size, batch_timeout_ms,"
 										   " parallelism, options, on_error, search_path, checkpoint_interval_ms,"
-										   " key_columns, key_format, offset_commit_interval_ms, max_message_bytes%s%s)"
+										   " key_columns, key_format, offset_commit_interval_ms, max_message_bytes%s%s%s)"
 										   " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $19, $14, $15,"
-										   "         $16, $17, $18, $20%s%s)",
+										   "         $16, $17, $18, $20%s%s%s)",
 										   v02 ? ", commit_to_kafka, partitions" : "", v03 ? ", batch_max_bytes" : "",
-										   v02 ? ", $21, $22" : "", v03 ? ", $23" : ""),
-								  v03 ? 23 : v02 ? 22 : 20, types, args, nulls, false, 0) != SPI_OK_INSERT)
+										   v04 ? ", schema_registry" : "",
+										   v02 ? ", $21, $22" : "", v03 ? ", $23" : "", v04 ? ", $24" : ""),
+								  v04 ? 24 : v03 ? 23 : v02 ? 22 : 20, types, args, nulls, false, 0) != SPI_OK_INSERT)
 			elog(ERROR, "could not insert into eoingest.jobs");
 	}
 	SPI_finish();
@@ -941,6 +976,7 @@ stored_definition(const EoiJob *job)
 	def.parallelism = job->parallelism;
 	def.search_path = job->search_path;
 	def.running = strcmp(job->state, "running") == 0;
+	def.schema_registry = job->schema_registry;
 	return def;
 }
 
@@ -962,12 +998,14 @@ eoingest_alter_job(PG_FUNCTION_ARGS)
 	EoiJob	   *job;
 	JobDefinition def;
 	StringInfoData sql;
-	Datum		args[11];
-	Oid			types[11] = {TEXTOID, INT4OID, INT4OID, JSONBOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
-	TEXTOID, TEXTARRAYOID, INT4OID};
-	char		nulls[11] = "           ";
+	Datum		args[12];
+	Oid			types[12] = {TEXTOID, INT4OID, INT4OID, JSONBOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
+	TEXTOID, TEXTARRAYOID, INT4OID, TEXTOID};
+	char		nulls[12] = "            ";
 	/* Called through an older definition, there is no batch_max_bytes. */
 	bool		has_batch_max_bytes = PG_NARGS() > 8 && !PG_ARGISNULL(8);
+	/* schema_registry (0.4, issue 15): the last parameter */
+	bool		has_schema_registry = PG_NARGS() > 9 && !PG_ARGISNULL(9);
 	EoiSavedUser saved;
 	Oid			caller;
 	int			sec_context;
@@ -1011,6 +1049,8 @@ eoingest_alter_job(PG_FUNCTION_ARGS)
 		if (strcmp(def.mode_s, "upsert") == 0 && job->mode != EOI_MODE_UPSERT)
 			def.key_format_s = NULL;
 	}
+	if (has_schema_registry)
+		def.schema_registry = text_to_cstring(PG_GETARG_TEXT_PP(9));
 
 	/* Checked as the owner's worker will run it (target privileges). */
 	GetUserIdAndSecContext(&caller, &sec_context);
@@ -1032,6 +1072,8 @@ eoingest_alter_job(PG_FUNCTION_ARGS)
 	args[9] = def.key_columns != NIL ? list_text_array(def.key_columns) : (Datum) 0;
 	nulls[10] = has_batch_max_bytes ? ' ' : 'n';
 	args[10] = has_batch_max_bytes ? PG_GETARG_DATUM(8) : (Datum) 0;
+	nulls[11] = has_schema_registry ? ' ' : 'n';
+	args[11] = has_schema_registry ? PG_GETARG_DATUM(9) : (Datum) 0;
 
 	initStringInfo(&sql);
 	appendStringInfoString(&sql,
@@ -1046,12 +1088,13 @@ eoingest_alter_job(PG_FUNCTION_ARGS)
 						   " key_format = $9,"
 						   " key_columns = $10,"
 						   " batch_max_bytes = coalesce($11, batch_max_bytes),"
+						   " schema_registry = coalesce($12, schema_registry),"
 						   " config_version = config_version + 1"
 						   " WHERE name = $1");
 	eoi_become_extension_owner(&saved);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute_with_args(sql.data, 11, types, args, nulls, false, 0) != SPI_OK_UPDATE)
+	if (SPI_execute_with_args(sql.data, 12, types, args, nulls, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not update eoingest.jobs");
 	SPI_finish();
 	eoi_restore_user(&saved);

@@ -30,6 +30,7 @@
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 
+#include "avro.h"
 #include "decode.h"
 
 static bool
@@ -111,12 +112,13 @@ eoi_columns_for(Relation rel, EoiFormat format, EState *estate)
 				 errmsg("target \"%s\" has no column to insert into",
 						RelationGetRelationName(rel))));
 
-	if (format == EOI_FORMAT_JSON)
+	if (format == EOI_FORMAT_JSON || format == EOI_FORMAT_AVRO)
 	{
 		int			c = 0;
 
 		cols->defaults = palloc0(sizeof(ExprState *) * cols->ncolumns);
 		cols->outfuncs = palloc0(sizeof(FmgrInfo) * cols->ncolumns);
+		cols->typids = palloc0(sizeof(Oid) * cols->ncolumns);
 		for (int i = 0; i < desc->natts; i++)
 		{
 			Form_pg_attribute att = TupleDescAttr(desc, i);
@@ -128,6 +130,7 @@ eoi_columns_for(Relation rel, EoiFormat format, EState *estate)
 				continue;
 			getTypeOutputInfo(att->atttypid, &outfunc, &isvarlena);
 			fmgr_info(outfunc, &cols->outfuncs[c]);
+			cols->typids[c] = att->atttypid;
 			expr = build_column_default(rel, att->attnum);
 			if (expr != NULL && estate != NULL)
 				cols->defaults[c] = ExecPrepareExpr(expression_planner((Expr *) expr), estate);
@@ -355,6 +358,14 @@ eoi_decode_message(EoiColumns *cols, const char *value, size_t len, EoiRowWriter
 {
 	MemoryContext old = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
 
+	if (cols->format == EOI_FORMAT_AVRO)
+	{
+		/* binary: avro.c checks each string it finds */
+		eoi_avro_decode(cols, value, len, writer, econtext);
+		writer->end_row(writer);
+		MemoryContextSwitchTo(old);
+		return;
+	}
 	(void) pg_verifymbstr(value, (int) len, false);
 
 	switch (cols->format)
@@ -368,6 +379,8 @@ eoi_decode_message(EoiColumns *cols, const char *value, size_t len, EoiRowWriter
 		case EOI_FORMAT_JSON:
 			decode_json(cols, value, len, writer, econtext);
 			break;
+		case EOI_FORMAT_AVRO:
+			break;				/* above */
 	}
 	writer->end_row(writer);
 	MemoryContextSwitchTo(old);

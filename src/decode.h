@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * decode.h
- *	  Turning Kafka message values (text, csv, json) into rows of the target
+ *	  Turning Kafka message values (text, csv, json, avro) into rows of the target
  *	  table, written as COPY text-format lines: one message, one line.
  *
  *-------------------------------------------------------------------------
@@ -24,8 +24,10 @@ typedef struct EoiColumns
 	int			ncolumns;
 	List	   *names;			/* of String, for BeginCopyFrom */
 	char	  **colnames;
-	ExprState **defaults;		/* json: evaluated for an absent key, or NULL */
-	FmgrInfo   *outfuncs;		/* json: to print a default */
+	ExprState **defaults;		/* json, avro: evaluated for an absent key, or NULL */
+	FmgrInfo   *outfuncs;		/* json, avro: to print a default */
+	Oid		   *typids;			/* json, avro: the columns' types */
+	void	   *avro;			/* avro: avro.c's state */
 	const char *what;			/* for errors: "the target has" */
 	EoiCsvField *csv_fields;	/* csv: decode_csv's buffers, reused */
 	char	   *csv_scratch;

@@ -34,6 +34,7 @@ static const char *const format_names[] = {
 	[EOI_FORMAT_TEXT] = "text",
 	[EOI_FORMAT_CSV] = "csv",
 	[EOI_FORMAT_JSON] = "json",
+	[EOI_FORMAT_AVRO] = "avro",
 };
 
 static const char *const on_error_names[] = {
@@ -90,7 +91,7 @@ eoi_parse_format(const char *format)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("unknown format \"%s\"", format),
-				 errhint("Choose one of text, csv, json.")));
+				 errhint("Choose one of text, csv, json, avro.")));
 	return (EoiFormat) i;
 }
 
@@ -312,7 +313,8 @@ job_load(const char *where, Oid argtype, Datum arg)
 				   "       transform, start_offset, batch_size, batch_timeout_ms,"
 				   "       parallelism, options, on_error, search_path, state, checkpoint_interval_ms,"
 				   "       key_columns, key_format, offset_commit_interval_ms, max_message_bytes,"
-				   "       commit_to_kafka, partitions, config_version, batch_max_bytes"
+				   "       commit_to_kafka, partitions, config_version, batch_max_bytes,"
+				   "       schema_registry"
 				   "  FROM eoingest.jobs WHERE %s", where);
 	ret = SPI_execute_with_args(sql, 1, argtypes, args, NULL, true, 1);
 	if (ret != SPI_OK_SELECT)
@@ -384,6 +386,7 @@ job_load(const char *where, Oid argtype, Datum arg)
 			}
 		}
 		job->config_version = DatumGetInt32(SPI_getbinval(tup, desc, 25, &isnull));
+		job->schema_registry = text_column(tup, desc, 27, cxt);
 	}
 	SPI_finish();
 	eoi_restore_user(&saved);

@@ -37,6 +37,7 @@
 #include "utils/rel.h"
 #include "utils/rls.h"
 
+#include "avro.h"
 #include "deadletter.h"
 #include "decode.h"
 #include "job.h"
@@ -476,6 +477,7 @@ uint64
 eoi_sink_write(const EoiJob *job, EoiBatch *batch)
 {
 	check_sizes(job, batch);
+	eoi_avro_use_job(job);
 	if (job->transform != NULL)
 		return run_transform(job, batch);
 	if (job->mode == EOI_MODE_UPSERT)

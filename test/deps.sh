@@ -4,7 +4,7 @@ set -euo pipefail
 
 PKGS=(
   postgresql-15 postgresql-server-dev-15 postgresql-15-pgtap
-  librdkafka-dev kcat
+  librdkafka-dev kcat libavro-dev libcurl4-openssl-dev
   clang libclang-rt-14-dev make gcc
   maven openjdk-17-jre-headless
   procps openssl
