@@ -446,6 +446,8 @@ bad_value(const char *what)
 static const char *
 server_string(const char *s, size_t len)
 {
+	if (len == 0)
+		return "";
 	return pg_any_to_server(s, (int) len, PG_UTF8);
 }
 
@@ -728,9 +730,19 @@ append_scalar(StringInfo out, avro_value_t *v, AvroType *t)
 
 				if (avro_value_get_string(v, &s, &size) != 0)
 					avro_failed("string");
-				size = size > 0 ? size - 1 : 0;	/* Avro C counts its NUL */
-				s = server_string(s, size);
-				appendStringInfoString(out, s);
+				/* Avro C counts a NUL it adds, except for an empty string */
+				if (s == NULL || size == 0)
+					return;
+				if (s[size - 1] == '\0')
+					size--;
+				{
+					const char *converted = server_string(s, size);
+
+					if (converted == s)
+						appendBinaryStringInfo(out, s, size);
+					else
+						appendStringInfoString(out, converted);
+				}
 				return;
 			}
 		case AVRO_BYTES:
@@ -758,9 +770,14 @@ append_scalar(StringInfo out, avro_value_t *v, AvroType *t)
 				int			i = -1;
 				const char *symbol = NULL;
 
-				if (avro_value_get_enum(v, &i) != 0 ||
-					(symbol = avro_schema_enum_get(t->schema, i)) == NULL)
+				if (avro_value_get_enum(v, &i) != 0)
 					avro_failed("enum");
+				/* Avro C reads any index: check it against the symbols */
+				if (i < 0 || i >= avro_schema_enum_number_of_symbols(t->schema) ||
+					(symbol = avro_schema_enum_get(t->schema, i)) == NULL)
+					ereport(ERROR,
+							(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
+							 errmsg("Avro enum %s has no symbol %d", avro_schema_name(t->schema), i)));
 				appendStringInfoString(out, symbol);
 				return;
 			}
