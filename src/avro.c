@@ -1021,6 +1021,7 @@ eoi_avro_decode(EoiColumns *cols, const char *value, size_t len, EoiRowWriter *w
 	size_t		header;
 	SchemaEntry *e;
 	int			rc;
+	char		extra;
 
 	if (len == 0)
 		bad_message("Avro message is empty", NULL);
@@ -1071,7 +1072,8 @@ eoi_avro_decode(EoiColumns *cols, const char *value, size_t len, EoiRowWriter *w
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
 				 errmsg("Avro record does not decode with %s: %s", what, avro_strerror())));
-	if (!avro_reader_is_eof(reader))
+	/* (avro_reader_is_eof() answers for files only: try to read one more byte) */
+	if (avro_read(reader, &extra, 1) == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
 				 errmsg("Avro record written with %s is followed by bytes that are not part of it", what)));

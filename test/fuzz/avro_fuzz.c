@@ -185,7 +185,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();			/* an error must say something */
 		return 0;
 	}
-	sink += avro_reader_is_eof(reader);
+	{
+		char		extra;
+
+		sink += avro_read(reader, &extra, 1);	/* bytes after the record? */
+	}
 	walk(value, 0);
 	return 0;
 }
