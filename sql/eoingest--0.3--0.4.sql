@@ -60,3 +60,28 @@ COMMENT ON FUNCTION @extschema@.create_job IS
     'Defines a job (stopped) owned by the calling role: Kafka topic(s) into a target table or through a transform, in one of the modes exactly_once, two_phase, upsert, at_least_once, at_most_once.';
 COMMENT ON FUNCTION @extschema@.alter_job IS
     'Changes what is given of a job (NULL keeps it), checked as create_job checks a definition; a running job''s workers restart with it.';
+
+-- eoingest.batch() gains, for transforms: value_json (the value decoded as
+-- jsonb, for json and avro jobs), key_bytes and value_bytes (as they came),
+-- and header_list (every header in order, repeated names kept).  An avro
+-- job's key and value text are its records as JSON.  Created again: EXECUTE
+-- is granted to PUBLIC again below.
+DROP FUNCTION @extschema@.batch();
+CREATE FUNCTION @extschema@.batch(
+    OUT topic        text,
+    OUT "partition"  integer,
+    OUT "offset"     bigint,
+    OUT key          text,
+    OUT value        text,
+    OUT "timestamp"  timestamptz,
+    OUT headers      jsonb,
+    OUT value_json   jsonb,
+    OUT key_bytes    bytea,
+    OUT value_bytes  bytea,
+    OUT header_list  jsonb)
+RETURNS SETOF record
+LANGUAGE C VOLATILE
+AS 'MODULE_PATHNAME', 'eoingest_batch';
+GRANT EXECUTE ON FUNCTION @extschema@.batch() TO PUBLIC;
+COMMENT ON FUNCTION @extschema@.batch() IS
+    'Inside a transform only: the messages of the batch being written.';

@@ -1011,9 +1011,13 @@ bad_message(const char *message, const char *hint)
 			 hint ? errhint("%s", hint) : 0));
 }
 
-void
-eoi_avro_decode(EoiColumns *cols, const char *value, size_t len, EoiRowWriter *writer,
-				ExprContext *econtext)
+/*
+ * Read one message: its header, its writer's schema (from the cache or the
+ * registry), its record.  Returns the schema's entry, whose value holds
+ * the record until the next message; *what names the schema for errors.
+ */
+static SchemaEntry *
+read_message(const char *value, size_t len, char **what_out)
 {
 	const unsigned char *p = (const unsigned char *) value;
 	char		path[SCHEMA_KEY_LEN];
@@ -1052,7 +1056,7 @@ eoi_avro_decode(EoiColumns *cols, const char *value, size_t len, EoiRowWriter *w
 	{
 		bad_message(psprintf("Avro message does not start with Confluent's magic byte 0 (schema id) or 1 (schema GUID), but with 0x%02x", p[0]),
 					"A schema id carried in the record headers (__value_schema_id) is not read by eoingest; configure the producer's serializer to put it in front of the value (Confluent's default).");
-		return;
+		return NULL;			/* not reached */
 	}
 
 	e = schema_for(path, what);
@@ -1077,6 +1081,16 @@ eoi_avro_decode(EoiColumns *cols, const char *value, size_t len, EoiRowWriter *w
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
 				 errmsg("Avro record written with %s is followed by bytes that are not part of it", what)));
+	*what_out = what;
+	return e;
+}
+
+void
+eoi_avro_decode(EoiColumns *cols, const char *value, size_t len, EoiRowWriter *writer,
+				ExprContext *econtext)
+{
+	char	   *what;
+	SchemaEntry *e = read_message(value, len, &what);
 
 	if (e->type->kind != AVRO_RECORD)
 	{
@@ -1103,4 +1117,17 @@ eoi_avro_decode(EoiColumns *cols, const char *value, size_t len, EoiRowWriter *w
 			avro_failed("record");
 		write_value(cols, c, writer, &field, e->type->children[i]);
 	}
+}
+
+/* An Avro message as JSON text (eoingest.batch(): value_json). */
+char *
+eoi_avro_json(const char *value, size_t len)
+{
+	char	   *what;
+	SchemaEntry *e = read_message(value, len, &what);
+	StringInfoData out;
+
+	initStringInfo(&out);
+	append_json(&out, &e->value, e->type);
+	return out.data;
 }

@@ -22,4 +22,7 @@ extern void eoi_avro_use_job(const EoiJob *job);
 extern void eoi_avro_decode(EoiColumns *cols, const char *value, size_t len,
 							EoiRowWriter *writer, ExprContext *econtext);
 
+/* An Avro message as JSON text: records and maps as objects. */
+extern char *eoi_avro_json(const char *value, size_t len);
+
 #endif

@@ -435,6 +435,8 @@ run_transform(const EoiJob *job, EoiBatch *batch)
 			elog(ERROR, "could not keep the transform's plan");
 		plan_job = job->id;
 	}
+	batch->format = job->format;
+	batch->key_format = job->key_format;
 	eoi_current_batch = batch;
 	ret = SPI_execute_plan(plan, NULL, NULL, false, 0);
 	eoi_current_batch = NULL;
