@@ -9,7 +9,7 @@
 set -euo pipefail
 . "$(dirname "$0")/../lib/tap.sh"
 
-plan 30
+plan 32
 
 venv=$EOINGEST_CACHE/avro-venv
 if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import confluent_kafka.schema_registry.avro' 2>/dev/null; then
@@ -167,7 +167,21 @@ is "$(sql "SELECT id, name, coalesce(added, -1) FROM evo ORDER BY id" | tr '\n' 
   "1|one|-1 2|two|20 3.5|none|-1 4|four|-1 5.25|none|50 " "fields added and removed, int widened to long and double, in one batch"
 is "$(sql "SELECT batches FROM eoingest.job_status WHERE name = 'evo'")" 1 "the versions landed in one batch"
 
+# ---- a transform reads the records through eoingest.batch() ----
+sql "CREATE TABLE tr (id double precision, name text, js text, raw_len int)" >/dev/null
+sql "SELECT eoingest.create_job(name => 'tr', brokers => '$KAFKA_BROKERS', topic => '$topic', format => 'avro',
+       schema_registry => '$reg_url', options => '$auth_options', on_error => 'fail',
+       transform => 'INSERT INTO tr SELECT (value_json->>''id'')::float8, value_json->>''name'', value, length(value_bytes)
+                       FROM eoingest.batch()');
+     SELECT eoingest.start_job('tr')" >/dev/null
+check "a transform reads the five records" wait_until 60 "SELECT count(*) = 5 FROM tr"
+is "$(sql "SELECT js || ' ' || raw_len FROM tr WHERE id = 2")" '{"id":2,"name":"two","added":20} 12' \
+  "value_json and value hold the record as JSON, value_bytes the message as it came"
+
 # ---- upsert: Avro keys, tombstones delete ----
+schema simple <<'EOF'
+{"type": "record", "name": "Simple", "fields": [{"name": "id", "type": "int"}, {"name": "name", "type": "string"}]}
+EOF
 schema key <<'EOF2'
 {"type": "record", "name": "Key", "fields": [{"name": "id", "type": "int"}]}
 EOF2
@@ -189,9 +203,6 @@ check "upsert with Avro keys: updates, and a tombstone deletes" \
   wait_until 60 "SELECT string_agg(id || '=' || name, ' ' ORDER BY id) = '1=a2 3=c' FROM kv"
 
 # ---- bad records: dead letters that say what is wrong ----
-schema simple <<'EOF'
-{"type": "record", "name": "Simple", "fields": [{"name": "id", "type": "int"}, {"name": "name", "type": "string"}]}
-EOF
 raw_bad=$(curl -s -u "$reg_user" -X POST -H 'Content-Type: application/json' "$reg_url/test/raw" \
   -d '{"subject": "bad", "schema": "{\"type\": \"recordx\"}"}' | json_id)
 raw_proto=$(curl -s -u "$reg_user" -X POST -H 'Content-Type: application/json' "$reg_url/test/raw" \
@@ -321,6 +332,6 @@ log_end=$(eoi-kafka watermarks "$topic" | awk '{n += $3} END {print n}')
 is "$(sql "SELECT count(*) || ' ' || count(DISTINCT id) || ' ' || (SELECT sum(next_offset) FROM eoingest.offsets WHERE job = 'crash') FROM crash")" \
   "$total $total $log_end" "each record exactly once, the offsets at the log end"
 
-for j in av evo kv bad wrong down fz crash; do sql "SELECT eoingest.drop_job('$j')" >/dev/null 2>&1 || true; done
-sql "DROP TABLE av, evo, kv, bad, wrong, down, fz, crash" >/dev/null
+for j in av evo tr kv bad wrong down fz crash; do sql "SELECT eoingest.drop_job('$j')" >/dev/null 2>&1 || true; done
+sql "DROP TABLE av, evo, tr, kv, bad, wrong, down, fz, crash" >/dev/null
 done_testing
