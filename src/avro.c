@@ -1071,6 +1071,8 @@ read_message(const char *value, size_t len, char **what_out)
 	}
 	avro_reader_memory_set_source(reader, value + header, (int64_t) (len - header));
 	avro_value_reset(&e->value);
+	/* Avro C prefixes each error to the last one: start from nothing */
+	avro_set_error("%s", "");
 	rc = avro_value_read(reader, &e->value);
 	if (rc != 0)
 		ereport(ERROR,
