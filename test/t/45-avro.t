@@ -149,7 +149,7 @@ EOF
 schema v3 <<'EOF'
 {"type": "record", "name": "Evo", "fields": [{"name": "id", "type": "double"}, {"name": "added", "type": ["null", "int"], "default": null}]}
 EOF
-sql "CREATE TABLE evo (id double precision, name text DEFAULT 'none', added int)" >/dev/null
+sql "CREATE TABLE av_evo (id double precision, name text DEFAULT 'none', added int)" >/dev/null
 topic=avro_evo_$$
 eoi-kafka create-topic "$topic" 1 >/dev/null
 produce "$topic" v1="$work/v1.avsc" v2="$work/v2.avsc" v3="$work/v3.avsc" >/dev/null <<'EOF'
@@ -159,23 +159,23 @@ produce "$topic" v1="$work/v1.avsc" v2="$work/v2.avsc" v3="$work/v3.avsc" >/dev/
 {"schema": "v1", "value": {"id": 4, "name": "four"}}
 {"schema": "v3", "value": {"id": 5.25, "added": 50}}
 EOF
-sql "SELECT eoingest.create_job(name => 'evo', brokers => '$KAFKA_BROKERS', topic => '$topic', target => 'evo',
+sql "SELECT eoingest.create_job(name => 'av_evo', brokers => '$KAFKA_BROKERS', topic => '$topic', target => 'av_evo',
        format => 'avro', schema_registry => '$reg_url', options => '$auth_options', on_error => 'fail');
-     SELECT eoingest.start_job('evo')" >/dev/null
-check "five records of three schema versions arrive" wait_until 60 "SELECT count(*) = 5 FROM evo"
-is "$(sql "SELECT id, name, coalesce(added, -1) FROM evo ORDER BY id" | tr '\n' ' ')" \
+     SELECT eoingest.start_job('av_evo')" >/dev/null
+check "five records of three schema versions arrive" wait_until 60 "SELECT count(*) = 5 FROM av_evo"
+is "$(sql "SELECT id, name, coalesce(added, -1) FROM av_evo ORDER BY id" | tr '\n' ' ')" \
   "1|one|-1 2|two|20 3.5|none|-1 4|four|-1 5.25|none|50 " "fields added and removed, int widened to long and double, in one batch"
-is "$(sql "SELECT batches FROM eoingest.job_status WHERE name = 'evo'")" 1 "the versions landed in one batch"
+is "$(sql "SELECT batches FROM eoingest.job_status WHERE name = 'av_evo'")" 1 "the versions landed in one batch"
 
 # ---- a transform reads the records through eoingest.batch() ----
-sql "CREATE TABLE tr (id double precision, name text, js text, raw_len int)" >/dev/null
-sql "SELECT eoingest.create_job(name => 'tr', brokers => '$KAFKA_BROKERS', topic => '$topic', format => 'avro',
+sql "CREATE TABLE av_tr (id double precision, name text, js text, raw_len int)" >/dev/null
+sql "SELECT eoingest.create_job(name => 'av_tr', brokers => '$KAFKA_BROKERS', topic => '$topic', format => 'avro',
        schema_registry => '$reg_url', options => '$auth_options', on_error => 'fail',
-       transform => 'INSERT INTO tr SELECT (value_json->>''id'')::float8, value_json->>''name'', value, length(value_bytes)
+       transform => 'INSERT INTO av_tr SELECT (value_json->>''id'')::float8, value_json->>''name'', value, length(value_bytes)
                        FROM eoingest.batch()');
-     SELECT eoingest.start_job('tr')" >/dev/null
-check "a transform reads the five records" wait_until 60 "SELECT count(*) = 5 FROM tr"
-is "$(sql "SELECT js || ' ' || raw_len FROM tr WHERE id = 2")" '{"id":2,"name":"two","added":20} 12' \
+     SELECT eoingest.start_job('av_tr')" >/dev/null
+check "a transform reads the five records" wait_until 60 "SELECT count(*) = 5 FROM av_tr"
+is "$(sql "SELECT js || ' ' || raw_len FROM av_tr WHERE id = 2")" '{"id":2,"name":"two","added":20} 12' \
   "value_json and value hold the record as JSON, value_bytes the message as it came"
 
 # ---- upsert: Avro keys, tombstones delete ----
@@ -185,7 +185,7 @@ EOF
 schema key <<'EOF2'
 {"type": "record", "name": "Key", "fields": [{"name": "id", "type": "int"}]}
 EOF2
-sql "CREATE TABLE kv (id int PRIMARY KEY, name text)" >/dev/null
+sql "CREATE TABLE av_kv (id int PRIMARY KEY, name text)" >/dev/null
 topic=avro_kv_$$
 eoi-kafka create-topic "$topic" 1 >/dev/null
 produce "$topic" simple="$work/simple.avsc" key="$work/key.avsc" >/dev/null <<'EOF2'
@@ -195,12 +195,12 @@ produce "$topic" simple="$work/simple.avsc" key="$work/key.avsc" >/dev/null <<'E
 {"schema": "simple", "key_schema": "key", "key": {"id": 1}, "value": {"id": 1, "name": "a2"}}
 {"key_schema": "key", "key": {"id": 2}, "value": None}
 EOF2
-sql "SELECT eoingest.create_job(name => 'kv', brokers => '$KAFKA_BROKERS', topic => '$topic', target => 'kv',
+sql "SELECT eoingest.create_job(name => 'av_kv', brokers => '$KAFKA_BROKERS', topic => '$topic', target => 'av_kv',
        mode => 'upsert', format => 'avro', key_format => 'avro', schema_registry => '$reg_url',
        options => '$auth_options', on_error => 'fail');
-     SELECT eoingest.start_job('kv')" >/dev/null
+     SELECT eoingest.start_job('av_kv')" >/dev/null
 check "upsert with Avro keys: updates, and a tombstone deletes" \
-  wait_until 60 "SELECT string_agg(id || '=' || name, ' ' ORDER BY id) = '1=a2 3=c' FROM kv"
+  wait_until 60 "SELECT string_agg(id || '=' || name, ' ' ORDER BY id) = '1=a2 3=c' FROM av_kv"
 
 # ---- bad records: dead letters that say what is wrong ----
 raw_bad=$(curl -s -u "$reg_user" -X POST -H 'Content-Type: application/json' "$reg_url/test/raw" \
@@ -208,7 +208,7 @@ raw_bad=$(curl -s -u "$reg_user" -X POST -H 'Content-Type: application/json' "$r
 raw_proto=$(curl -s -u "$reg_user" -X POST -H 'Content-Type: application/json' "$reg_url/test/raw" \
   -d '{"subject": "proto", "schema": "syntax = \"proto3\"; message M { int32 id = 1; }", "schemaType": "PROTOBUF"}' |
   json_id)
-sql "CREATE TABLE bad (id int, name text)" >/dev/null
+sql "CREATE TABLE av_bad (id int, name text)" >/dev/null
 topic=avro_bad_$$
 eoi-kafka create-topic "$topic" 1 >/dev/null
 produce "$topic" simple="$work/simple.avsc" >/dev/null <<EOF
@@ -224,12 +224,12 @@ produce "$topic" simple="$work/simple.avsc" >/dev/null <<EOF
 {"raw": b'\x00\x00\x00\x00' + bytes([$raw_proto]) + b'\x02'}
 {"schema": "simple", "value": {"id": 2, "name": "good \u00e9"}}
 EOF
-sql "SELECT eoingest.create_job(name => 'bad', brokers => '$KAFKA_BROKERS', topic => '$topic', target => 'bad',
+sql "SELECT eoingest.create_job(name => 'av_bad', brokers => '$KAFKA_BROKERS', topic => '$topic', target => 'av_bad',
        format => 'avro', schema_registry => '$reg_url', options => '$auth_options');
-     SELECT eoingest.start_job('bad')" >/dev/null
+     SELECT eoingest.start_job('av_bad')" >/dev/null
 check "the good records arrive, the bad ones become dead letters" \
-  wait_until 60 "SELECT (SELECT count(*) = 2 FROM bad) AND (SELECT count(*) = 9 FROM eoingest.dead_letters WHERE job = 'bad')"
-errors=$(sql "SELECT \"offset\" || ': ' || error FROM eoingest.dead_letters WHERE job = 'bad' ORDER BY \"offset\"")
+  wait_until 60 "SELECT (SELECT count(*) = 2 FROM av_bad) AND (SELECT count(*) = 9 FROM eoingest.dead_letters WHERE job = 'av_bad')"
+errors=$(sql "SELECT \"offset\" || ': ' || error FROM eoingest.dead_letters WHERE job = 'av_bad' ORDER BY \"offset\"")
 diag "$errors"
 like() { case "$1" in *$2*) ok 0 "$3" ;; *) ok 1 "$3"; diag "got: $1" "expected to contain: $2" ;; esac; }
 like "$errors" "1: schema id 10000 is not in the schema registry" "an unknown schema id names the id"
@@ -244,37 +244,37 @@ like "$errors" "8: schema id $raw_bad cannot be parsed as an Avro schema" "an un
 like "$errors" "9: schema id $raw_proto is a PROTOBUF schema, not an Avro schema" "a Protobuf schema"
 
 # ---- wrong credentials: the job fails with the reason ----
-sql "CREATE TABLE wrong (id int, name text)" >/dev/null
-sql "SELECT eoingest.create_job(name => 'wrong', brokers => '$KAFKA_BROKERS', topic => 'avro_bad_$$', target => 'wrong',
+sql "CREATE TABLE av_wrong (id int, name text)" >/dev/null
+sql "SELECT eoingest.create_job(name => 'av_wrong', brokers => '$KAFKA_BROKERS', topic => 'avro_bad_$$', target => 'av_wrong',
        format => 'avro', schema_registry => '$reg_url', options => '{\"schema.registry.basic.auth.user.info\": \"eoi_reg:wrong\"}');
-     SELECT eoingest.start_job('wrong')" >/dev/null
+     SELECT eoingest.start_job('av_wrong')" >/dev/null
 check "wrong registry credentials fail the job" \
   wait_until 60 "SELECT state = 'failed' AND last_error LIKE '%refused the credentials (HTTP 401)%' AND last_error NOT LIKE '%eoi_reg:wrong%'
-                   FROM eoingest.job_definitions WHERE name = 'wrong'"
+                   FROM eoingest.job_definitions WHERE name = 'av_wrong'"
 
 # ---- the registry stopped mid-ingestion: retrying, then exact ----
 schema later <<'EOF'
 {"type": "record", "name": "Simple", "fields": [{"name": "id", "type": "int"}, {"name": "name", "type": "string"},
   {"name": "extra", "type": "string", "default": ""}]}
 EOF
-sql "CREATE TABLE down (id int, name text)" >/dev/null
+sql "CREATE TABLE av_down (id int, name text)" >/dev/null
 topic=avro_down_$$
 eoi-kafka create-topic "$topic" 1 >/dev/null
 produce "$topic" simple="$work/simple.avsc" --count 500 --template simple >/dev/null
-sql "SELECT eoingest.create_job(name => 'down', brokers => '$KAFKA_BROKERS', topic => '$topic', target => 'down',
+sql "SELECT eoingest.create_job(name => 'av_down', brokers => '$KAFKA_BROKERS', topic => '$topic', target => 'av_down',
        format => 'avro', schema_registry => '$reg_url', options => '$auth_options', batch_timeout_ms => 100);
-     SELECT eoingest.start_job('down')" >/dev/null
-wait_until 60 "SELECT count(*) = 500 FROM down" || true
+     SELECT eoingest.start_job('av_down')" >/dev/null
+wait_until 60 "SELECT count(*) = 500 FROM av_down" || true
 # records of a schema version the worker has not met yet, serialized while the registry is up
 produce "$topic" later="$work/later.avsc" --count 500 --start 500 --template later --dump >"$work/later.lines"
 stop_registry
 produce "$topic" <"$work/later.lines" >/dev/null
 check "with the registry down the job is retrying and says why" \
-  wait_until 60 "SELECT state = 'retrying' AND last_error LIKE '%could not read schema id%from the schema registry%' FROM eoingest.job_status WHERE name = 'down'"
-is "$(sql "SELECT count(*) FROM down")" 500 "nothing of the new version is written meanwhile"
+  wait_until 60 "SELECT state = 'retrying' AND last_error LIKE '%could not read schema id%from the schema registry%' FROM eoingest.job_status WHERE name = 'av_down'"
+is "$(sql "SELECT count(*) FROM av_down")" 500 "nothing of the new version is written meanwhile"
 start_registry
 check "once the registry is back every record is there exactly once" \
-  wait_until 90 "SELECT count(*) = 1000 AND count(DISTINCT id) = 1000 FROM down"
+  wait_until 90 "SELECT count(*) = 1000 AND count(DISTINCT id) = 1000 FROM av_down"
 
 # ---- random bytes after valid headers: each message a row or a dead letter ----
 register() {
@@ -303,48 +303,48 @@ for i in range(n):
         body = bytes([random.choice([0, 2, 4, 6, 1, 3])] * random.randint(1, 6)) + body
     print('{"hex": "%s"}' % (b"\x00" + struct.pack(">I", random.choice(ids)) + body).hex())
 EOF2
-sql "CREATE TABLE fz (LIKE av INCLUDING DEFAULTS, name text)" >/dev/null
+sql "CREATE TABLE av_fz (LIKE av INCLUDING DEFAULTS, name text)" >/dev/null
 topic=avro_fuzz_$$
 eoi-kafka create-topic "$topic" 1 >/dev/null
 produce "$topic" <"$work/fuzz.lines" >/dev/null
-sql "SELECT eoingest.create_job(name => 'fz', brokers => '$KAFKA_BROKERS', topic => '$topic', target => 'fz',
+sql "SELECT eoingest.create_job(name => 'av_fz', brokers => '$KAFKA_BROKERS', topic => '$topic', target => 'av_fz',
        format => 'avro', schema_registry => '$reg_url', options => '$auth_options', batch_size => 500);
-     SELECT eoingest.start_job('fz')" >/dev/null
-wait_until 30 "SELECT pid IS NOT NULL FROM eoingest.job_status WHERE name = 'fz'" || true
-fz_pid=$(sql "SELECT pid FROM eoingest.job_status WHERE name = 'fz'")
+     SELECT eoingest.start_job('av_fz')" >/dev/null
+wait_until 30 "SELECT pid IS NOT NULL FROM eoingest.job_status WHERE name = 'av_fz'" || true
+fz_pid=$(sql "SELECT pid FROM eoingest.job_status WHERE name = 'av_fz'")
 check "$fuzz_n random payloads: each one a row or a dead letter" \
-  wait_until 180 "SELECT (SELECT count(*) FROM fz) + (SELECT count(*) FROM eoingest.dead_letters WHERE job = 'fz') = $fuzz_n"
-is "$(sql "SELECT count(*) FROM fz WHERE id % 10 = 0 AND name = 'r' || id")" $((fuzz_n / 10)) \
+  wait_until 180 "SELECT (SELECT count(*) FROM av_fz) + (SELECT count(*) FROM eoingest.dead_letters WHERE job = 'av_fz') = $fuzz_n"
+is "$(sql "SELECT count(*) FROM av_fz WHERE id % 10 = 0 AND name = 'r' || id")" $((fuzz_n / 10)) \
   "the valid records among them are rows"
-is "$(sql "SELECT pid = $fz_pid AND state = 'running' FROM eoingest.job_status WHERE name = 'fz'")" t \
+is "$(sql "SELECT pid = $fz_pid AND state = 'running' FROM eoingest.job_status WHERE name = 'av_fz'")" t \
   "the worker neither crashed nor failed on them"
-diag "random payloads: $(sql "SELECT count(*) FROM fz") rows, $(sql "SELECT count(*) FROM eoingest.dead_letters WHERE job = 'fz'") dead letters"
+diag "random payloads: $(sql "SELECT count(*) FROM av_fz") rows, $(sql "SELECT count(*) FROM eoingest.dead_letters WHERE job = 'av_fz'") dead letters"
 
 # ---- SIGKILLs of the worker on an Avro topic ----
 total=20000
-sql "CREATE TABLE crash (id int, name text)" >/dev/null
+sql "CREATE TABLE av_crash (id int, name text)" >/dev/null
 topic=avro_crash_$$
 eoi-kafka create-topic "$topic" 4 >/dev/null
-sql "SELECT eoingest.create_job(name => 'crash', brokers => '$KAFKA_BROKERS', topic => '$topic', target => 'crash',
+sql "SELECT eoingest.create_job(name => 'av_crash', brokers => '$KAFKA_BROKERS', topic => '$topic', target => 'av_crash',
        format => 'avro', schema_registry => '$reg_url', options => '$auth_options', batch_size => 500, batch_timeout_ms => 100);
-     SELECT eoingest.start_job('crash')" >/dev/null
+     SELECT eoingest.start_job('av_crash')" >/dev/null
 killed=0
 for ((k = 0; k < 4; k++)); do
-  before=$(sql "SELECT count(*) FROM crash" 2>/dev/null || echo 0)
+  before=$(sql "SELECT count(*) FROM av_crash" 2>/dev/null || echo 0)
   produce "$topic" simple="$work/simple.avsc" --count $((total / 4)) --start $((k * total / 4)) --template simple >/dev/null
-  wait_until 60 "SELECT count(*) > $before FROM crash" || true
+  wait_until 60 "SELECT count(*) > $before FROM av_crash" || true
   sleep "0.0$((RANDOM % 10))"
-  pid=$(sql "SELECT pid FROM eoingest.job_status WHERE name = 'crash' AND pid IS NOT NULL" 2>/dev/null || true)
+  pid=$(sql "SELECT pid FROM eoingest.job_status WHERE name = 'av_crash' AND pid IS NOT NULL" 2>/dev/null || true)
   if [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null; then
     killed=$((killed + 1))
-    wait_until 120 "SELECT pid IS NOT NULL AND pid <> $pid FROM eoingest.job_status WHERE name = 'crash'" || true
+    wait_until 120 "SELECT pid IS NOT NULL AND pid <> $pid FROM eoingest.job_status WHERE name = 'av_crash'" || true
   fi
 done
-check "all $total records arrive after $killed kills" wait_until 180 "SELECT count(*) >= $total FROM crash"
+check "all $total records arrive after $killed kills" wait_until 180 "SELECT count(*) >= $total FROM av_crash"
 log_end=$(eoi-kafka watermarks "$topic" | awk '{n += $3} END {print n}')
-is "$(sql "SELECT count(*) || ' ' || count(DISTINCT id) || ' ' || (SELECT sum(next_offset) FROM eoingest.offsets WHERE job = 'crash') FROM crash")" \
+is "$(sql "SELECT count(*) || ' ' || count(DISTINCT id) || ' ' || (SELECT sum(next_offset) FROM eoingest.offsets WHERE job = 'av_crash') FROM av_crash")" \
   "$total $total $log_end" "each record exactly once, the offsets at the log end"
 
-for j in av evo tr kv bad wrong down fz crash; do sql "SELECT eoingest.drop_job('$j')" >/dev/null 2>&1 || true; done
-sql "DROP TABLE av, evo, tr, kv, bad, wrong, down, fz, crash" >/dev/null
+for j in av av_evo av_tr av_kv av_bad av_wrong av_down av_fz av_crash; do sql "SELECT eoingest.drop_job('$j')" >/dev/null 2>&1 || true; done
+sql "DROP TABLE av, av_evo, av_tr, av_kv, av_bad, av_wrong, av_down, av_fz, av_crash" >/dev/null
 done_testing
