@@ -24,7 +24,9 @@ OBJS = \
 	src/fence.o \
 	src/settings.o \
 	src/txn.o \
-	src/api.o
+	src/api.o \
+	src/avro.o \
+	src/registry.o
 
 DATA = $(wildcard sql/eoingest--*.sql)
 
@@ -32,7 +34,7 @@ REGRESS = setup api formats mappings transform upsert deadletters batchbytes ope
 REGRESS_OPTS = --use-existing
 
 PG_CPPFLAGS = -I$(srcdir)/src -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare
-SHLIB_LINK = -lrdkafka
+SHLIB_LINK = -lrdkafka -lavro -lcurl
 
 # Another librdkafka than the system's: make RDKAFKA_PREFIX=/opt/librdkafka
 # (its include/ and lib/; the library is found there at run time too).

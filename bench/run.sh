@@ -102,10 +102,11 @@ fail_loudly() {
 }
 
 # ---- servers are stopped whatever happens ----
-SAMPLER_PID='' PERF_PID='' STATES_PID=''
+SAMPLER_PID='' PERF_PID='' STATES_PID='' REGISTRY_PID=''
 cleanup() {
   local rc=$?
   if [ -n "$SAMPLER_PID" ]; then kill "$SAMPLER_PID" 2>/dev/null || true; fi
+  if [ -n "$REGISTRY_PID" ]; then kill "$REGISTRY_PID" 2>/dev/null || true; fi
   if [ -n "$PERF_PID" ]; then kill -INT "$PERF_PID" 2>/dev/null || true; fi
   if [ "$KEEP" = 0 ]; then
     bash "$REPO/test/pg.sh" stop >/dev/null 2>&1 || bash "$REPO/test/pg.sh" stop-immediate || true
@@ -245,7 +246,7 @@ preload() {
     eoi-kafka delete-topic "$topic" >/dev/null 2>&1 || true
     eoi-kafka create-topic "$topic" "$parts" >/dev/null
     log "preloading $RECORDS $fmt records into $topic ($parts partitions)"
-    bench-kafka preload "$topic" --count "$RECORDS" --size "$RECORD_BYTES" --format "$fmt"
+    bench-kafka preload "$topic" --count "$RECORDS" --size "$RECORD_BYTES" --format "$fmt" --schema-id 1
   fi
   wm=$(eoi-kafka watermarks "$topic")
   total=$(awk '{n += $3} END {print n + 0}' <<<"$wm")
@@ -256,10 +257,31 @@ preload() {
     eoi_die "topic $topic: log end offsets sum to $total, expected $RECORDS in $parts partitions from offset 0"
 }
 
+# The Avro variant's schema registry (test/tools/schema_registry.py, in memory):
+# the one schema registered in a fresh registry gets id 1, which the preloaded
+# records carry, so a topic kept from an earlier bench run stays valid.
+BENCH_REGISTRY=http://127.0.0.1:$((KAFKA_PORT + 10))
+BENCH_AVRO_SCHEMA='{"type": "record", "name": "SensorReading", "fields": [{"name": "id", "type": "string"}, {"name": "ts", "type": "long"}, {"name": "temperature", "type": "double"}]}'
+start_registry() {
+  python3 "$REPO/test/tools/schema_registry.py" "${BENCH_REGISTRY##*:}" >"$WORK/registry.log" 2>&1 &
+  REGISTRY_PID=$!
+  local deadline=$((SECONDS + 30)) id
+  until curl -s -o /dev/null "$BENCH_REGISTRY/subjects"; do
+    [ $SECONDS -lt $deadline ] || eoi_die "the schema registry did not start (see $WORK/registry.log)"
+    sleep 0.1
+  done
+  id=$(python3 -c 'import json, sys; print(json.dumps({"schema": sys.argv[1]}))' "$BENCH_AVRO_SCHEMA" |
+    curl -s -X POST -H 'Content-Type: application/vnd.schemaregistry.v1+json' -d @- \
+      "$BENCH_REGISTRY/subjects/bench-value/versions" | python3 -c 'import json, sys; print(json.load(sys.stdin)["id"])')
+  [ "$id" = 1 ] || eoi_die "the bench schema got id $id in a fresh registry, not 1"
+}
+
 prepare_data() {
   preload csv 1
   preload csv 4
   preload json 4
+  start_registry
+  preload avro 4
   ROWS_FILE=$WORK/rows_n${RECORDS}_s${RECORD_BYTES}.csv
   if [ ! -s "$ROWS_FILE" ]; then
     bench-kafka rows --count "$RECORDS" --size "$RECORD_BYTES" >"$ROWS_FILE.tmp"
@@ -443,6 +465,7 @@ eoi_once() {
   case $mode in
     upsert_*) real_mode=upsert extra=", key_columns => ARRAY['ts']" ;;
   esac
+  [ "$fmt" = avro ] && extra+=", schema_registry => '$BENCH_REGISTRY'"
   job_drop
   q "TRUNCATE $table" >/dev/null
   if [ "$conflicts" = 100 ]; then
@@ -645,6 +668,7 @@ run_eoingest() {
     eoi_variant upsert_0 csv 4 yes 10000 1
     eoi_variant upsert_100 csv 4 yes 10000 1 100
     eoi_variant exactly_once json 4 no 10000 1
+    eoi_variant exactly_once avro 4 no 10000 1
     eoi_variant exactly_once csv 1 no 10000 1
     eoi_variant exactly_once csv 4 no 10000 1 0 "$PREFETCH_B" "$PREFETCH_B_LABEL"
     return
@@ -679,6 +703,7 @@ run_eoingest() {
   for pk in "${pks[@]}"; do
     [ "$FULL" = 1 ] || [ "$pk" = no ] || continue
     for par in "${pars[@]}"; do eoi_variant exactly_once json 4 "$pk" 10000 "$par"; done
+    for par in "${pars[@]}"; do eoi_variant exactly_once avro 4 "$pk" 10000 "$par"; done
     eoi_variant exactly_once csv 1 "$pk" 10000 1
   done
 }

@@ -91,8 +91,15 @@ ALTER TABLE @extschema@.jobs ADD COLUMN envelope text NOT NULL DEFAULT 'none'
 ALTER TABLE @extschema@.jobs ADD COLUMN on_truncate text NOT NULL DEFAULT 'refuse'
     CHECK (on_truncate IN ('refuse', 'truncate'));
 
--- create_job and alter_job are created again with the four parameters above
--- at the end; EXECUTE granted on them must be granted again.
+-- Issue 15: format avro, with a Schema Registry.
+-- Jobs gain schema_registry (the registry's URLs, comma-separated).  The registry's credentials and CA certificate go in
+-- options (schema.registry.basic.auth.user.info, schema.registry.ssl.ca.pem),
+-- which eoingest reads and never hands to librdkafka.
+ALTER TABLE @extschema@.jobs ADD COLUMN schema_registry text;
+
+-- create_job and alter_job are created again with the five parameters above
+-- at the end (columns, timestamp_unit, envelope, on_truncate, schema_registry),
+-- with their COMMENTs; EXECUTE granted on them must be granted again.
 DROP FUNCTION @extschema@.create_job(text, text, text, "any", text, text, text, text, integer, integer, integer, jsonb, text, integer, text[], text, integer, integer, boolean, integer[], integer);
 CREATE FUNCTION @extschema@.create_job(
     name              text,
@@ -119,7 +126,8 @@ CREATE FUNCTION @extschema@.create_job(
     columns           text[] DEFAULT NULL,
     timestamp_unit    text DEFAULT 'auto',
     envelope          text DEFAULT 'none',
-    on_truncate       text DEFAULT 'refuse')
+    on_truncate       text DEFAULT 'refuse',
+    schema_registry   text DEFAULT NULL)
 RETURNS void
 LANGUAGE C VOLATILE
 AS 'MODULE_PATHNAME', 'eoingest_create_job';
@@ -139,7 +147,8 @@ CREATE FUNCTION @extschema@.alter_job(
     columns           text[] DEFAULT NULL,
     timestamp_unit    text DEFAULT NULL,
     envelope          text DEFAULT NULL,
-    on_truncate       text DEFAULT NULL)
+    on_truncate       text DEFAULT NULL,
+    schema_registry   text DEFAULT NULL)
 RETURNS void
 LANGUAGE C VOLATILE
 AS 'MODULE_PATHNAME', 'eoingest_alter_job';
@@ -149,3 +158,28 @@ COMMENT ON FUNCTION @extschema@.create_job IS
     'Defines a job (stopped) owned by the calling role: Kafka topic(s) into a target table or through a transform, in one of the modes exactly_once, two_phase, upsert, at_least_once, at_most_once.';
 COMMENT ON FUNCTION @extschema@.alter_job IS
     'Changes what is given of a job (NULL keeps it), checked as create_job checks a definition; a running job''s workers restart with it.';
+
+-- eoingest.batch() gains, for transforms: value_json (the value decoded as
+-- jsonb, for json and avro jobs), key_bytes and value_bytes (as they came),
+-- and header_list (every header in order, repeated names kept).  An avro
+-- job's key and value text are its records as JSON.  Created again: EXECUTE
+-- is granted to PUBLIC again below.
+DROP FUNCTION @extschema@.batch();
+CREATE FUNCTION @extschema@.batch(
+    OUT topic        text,
+    OUT "partition"  integer,
+    OUT "offset"     bigint,
+    OUT key          text,
+    OUT value        text,
+    OUT "timestamp"  timestamptz,
+    OUT headers      jsonb,
+    OUT value_json   jsonb,
+    OUT key_bytes    bytea,
+    OUT value_bytes  bytea,
+    OUT header_list  jsonb)
+RETURNS SETOF record
+LANGUAGE C VOLATILE
+AS 'MODULE_PATHNAME', 'eoingest_batch';
+GRANT EXECUTE ON FUNCTION @extschema@.batch() TO PUBLIC;
+COMMENT ON FUNCTION @extschema@.batch() IS
+    'Inside a transform only: the messages of the batch being written.';

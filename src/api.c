@@ -41,6 +41,7 @@
 #include "job.h"
 #include "kafka.h"
 #include "offsets.h"
+#include "policy.h"
 #include "positions.h"
 #include "shmem.h"
 #include "sink.h"
@@ -434,6 +435,7 @@ typedef struct JobDefinition
 	const char *timestamp_unit_s;
 	const char *envelope_s;		/* none, debezium */
 	const char *on_truncate_s;	/* debezium: refuse, truncate */
+	const char *schema_registry;	/* avro: the registry's URLs, or NULL */
 
 	/* set by check_definition */
 	EoiFormat	format;
@@ -444,6 +446,30 @@ typedef struct JobDefinition
 } JobDefinition;
 
 static void check_can_start_mode(int32 job_id, const char *name, EoiMode mode, int parallelism);
+
+/*
+ * Format avro (of values or keys) reads schemas from a registry, which the
+ * job must name; other formats have no use for one.
+ */
+static void
+check_schema_registry(JobDefinition *def)
+{
+	if (def->format != EOI_FORMAT_AVRO && def->key_format != EOI_FORMAT_AVRO)
+	{
+		if (def->schema_registry != NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("schema_registry is only used by format avro"),
+					 errhint("Leave schema_registry out, or use format => 'avro'.")));
+		return;
+	}
+	if (def->schema_registry == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("format avro needs a schema registry"),
+				 errhint("Pass schema_registry => 'http://registry:8081' (several URLs separated by commas are tried in turn).")));
+	(void) eoi_check_registry_urls(def->schema_registry);
+}
 
 /* Plan the transform with the search_path its job will run it with. */
 static void
@@ -505,6 +531,7 @@ check_definition(JobDefinition *def)
 	(void) eoi_parse_on_error(def->on_error_s);
 	def->key_format = def->key_format_s ? eoi_parse_format(def->key_format_s) : EOI_FORMAT_TEXT;
 	eoi_check_start_offset(def->start_offset);
+	check_schema_registry(def);
 
 	if (def->target == NULL && def->transform == NULL)
 		ereport(ERROR,
@@ -538,8 +565,9 @@ check_definition(JobDefinition *def)
 		/* By default a one-column key is the message key's text, else like the value. */
 		if (def->key_format_s == NULL && list_length(def->key_columns) > 1)
 		{
-			def->key_format = (def->format == EOI_FORMAT_JSON) ? EOI_FORMAT_JSON : EOI_FORMAT_CSV;
-			def->key_format_s = def->key_format == EOI_FORMAT_JSON ? "json" : "csv";
+			def->key_format = (def->format == EOI_FORMAT_JSON || def->format == EOI_FORMAT_AVRO) ?
+				def->format : EOI_FORMAT_CSV;
+			def->key_format_s = eoi_format_name(def->key_format);
 		}
 		def->key_columns = check_upsert(def->qualified_target, &mapping, def->key_format,
 										def->key_columns,
@@ -591,6 +619,9 @@ eoingest_create_job(PG_FUNCTION_ARGS)
 	bool		v04_envelope = PG_NARGS() > 24;
 	char	   *envelope_s = v04_envelope ? required_text(fcinfo, 23, "envelope") : "none";
 	char	   *on_truncate_s = v04_envelope ? required_text(fcinfo, 24, "on_truncate") : "refuse";
+	/* ... nor schema_registry (issue 15) */
+	bool		v04_registry = PG_NARGS() > 25;
+	char	   *schema_registry = v04_registry ? optional_text(fcinfo, 25) : NULL;
 	EoiSavedUser saved;
 	/* The transform's names resolve as they do for the caller now. */
 	const char *search_path = pstrdup(GetConfigOption("search_path", false, false));
@@ -617,6 +648,7 @@ eoingest_create_job(PG_FUNCTION_ARGS)
 	def.timestamp_unit_s = timestamp_unit_s;
 	def.envelope_s = envelope_s;
 	def.on_truncate_s = on_truncate_s;
+	def.schema_registry = schema_registry;
 	check_definition(&def);
 	qualified_target = (char *) def.qualified_target;
 	key_columns = def.key_columns;
@@ -631,12 +663,12 @@ eoingest_create_job(PG_FUNCTION_ARGS)
 				 errmsg("eoingest job \"%s\" already exists", name),
 				 errhint("Choose another name, or drop the existing job with eoingest.drop_job('%s').", name)));
 	{
-		Oid			types[27] = {TEXTOID, OIDOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
+		Oid			types[28] = {TEXTOID, OIDOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
 			TEXTOID, TEXTOID, INT4OID, INT4OID, INT4OID, JSONBOID, TEXTOID, INT4OID,
 			TEXTARRAYOID, TEXTOID, INT4OID, TEXTOID, INT4OID, BOOLOID, INT4ARRAYOID, INT4OID,
-		TEXTARRAYOID, TEXTOID, TEXTOID, TEXTOID};
-		Datum		args[27];
-		char		nulls[27];
+		TEXTARRAYOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID};
+		Datum		args[28];
+		char		nulls[28];
 		/* Called through the 0.1 definition, there is no commit_to_kafka. */
 		bool		v02 = PG_NARGS() > 18;
 
@@ -682,19 +714,23 @@ eoingest_create_job(PG_FUNCTION_ARGS)
 		args[24] = CStringGetTextDatum(timestamp_unit_s);
 		args[25] = CStringGetTextDatum(envelope_s);
 		args[26] = CStringGetTextDatum(on_truncate_s);
+		args[27] = schema_registry ? CStringGetTextDatum(schema_registry) : (Datum) 0;
+		nulls[27] = schema_registry ? ' ' : 'n';
 
 		if (SPI_execute_with_args(psprintf("INSERT INTO eoingest.jobs (name, owner, brokers, topic, target,"
 										   " format, mode, transform, start_offset, batch_size, batch_timeout_ms,"
 										   " parallelism, options, on_error, search_path, checkpoint_interval_ms,"
-										   " key_columns, key_format, offset_commit_interval_ms, max_message_bytes%s%s%s%s)"
+										   " key_columns, key_format, offset_commit_interval_ms, max_message_bytes%s%s%s%s%s)"
 										   " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $19, $14, $15,"
-										   "         $16, $17, $18, $20%s%s%s%s)",
+										   "         $16, $17, $18, $20%s%s%s%s%s)",
 										   v02 ? ", commit_to_kafka, partitions" : "", v03 ? ", batch_max_bytes" : "",
 										   v04 ? ", columns, timestamp_unit" : "",
 										   v04_envelope ? ", envelope, on_truncate" : "",
+										   v04_registry ? ", schema_registry" : "",
 										   v02 ? ", $21, $22" : "", v03 ? ", $23" : "", v04 ? ", $24, $25" : "",
-										   v04_envelope ? ", $26, $27" : ""),
-								  v04_envelope ? 27 : v04 ? 25 : v03 ? 23 : v02 ? 22 : 20, types, args, nulls, false, 0) != SPI_OK_INSERT)
+										   v04_envelope ? ", $26, $27" : "", v04_registry ? ", $28" : ""),
+								  v04_registry ? 28 : v04_envelope ? 27 : v04 ? 25 : v03 ? 23 : v02 ? 22 : 20,
+								  types, args, nulls, false, 0) != SPI_OK_INSERT)
 			elog(ERROR, "could not insert into eoingest.jobs");
 	}
 	SPI_finish();
@@ -1179,6 +1215,7 @@ stored_definition(const EoiJob *job)
 	def.timestamp_unit_s = eoi_timestamp_unit_name(job->timestamp_unit);
 	def.envelope_s = eoi_envelope_name(job->envelope);
 	def.on_truncate_s = job->cdc_truncate ? "truncate" : "refuse";
+	def.schema_registry = job->schema_registry;
 	return def;
 }
 
@@ -1202,10 +1239,10 @@ eoingest_alter_job(PG_FUNCTION_ARGS)
 	EoiJob	   *job;
 	JobDefinition def;
 	StringInfoData sql;
-	Datum		args[15];
-	Oid			types[15] = {TEXTOID, INT4OID, INT4OID, JSONBOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
-	TEXTOID, TEXTARRAYOID, INT4OID, TEXTARRAYOID, TEXTOID, TEXTOID, TEXTOID};
-	char		nulls[15] = "               ";
+	Datum		args[16];
+	Oid			types[16] = {TEXTOID, INT4OID, INT4OID, JSONBOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
+	TEXTOID, TEXTARRAYOID, INT4OID, TEXTARRAYOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID};
+	char		nulls[16] = "                ";
 	/* envelope and on_truncate (issue 16), where the definition has them */
 	bool		has_envelope = PG_NARGS() > 12;
 	/* Called through an older definition, there is no batch_max_bytes. */
@@ -1213,6 +1250,8 @@ eoingest_alter_job(PG_FUNCTION_ARGS)
 	/* ... nor columns, nor timestamp_unit (argument 10) */
 	bool		has_columns = PG_NARGS() > 9 && !PG_ARGISNULL(9);
 	bool		has_timestamp_unit = PG_NARGS() > 10 && !PG_ARGISNULL(10);
+	/* schema_registry (issue 15): the last parameter */
+	bool		has_schema_registry = PG_NARGS() > 13 && !PG_ARGISNULL(13);
 	EoiSavedUser saved;
 	Oid			caller;
 	int			sec_context;
@@ -1267,6 +1306,8 @@ eoingest_alter_job(PG_FUNCTION_ARGS)
 		if (strcmp(def.mode_s, "upsert") == 0 && job->mode != EOI_MODE_UPSERT)
 			def.key_format_s = NULL;
 	}
+	if (has_schema_registry)
+		def.schema_registry = text_to_cstring(PG_GETARG_TEXT_PP(13));
 
 	if (has_envelope && !PG_ARGISNULL(11))
 	{
@@ -1304,6 +1345,8 @@ eoingest_alter_job(PG_FUNCTION_ARGS)
 	args[12] = CStringGetTextDatum(def.timestamp_unit_s);
 	args[13] = CStringGetTextDatum(def.envelope_s);
 	args[14] = CStringGetTextDatum(def.on_truncate_s);
+	nulls[15] = has_schema_registry ? ' ' : 'n';
+	args[15] = has_schema_registry ? PG_GETARG_DATUM(13) : (Datum) 0;
 
 	initStringInfo(&sql);
 	appendStringInfoString(&sql,
@@ -1322,12 +1365,13 @@ eoingest_alter_job(PG_FUNCTION_ARGS)
 						   " timestamp_unit = $13,"
 						   " envelope = $14,"
 						   " on_truncate = $15,"
+						   " schema_registry = coalesce($16, schema_registry),"
 						   " config_version = config_version + 1"
 						   " WHERE name = $1");
 	eoi_become_extension_owner(&saved);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute_with_args(sql.data, 15, types, args, nulls, false, 0) != SPI_OK_UPDATE)
+	if (SPI_execute_with_args(sql.data, 16, types, args, nulls, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not update eoingest.jobs");
 	SPI_finish();
 	eoi_restore_user(&saved);

@@ -5,7 +5,10 @@
  *	  set-returning function through which a transform reads it.
  *
  * eoingest.batch() materializes the batch into a tuplestore: no temporary
- * table is involved, so a two_phase batch can still be prepared.
+ * table is involved, so a two_phase batch can still be prepared.  Since 0.4
+ * it also gives the value decoded as jsonb (json and avro jobs), the key and
+ * value as bytea, and every header in order; an avro job's key and value
+ * text are the records as JSON.
  *
  *-------------------------------------------------------------------------
  */
@@ -21,6 +24,7 @@
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
 
+#include "avro.h"
 #include "batch.h"
 
 PG_FUNCTION_INFO_V1(eoingest_batch);
@@ -207,6 +211,73 @@ headers_as_jsonb(rd_kafka_message_t *msg, bool *isnull)
 	return DirectFunctionCall1(jsonb_in, CStringGetDatum(buf.data));
 }
 
+/* Every header, in order, repeated names kept: [{"name": ..., "value": ...}, ...]. */
+static Datum
+header_list_jsonb(rd_kafka_message_t *msg, bool *isnull)
+{
+	rd_kafka_headers_t *hdrs;
+	StringInfoData buf;
+	const char *name;
+	const void *value;
+	size_t		size;
+
+	*isnull = true;
+	if (msg->_private == NULL ||
+		rd_kafka_message_headers(msg, &hdrs) != RD_KAFKA_RESP_ERR_NO_ERROR)
+		return (Datum) 0;
+	initStringInfo(&buf);
+	appendStringInfoChar(&buf, '[');
+	for (size_t i = 0; rd_kafka_header_get_all(hdrs, i, &name, &value, &size) == RD_KAFKA_RESP_ERR_NO_ERROR; i++)
+	{
+		if (i > 0)
+			appendStringInfoString(&buf, ", ");
+		(void) pg_verifymbstr(name, (int) strlen(name), false);
+		appendStringInfoString(&buf, "{\"name\": ");
+		escape_json(&buf, name);
+		appendStringInfoString(&buf, ", \"value\": ");
+		if (value == NULL)
+			appendStringInfoString(&buf, "null");
+		else
+		{
+			(void) pg_verifymbstr(value, (int) size, false);
+			escape_json(&buf, pnstrdup(value, size));
+		}
+		appendStringInfoChar(&buf, '}');
+	}
+	appendStringInfoChar(&buf, ']');
+	*isnull = false;
+	return DirectFunctionCall1(jsonb_in, CStringGetDatum(buf.data));
+}
+
+static Datum
+bytes_as_bytea(const void *data, size_t len, bool *isnull)
+{
+	bytea	   *b;
+
+	*isnull = (data == NULL);
+	if (data == NULL)
+		return (Datum) 0;
+	b = palloc(VARHDRSZ + len);
+	SET_VARSIZE(b, VARHDRSZ + len);
+	memcpy(VARDATA(b), data, len);
+	return PointerGetDatum(b);
+}
+
+/*
+ * A key or value as text: as it is, or, for avro, the record as JSON
+ * (whose text is kept in *json for value_json).
+ */
+static Datum
+message_text(EoiFormat format, const void *data, size_t len, bool *isnull, char **json)
+{
+	*json = NULL;
+	if (data == NULL || format != EOI_FORMAT_AVRO)
+		return bytes_as_text(data, len, isnull);
+	*isnull = false;
+	*json = eoi_avro_json(data, len);
+	return CStringGetTextDatum(*json);
+}
+
 Datum
 eoingest_batch(PG_FUNCTION_ARGS)
 {
@@ -224,16 +295,31 @@ eoingest_batch(PG_FUNCTION_ARGS)
 	for (int i = 0; i < batch->n; i++)
 	{
 		rd_kafka_message_t *msg = batch->messages[i];
-		Datum		values[7];
-		bool		nulls[7] = {false};
+		Datum		values[11];
+		bool		nulls[11] = {false};
+		char	   *key_json;
+		char	   *value_json;
 
 		values[0] = CStringGetTextDatum(eoi_message_topic(batch, i));
 		values[1] = Int32GetDatum(msg->partition);
 		values[2] = Int64GetDatum(msg->offset);
-		values[3] = bytes_as_text(msg->key, msg->key_len, &nulls[3]);
-		values[4] = bytes_as_text(msg->payload, msg->len, &nulls[4]);
+		values[3] = message_text(batch->key_format, msg->key, msg->key_len, &nulls[3], &key_json);
+		values[4] = message_text(batch->format, msg->payload, msg->len, &nulls[4], &value_json);
 		values[5] = eoi_message_timestamp(msg, &nulls[5]);
 		values[6] = headers_as_jsonb(msg, &nulls[6]);
+		/* the 0.1 to 0.3 definitions end here */
+		if (tupdesc->natts >= 11)
+		{
+			nulls[7] = true;
+			if (value_json != NULL)
+				values[7] = DirectFunctionCall1(jsonb_in, CStringGetDatum(value_json));
+			else if (batch->format == EOI_FORMAT_JSON && !nulls[4])
+				values[7] = DirectFunctionCall1(jsonb_in, CStringGetDatum(TextDatumGetCString(values[4])));
+			nulls[7] = (value_json == NULL && (batch->format != EOI_FORMAT_JSON || nulls[4]));
+			values[8] = bytes_as_bytea(msg->key, msg->key_len, &nulls[8]);
+			values[9] = bytes_as_bytea(msg->payload, msg->len, &nulls[9]);
+			values[10] = header_list_jsonb(msg, &nulls[10]);
+		}
 		tuplestore_putvalues(store, tupdesc, values, nulls);
 	}
 	return (Datum) 0;

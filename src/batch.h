@@ -22,6 +22,8 @@ typedef struct EoiBatch
 	rd_kafka_message_t **messages;
 	int			n;
 	const char **topics;		/* messages rebuilt from dead letters: their topics */
+	EoiFormat	format;			/* for eoingest.batch(): how values decode */
+	EoiFormat	key_format;		/* and keys */
 } EoiBatch;
 
 /* The batch a transform may read through eoingest.batch(); NULL otherwise. */

@@ -40,6 +40,7 @@
 #include "utils/memutils.h"
 #include "utils/rel.h"
 
+#include "avro.h"
 #include "decode.h"
 
 /* decode_json's view of one column in the message being decoded. */
@@ -218,6 +219,7 @@ prepare_json_columns(EoiColumns *cols, Relation rel, EState *estate)
 {
 	cols->defaults = palloc0(sizeof(ExprState *) * Max(cols->ncolumns, 1));
 	cols->outfuncs = palloc0(sizeof(FmgrInfo) * Max(cols->ncolumns, 1));
+	cols->typids = palloc0(sizeof(Oid) * Max(cols->ncolumns, 1));
 	cols->json = palloc0(sizeof(EoiJsonColumn) * Max(cols->ncolumns, 1));
 	cols->json_slots = palloc0(sizeof(EoiJsonSlot) * Max(cols->ncolumns, 1));
 	cols->json_text = makeStringInfo();
@@ -236,6 +238,7 @@ prepare_json_columns(EoiColumns *cols, Relation rel, EState *estate)
 				cols->json[c].fold_case = false;
 		getTypeOutputInfo(att->atttypid, &outfunc, &isvarlena);
 		fmgr_info(outfunc, &cols->outfuncs[c]);
+		cols->typids[c] = att->atttypid;
 		if (estate != NULL && !cols->is_key)
 		{
 			Node	   *expr = build_column_default(rel, att->attnum);
@@ -276,7 +279,7 @@ eoi_columns_for(Relation rel, const EoiMapping *mapping, EState *estate)
 				 errmsg("target \"%s\" has no column to insert into",
 						RelationGetRelationName(rel))));
 
-	if (mapping->format == EOI_FORMAT_JSON)
+	if (mapping->format == EOI_FORMAT_JSON || mapping->format == EOI_FORMAT_AVRO)
 		prepare_json_columns(cols, rel, estate);
 	return cols;
 }
@@ -708,6 +711,14 @@ eoi_decode_message(EoiColumns *cols, const char *value, size_t len, EoiRowWriter
 	MemoryContext old = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
 	bool		row = true;
 
+	if (cols->format == EOI_FORMAT_AVRO)
+	{
+		/* binary: avro.c checks each string it finds */
+		eoi_avro_decode(cols, value, len, writer, econtext);
+		writer->end_row(writer);
+		MemoryContextSwitchTo(old);
+		return true;
+	}
 	(void) pg_verifymbstr(value, (int) len, false);
 
 	switch (cols->format)
@@ -721,6 +732,8 @@ eoi_decode_message(EoiColumns *cols, const char *value, size_t len, EoiRowWriter
 		case EOI_FORMAT_JSON:
 			decode_json(cols, value, len, writer, econtext);
 			break;
+		case EOI_FORMAT_AVRO:
+			break;				/* above */
 	}
 	if (row)
 		writer->end_row(writer);

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * decode.h
- *	  Turning Kafka message values (text, csv, json) into rows of the target
+ *	  Turning Kafka message values (text, csv, json, avro) into rows of the target
  *	  table, written as COPY text-format lines: one message, one line.
  *
  *-------------------------------------------------------------------------
@@ -36,8 +36,10 @@ typedef struct EoiColumns
 	char	  **colnames;
 	Oid			relid;			/* the target, for reports */
 	const char *relname;
-	ExprState **defaults;		/* json: evaluated for an absent key, or NULL */
-	FmgrInfo   *outfuncs;		/* json: to print a default */
+	ExprState **defaults;		/* json, avro: evaluated for an absent key, or NULL */
+	FmgrInfo   *outfuncs;		/* json, avro: to print a default */
+	Oid		   *typids;			/* json, avro: the columns' types */
+	void	   *avro;			/* avro: avro.c's state */
 	bool		is_key;			/* decodes message keys (upsert tombstones) */
 	EoiJsonColumn *json;		/* json: how each column reads values */
 	List	   *generated;		/* json: names of GENERATED ALWAYS identity columns */

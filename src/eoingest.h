@@ -40,7 +40,8 @@ typedef enum EoiFormat
 {
 	EOI_FORMAT_TEXT,
 	EOI_FORMAT_CSV,
-	EOI_FORMAT_JSON
+	EOI_FORMAT_JSON,
+	EOI_FORMAT_AVRO				/* Confluent wire format, Schema Registry */
 } EoiFormat;
 
 /* How format json reads a number for a timestamptz, timestamp or date column. */
@@ -94,6 +95,7 @@ typedef struct EoiJob
 	bool		commit_to_kafka;	/* also commit offsets to Kafka, for monitoring */
 	List	   *partitions;		/* NIL for all, else the int partitions owned */
 	Jsonb	   *options;		/* librdkafka properties */
+	char	   *schema_registry;	/* avro: registry URLs, comma-separated */
 	EoiOnError	on_error;
 	char	   *search_path;
 	char	   *state;

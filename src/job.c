@@ -35,6 +35,7 @@ static const char *const format_names[] = {
 	[EOI_FORMAT_TEXT] = "text",
 	[EOI_FORMAT_CSV] = "csv",
 	[EOI_FORMAT_JSON] = "json",
+	[EOI_FORMAT_AVRO] = "avro",
 };
 
 static const char *const on_error_names[] = {
@@ -99,7 +100,7 @@ eoi_parse_format(const char *format)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("unknown format \"%s\"", format),
-				 errhint("Choose one of text, csv, json.")));
+				 errhint("Choose one of text, csv, json, avro.")));
 	return (EoiFormat) i;
 }
 
@@ -341,7 +342,7 @@ job_load(const char *where, Oid argtype, Datum arg)
 				   "       parallelism, options, on_error, search_path, state, checkpoint_interval_ms,"
 				   "       key_columns, key_format, offset_commit_interval_ms, max_message_bytes,"
 				   "       commit_to_kafka, partitions, config_version, batch_max_bytes,"
-				   "       columns, timestamp_unit, envelope, on_truncate"
+				   "       columns, timestamp_unit, envelope, on_truncate, schema_registry"
 				   "  FROM eoingest.jobs WHERE %s", where);
 	ret = SPI_execute_with_args(sql, 1, argtypes, args, NULL, true, 1);
 	if (ret != SPI_OK_SELECT)
@@ -421,6 +422,7 @@ job_load(const char *where, Oid argtype, Datum arg)
 		job->timestamp_unit = eoi_parse_timestamp_unit(text_column(tup, desc, 28, cxt));
 		job->envelope = eoi_parse_envelope(text_column(tup, desc, 29, cxt));
 		job->cdc_truncate = eoi_parse_on_truncate(text_column(tup, desc, 30, cxt));
+		job->schema_registry = text_column(tup, desc, 31, cxt);
 	}
 	SPI_finish();
 	eoi_restore_user(&saved);

@@ -90,7 +90,8 @@ eoi_kafka_property_is_secret(const char *name)
 	return strstr(name, "password") != NULL || strstr(name, "secret") != NULL ||
 		strncmp(name, "sasl.oauthbearer.", 17) == 0 || strcmp(name, "sasl.username") == 0 ||
 		strcmp(name, "ssl.key.pem") == 0 || strcmp(name, "ssl_key") == 0 ||
-		strcmp(name, "ssl.keystore.password") == 0;
+		strcmp(name, "ssl.keystore.password") == 0 ||
+		strcmp(name, "schema.registry.basic.auth.user.info") == 0;
 }
 
 static void
@@ -132,7 +133,7 @@ apply_options(rd_kafka_conf_t *conf, Jsonb *options)
 	{
 		if (tok == WJB_KEY)
 			name = pnstrdup(v.val.string.val, v.val.string.len);
-		else if (tok == WJB_VALUE)
+		else if (tok == WJB_VALUE && !eoi_property_is_eoingest(name))
 		{
 			char	   *value = eoi_option_value_text(&v);
 

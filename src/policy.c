@@ -177,6 +177,13 @@ static const PropertyClass property_classes[] = {
 	{"sasl.password", EOI_PROP_ANY},
 	{"sasl.username", EOI_PROP_ANY},
 
+	/*
+	 * The Schema Registry (format avro): eoingest's own client reads these,
+	 * librdkafka never sees them.  Credentials and inline PEM only.
+	 */
+	{"schema.registry.basic.auth.user.info", EOI_PROP_EOINGEST},
+	{"schema.registry.ssl.ca.pem", EOI_PROP_EOINGEST},
+
 	/* Kerberos: librdkafka runs kinit, with these in its command line */
 	{"sasl.kerberos.keytab", EOI_PROP_EXECUTE | EOI_PROP_READ},
 	{"sasl.kerberos.kinit.cmd", EOI_PROP_EXECUTE},
@@ -197,6 +204,13 @@ eoi_property_class(const char *name)
 		if (strcmp(property_classes[i].name, name) == 0)
 			return property_classes[i].needs;
 	return EOI_PROP_SUPERUSER;
+}
+
+/* Is `name` one of eoingest's own options, which librdkafka must not get? */
+bool
+eoi_property_is_eoingest(const char *name)
+{
+	return (eoi_property_class(name) & EOI_PROP_EOINGEST) != 0;
 }
 
 static void
@@ -565,4 +579,61 @@ eoi_allowed_brokers_check_hook(char **newval, void **extra, GucSource source)
 	}
 	list_free(patterns);
 	return true;
+}
+
+/*
+ * schema_registry: one URL or several, comma-separated, each http:// or
+ * https:// (libcurl would read file:// and more), to a host
+ * eoingest.allowed_brokers allows when it is set, as the brokers are
+ * checked.  The registry's answers never reach an error message, so an
+ * empty setting allows any host, as it does for brokers.  Credentials
+ * belong in options (schema.registry.basic.auth.user.info), not in the
+ * URL, where job_definitions would show them.  Returns the URLs, without
+ * a final slash.
+ */
+List *
+eoi_check_registry_urls(const char *urls)
+{
+	List	   *entries = split_list(urls);
+	List	   *result = NIL;
+	ListCell   *lc;
+
+	if (entries == NIL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("schema_registry names no URL"),
+				 errhint("Pass the registry's URL, such as 'http://registry:8081', or several separated by commas.")));
+	foreach(lc, entries)
+	{
+		char	   *url = lfirst(lc);
+		bool		https = pg_strncasecmp(url, "https://", 8) == 0;
+		const char *rest;
+		const char *slash;
+		char	   *hostport;
+		char	   *host;
+		int			port;
+
+		if (!https && pg_strncasecmp(url, "http://", 7) != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("schema_registry URL \"%s\" is not an http:// or https:// URL", url)));
+		rest = url + (https ? 8 : 7);
+		slash = strpbrk(rest, "/?#");
+		hostport = pnstrdup(rest, slash ? slash - rest : strlen(rest));
+		if (strchr(hostport, '@') != NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("schema_registry URLs must not contain credentials"),
+					 errhint("Put them in options as schema.registry.basic.auth.user.info ('user:password'), which only the job's owner can read.")));
+		if (!split_host_port(hostport, &host, &port))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("schema_registry URL \"%s\" has no valid host and port", url)));
+		if (allowed_brokers_set() && !broker_allowed(host, port < 0 ? (https ? 443 : 80) : port))
+			refuse_host("Schema registry", url);
+		while (strlen(url) > 0 && url[strlen(url) - 1] == '/')
+			url[strlen(url) - 1] = '\0';
+		result = lappend(result, url);
+	}
+	return result;
 }

@@ -22,6 +22,7 @@
 #define EOI_PROP_EXECUTE	0x02	/* runs a program: pg_execute_server_program */
 #define EOI_PROP_SUPERUSER	0x04	/* loads code, or not known to be safe */
 #define EOI_PROP_MANAGED	0x08	/* set by eoingest itself: nobody may */
+#define EOI_PROP_EOINGEST	0x10	/* read by eoingest, never given to librdkafka */
 
 /* GUC eoingest.allowed_brokers (eoingest.c defines it). */
 extern char *eoingest_allowed_brokers;
@@ -30,6 +31,8 @@ extern int	eoi_property_class(const char *name);
 extern char *eoi_option_value_text(JsonbValue *v);
 extern void eoi_check_options_allowed(Jsonb *options, Oid owner);
 extern void eoi_check_brokers_allowed(const char *brokers);
+extern bool eoi_property_is_eoingest(const char *name);
+extern List *eoi_check_registry_urls(const char *urls);
 extern bool eoi_allowed_brokers_check_hook(char **newval, void **extra, GucSource source);
 
 #endif

@@ -37,6 +37,7 @@
 #include "utils/rel.h"
 #include "utils/rls.h"
 
+#include "avro.h"
 #include "cdc.h"
 #include "deadletter.h"
 #include "decode.h"
@@ -505,6 +506,8 @@ run_transform(const EoiJob *job, EoiBatch *batch)
 			elog(ERROR, "could not keep the transform's plan");
 		plan_job = job->id;
 	}
+	batch->format = job->format;
+	batch->key_format = job->key_format;
 	eoi_current_batch = batch;
 	ret = SPI_execute_plan(plan, NULL, NULL, false, 0);
 	eoi_current_batch = NULL;
@@ -547,6 +550,7 @@ uint64
 eoi_sink_write(const EoiJob *job, EoiBatch *batch)
 {
 	check_sizes(job, batch);
+	eoi_avro_use_job(job);
 	if (job->transform != NULL)
 		return run_transform(job, batch);
 	if (job->envelope == EOI_ENVELOPE_DEBEZIUM)

@@ -4,7 +4,7 @@ set -euo pipefail
 
 PKGS=(
   postgresql-15 postgresql-server-dev-15 postgresql-15-pgtap
-  librdkafka-dev kcat
+  librdkafka-dev kcat libavro-dev
   # test/rdkafka.sh: what librdkafka's own build uses of the build
   # dependencies Debian's source package lists
   pkg-config libssl-dev libsasl2-dev zlib1g-dev libzstd-dev liblz4-dev libcurl4-openssl-dev

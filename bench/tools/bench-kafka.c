@@ -2,7 +2,7 @@
  * bench-kafka: the benchmark's record generator and producer (librdkafka).
  *
  *   bench-kafka [-b BROKERS] rows    --count N [--size B]
- *   bench-kafka [-b BROKERS] preload TOPIC --count N [--size B] [--format csv|json]
+ *   bench-kafka [-b BROKERS] preload TOPIC --count N [--size B] [--format csv|json|avro] [--schema-id ID]
  *   bench-kafka [-b BROKERS] paced   TOPIC --rate R --seconds S [--size B]
  *
  * rows:    prints the N records as CSV lines on stdout (the file for COPY).
@@ -16,6 +16,9 @@
  * padded with 'x' so that the CSV line is B bytes (default 100) whatever i.
  * The json variant carries the same three values (the same row), so it is
  * about 35 bytes longer:  {"id":"sensor_<i>_xxx…","ts":<i>,"temperature":<i*0.5>}
+ * The avro variant is the same row in Confluent's wire format: magic 0, the
+ * schema id (--schema-id, of the record {id: string, ts: long, temperature:
+ * double} in the registry), then the Avro binary encoding.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -63,6 +66,44 @@ epoch_us(void)
 	return (int64_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
+static int	schema_id = 1;
+
+/* Avro's zig-zag varint of v at p; returns the bytes written. */
+static int
+avro_long(unsigned char *p, long long v)
+{
+	unsigned long long z = ((unsigned long long) v << 1) ^ (unsigned long long) (v >> 63);
+	int			n = 0;
+
+	while (z >= 0x80)
+	{
+		p[n++] = (unsigned char) (z | 0x80);
+		z >>= 7;
+	}
+	p[n++] = (unsigned char) z;
+	return n;
+}
+
+/* The record in Confluent's wire format (format 2, avro). */
+static int
+format_avro(char *buf, const char *id, int idlen, long long ts, double temperature)
+{
+	unsigned char *p = (unsigned char *) buf;
+	int			n = 0;
+
+	p[n++] = 0;
+	p[n++] = (unsigned char) (schema_id >> 24);
+	p[n++] = (unsigned char) (schema_id >> 16);
+	p[n++] = (unsigned char) (schema_id >> 8);
+	p[n++] = (unsigned char) schema_id;
+	n += avro_long(p + n, idlen);
+	memcpy(p + n, id, (size_t) idlen);
+	n += idlen;
+	n += avro_long(p + n, ts);
+	memcpy(p + n, &temperature, 8);	/* little-endian, as Avro's double */
+	return n + 8;
+}
+
 /* The id of record i, padded so that the CSV line has `size` bytes. */
 static int
 format_record(char *buf, size_t cap, int json, long long i, long long ts, int size)
@@ -84,6 +125,12 @@ format_record(char *buf, size_t cap, int json, long long i, long long ts, int si
 		memset(id + idlen, 'x', (size_t) pad);
 		idlen += pad;
 		id[idlen] = '\0';
+	}
+	if (json == 2)
+	{
+		if (cap < (size_t) idlen + 32)
+			die("record size %d too large", size);
+		return format_avro(buf, id, idlen, ts, (double) i * 0.5);
 	}
 	if (!json)
 		return snprintf(buf, cap, "%s%s", id, tail);
@@ -214,7 +261,7 @@ usage(void)
 {
 	fprintf(stderr,
 			"usage: bench-kafka [-b BROKERS] rows --count N [--size B]\n"
-			"       bench-kafka [-b BROKERS] preload TOPIC --count N [--size B] [--format csv|json]\n"
+			"       bench-kafka [-b BROKERS] preload TOPIC --count N [--size B] [--format csv|json|avro] [--schema-id ID]\n"
 			"       bench-kafka [-b BROKERS] paced TOPIC --rate R --seconds S [--size B]\n");
 	exit(2);
 }
@@ -253,9 +300,13 @@ main(int argc, char **argv)
 			i++;
 			if (strcmp(argv[i], "json") == 0)
 				json = 1;
+			else if (strcmp(argv[i], "avro") == 0)
+				json = 2;
 			else if (strcmp(argv[i], "csv") != 0)
 				die("unknown format '%s'", argv[i]);
 		}
+		else if (strcmp(argv[i], "--schema-id") == 0 && i + 1 < argc)
+			schema_id = (int) num(argv[++i], "schema id");
 		else if (argv[i][0] != '-' && topic == NULL)
 			topic = argv[i];
 		else

@@ -1,0 +1,1135 @@
+/*-------------------------------------------------------------------------
+ *
+ * avro.c
+ *	  Format avro: Confluent's wire format, decoded with Avro C.
+ *
+ * A message is byte 0 = magic 0x00, bytes 1-4 = the schema's id in the
+ * registry (big-endian), then the Avro binary encoding of one datum, with
+ * no container header; or magic 0x01 with a 16-byte schema GUID instead of
+ * the id.  The writer's schema comes from the registry (registry.c) the
+ * first time an id is met, and is kept for the worker's life: schemas are
+ * immutable by id.  Records are decoded with the writer's schema, and
+ * their fields fill the target's columns by name, as format json maps an
+ * object's keys: a field that is absent takes the column's default, other
+ * fields are ignored.  So records written with different versions of a
+ * schema land in one batch, and Avro C's schema resolution (which cannot
+ * fill a reader's defaults) is not needed.
+ *
+ * Avro C knows no logical types: the schema's JSON is read here for
+ * logicalType, precision and scale, into a tree (AvroType) that parallels
+ * Avro C's schema.  Each field becomes the text of a COPY field: the sink
+ * parses the text with the column type's input function, as for the other
+ * formats.  Strings are checked for the database encoding (and NUL bytes)
+ * here, since a binary message cannot be checked as a whole.
+ *
+ * Every fault of a record (a bad header, an unknown schema, bytes that do
+ * not decode, a value out of range) is a record error (class 22): it goes
+ * to the dead letters with the schema id in its message.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <avro/errors.h>
+#include <avro/generic.h>
+#include <avro/io.h>
+#include <avro/schema.h>
+#include <avro/value.h>
+
+#include "catalog/pg_type.h"
+#include "common/int.h"
+#include "datatype/timestamp.h"
+#include "mb/pg_wchar.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/date.h"
+#include "utils/hsearch.h"
+#include "utils/json.h"
+#include "utils/jsonb.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+
+#include "avro.h"
+#include "registry.h"
+
+/* Logical types, as the schema's JSON names them. */
+typedef enum Logical
+{
+	L_NONE,
+	L_DECIMAL,
+	L_DATE,
+	L_TIME_MILLIS,
+	L_TIME_MICROS,
+	L_TIMESTAMP_MILLIS,
+	L_TIMESTAMP_MICROS,
+	L_TIMESTAMP_NANOS,
+	L_LOCAL_TIMESTAMP_MILLIS,
+	L_LOCAL_TIMESTAMP_MICROS,
+	L_LOCAL_TIMESTAMP_NANOS,
+	L_UUID,
+	L_DURATION
+} Logical;
+
+/* A node of the writer's schema, with what Avro C does not keep. */
+typedef struct AvroType
+{
+	avro_schema_t schema;		/* Avro C's node, links resolved */
+	avro_type_t kind;
+	Logical		logical;
+	int			scale;			/* decimal */
+	int			nchildren;		/* record fields, union branches, items, values */
+	struct AvroType **children;
+} AvroType;
+
+/* A schema of the registry, by the path it was read from. */
+#define SCHEMA_KEY_LEN 64
+/* How long "not in the registry" is believed before it is asked again. */
+#define NOT_FOUND_TTL_MS 10000
+
+typedef struct SchemaEntry
+{
+	char		key[SCHEMA_KEY_LEN];	/* "/schemas/ids/42" */
+	bool		ready;			/* schema, iface, value and type are set */
+	char	   *error;			/* a record error of this schema, or NULL */
+	bool		error_expires;	/* not found: ask again after a while */
+	TimestampTz error_at;
+	avro_schema_t schema;
+	avro_value_iface_t *iface;
+	avro_value_t value;			/* reused for every record of the schema */
+	AvroType   *type;
+	MemoryContext cxt;			/* the type tree */
+} SchemaEntry;
+
+static HTAB *schemas = NULL;
+static uint64 schemas_generation = 0;
+static avro_reader_t reader = NULL;
+
+/* ---- the cache ---- */
+
+static void
+drop_schemas(void)
+{
+	HASH_SEQ_STATUS seq;
+	SchemaEntry *e;
+
+	if (schemas == NULL)
+		return;
+	hash_seq_init(&seq, schemas);
+	while ((e = hash_seq_search(&seq)) != NULL)
+	{
+		if (e->ready)
+		{
+			avro_value_decref(&e->value);
+			avro_value_iface_decref(e->iface);
+			avro_schema_decref(e->schema);
+		}
+		if (e->cxt)
+			MemoryContextDelete(e->cxt);
+		if (e->error)
+			pfree(e->error);
+	}
+	hash_destroy(schemas);
+	schemas = NULL;
+}
+
+void
+eoi_avro_use_job(const EoiJob *job)
+{
+	uint64		generation;
+
+	if (job->format != EOI_FORMAT_AVRO && job->key_format != EOI_FORMAT_AVRO)
+		return;
+	generation = eoi_registry_configure(job->schema_registry, job->options);
+	if (generation != schemas_generation)
+	{
+		drop_schemas();
+		schemas_generation = generation;
+	}
+}
+
+/* ---- the schema's JSON, for logical types ---- */
+
+static bool
+json_key(JsonbValue *obj, const char *key, JsonbValue *out)
+{
+	if (obj == NULL || obj->type != jbvBinary || !JsonContainerIsObject(obj->val.binary.data))
+		return false;
+	return getKeyJsonValueFromContainer(obj->val.binary.data, key, strlen(key), out) != NULL;
+}
+
+static bool
+json_elem(JsonbValue *arr, int i, JsonbValue *out)
+{
+	JsonbValue *v;
+
+	if (arr == NULL || arr->type != jbvBinary || !JsonContainerIsArray(arr->val.binary.data))
+		return false;
+	v = getIthJsonbValueFromContainer(arr->val.binary.data, i);
+	if (v == NULL)
+		return false;
+	*out = *v;
+	return true;
+}
+
+static bool
+json_is(JsonbValue *v, const char *s)
+{
+	return v->type == jbvString && v->val.string.len == strlen(s) &&
+		strncmp(v->val.string.val, s, v->val.string.len) == 0;
+}
+
+static int
+json_int(JsonbValue *obj, const char *key, int fallback)
+{
+	JsonbValue	v;
+
+	if (!json_key(obj, key, &v) || v.type != jbvNumeric)
+		return fallback;
+	return DatumGetInt32(DirectFunctionCall1(numeric_int4, NumericGetDatum(v.val.numeric)));
+}
+
+/*
+ * The logical type `json` annotates on a node of kind `kind`.  One that
+ * does not fit its base type is ignored, as the Avro specification says.
+ */
+static Logical
+logical_of(JsonbValue *json, avro_schema_t s, avro_type_t kind, int *scale)
+{
+	JsonbValue	lt;
+
+	if (!json_key(json, "logicalType", &lt) || lt.type != jbvString)
+		return L_NONE;
+	if (json_is(&lt, "decimal") && (kind == AVRO_BYTES || kind == AVRO_FIXED))
+	{
+		*scale = json_int(json, "scale", 0);
+		return L_DECIMAL;
+	}
+	if (json_is(&lt, "uuid") && (kind == AVRO_STRING ||
+								 (kind == AVRO_FIXED && avro_schema_fixed_size(s) == 16)))
+		return L_UUID;
+	if (json_is(&lt, "duration") && kind == AVRO_FIXED && avro_schema_fixed_size(s) == 12)
+		return L_DURATION;
+	if (kind == AVRO_INT32)
+	{
+		if (json_is(&lt, "date"))
+			return L_DATE;
+		if (json_is(&lt, "time-millis"))
+			return L_TIME_MILLIS;
+	}
+	if (kind == AVRO_INT64)
+	{
+		static const struct
+		{
+			const char *name;
+			Logical		logical;
+		}			longs[] = {
+			{"time-micros", L_TIME_MICROS},
+			{"timestamp-millis", L_TIMESTAMP_MILLIS},
+			{"timestamp-micros", L_TIMESTAMP_MICROS},
+			{"timestamp-nanos", L_TIMESTAMP_NANOS},
+			{"local-timestamp-millis", L_LOCAL_TIMESTAMP_MILLIS},
+			{"local-timestamp-micros", L_LOCAL_TIMESTAMP_MICROS},
+			{"local-timestamp-nanos", L_LOCAL_TIMESTAMP_NANOS},
+		};
+
+		for (int i = 0; i < lengthof(longs); i++)
+			if (json_is(&lt, longs[i].name))
+				return longs[i].logical;
+	}
+	return L_NONE;
+}
+
+typedef struct Builder
+{
+	List	   *named;			/* of AvroType: records, enums, fixed seen */
+} Builder;
+
+/*
+ * The tree for Avro C's node `s`, whose JSON is `json` (an object, an
+ * array for a union, or a name).  A named type is built once, where it is
+ * defined; references to it (Avro C's links, or the same node again) share
+ * that AvroType, so recursive schemas are finite here too.
+ */
+static AvroType *
+build_type(Builder *b, avro_schema_t s, JsonbValue *json)
+{
+	AvroType   *t;
+	JsonbValue	sub;
+	JsonbValue	field;
+
+	check_stack_depth();
+	if (is_avro_link(s))
+		s = avro_schema_link_target(s);
+	if (is_avro_named_type(s))
+	{
+		ListCell   *lc;
+
+		foreach(lc, b->named)
+			if (((AvroType *) lfirst(lc))->schema == s)
+				return lfirst(lc);
+	}
+	t = palloc0(sizeof(AvroType));
+	t->schema = s;
+	t->kind = avro_typeof(s);
+	if (is_avro_named_type(s))
+		b->named = lappend(b->named, t);
+	t->logical = logical_of(json, s, t->kind, &t->scale);
+
+	switch (t->kind)
+	{
+		case AVRO_RECORD:
+			t->nchildren = avro_schema_record_size(s);
+			t->children = palloc0(sizeof(AvroType *) * Max(t->nchildren, 1));
+			for (int i = 0; i < t->nchildren; i++)
+			{
+				JsonbValue	fields;
+				bool		have = json_key(json, "fields", &fields) &&
+					json_elem(&fields, i, &field) && json_key(&field, "type", &sub);
+
+				t->children[i] = build_type(b, avro_schema_record_field_get_by_index(s, i),
+											have ? &sub : NULL);
+			}
+			break;
+		case AVRO_UNION:
+			t->nchildren = avro_schema_union_size(s);
+			t->children = palloc0(sizeof(AvroType *) * Max(t->nchildren, 1));
+			for (int i = 0; i < t->nchildren; i++)
+			{
+				bool		have = json_elem(json, i, &sub);
+
+				t->children[i] = build_type(b, avro_schema_union_branch(s, i), have ? &sub : NULL);
+			}
+			break;
+		case AVRO_ARRAY:
+		case AVRO_MAP:
+			t->nchildren = 1;
+			t->children = palloc0(sizeof(AvroType *));
+			{
+				bool		have = json_key(json, t->kind == AVRO_ARRAY ? "items" : "values", &sub);
+
+				t->children[0] = build_type(b, t->kind == AVRO_ARRAY ? avro_schema_array_items(s) :
+											avro_schema_map_values(s), have ? &sub : NULL);
+			}
+			break;
+		default:
+			break;
+	}
+	return t;
+}
+
+/* ---- schemas by id ---- */
+
+static void
+record_error_of_schema(SchemaEntry *e, const char *message, bool expires)
+{
+	e->error = MemoryContextStrdup(TopMemoryContext, message);
+	e->error_expires = expires;
+	e->error_at = GetCurrentTimestamp();
+}
+
+/* Parse the registry's text of the schema into `e`. */
+static void
+parse_schema(SchemaEntry *e, const char *text, const char *what)
+{
+	avro_schema_t schema;
+	Jsonb	   *jb;
+	JsonbValue	root;
+	Builder		b = {NIL};
+	MemoryContext old;
+
+	if (avro_schema_from_json_length(text, strlen(text), &schema) != 0)
+	{
+		char	   *message = psprintf("%s cannot be parsed as an Avro schema: %s", what, avro_strerror());
+
+		record_error_of_schema(e, message, false);
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg_internal("%s", message)));
+	}
+	jb = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(text)));
+	if (JB_ROOT_IS_SCALAR(jb))
+		root = *getIthJsonbValueFromContainer(&jb->root, 0);
+	else
+	{
+		root.type = jbvBinary;
+		root.val.binary.data = &jb->root;
+		root.val.binary.len = VARSIZE(jb) - VARHDRSZ;
+	}
+
+	e->cxt = AllocSetContextCreate(TopMemoryContext, "eoingest avro schema", ALLOCSET_SMALL_SIZES);
+	old = MemoryContextSwitchTo(e->cxt);
+	e->type = build_type(&b, schema, &root);
+	MemoryContextSwitchTo(old);
+
+	e->schema = schema;
+	e->iface = avro_generic_class_from_schema(schema);
+	if (e->iface == NULL || avro_generic_value_new(e->iface, &e->value) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("could not set up Avro C for %s: %s", what, avro_strerror())));
+	e->ready = true;
+}
+
+/* The schema at registry `path`, from the cache or the registry. */
+static SchemaEntry *
+schema_for(const char *path, const char *what)
+{
+	SchemaEntry *e;
+	bool		found;
+
+	if (schemas == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = SCHEMA_KEY_LEN;
+		ctl.entrysize = sizeof(SchemaEntry);
+		ctl.hcxt = TopMemoryContext;
+		schemas = hash_create("eoingest avro schemas", 64, &ctl, HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+	}
+	e = hash_search(schemas, path, HASH_ENTER, &found);
+	if (!found)
+	{
+		memset(((char *) e) + SCHEMA_KEY_LEN, 0, sizeof(SchemaEntry) - SCHEMA_KEY_LEN);
+	}
+	if (e->ready)
+		return e;
+	if (e->error != NULL)
+	{
+		if (!e->error_expires ||
+			!TimestampDifferenceExceeds(e->error_at, GetCurrentTimestamp(), NOT_FOUND_TTL_MS))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg_internal("%s", e->error)));
+		pfree(e->error);
+		e->error = NULL;
+	}
+
+	{
+		MemoryContext cxt = CurrentMemoryContext;
+		char	   *text = NULL;
+
+		PG_TRY();
+		{
+			text = eoi_registry_fetch_schema(path, what);
+		}
+		PG_CATCH();
+		{
+			/* "not in the registry": remember it for a while, for its siblings */
+			if (geterrcode() == ERRCODE_INVALID_PARAMETER_VALUE)
+			{
+				ErrorData  *edata;
+
+				MemoryContextSwitchTo(cxt);
+				edata = CopyErrorData();
+				record_error_of_schema(e, edata->message, true);
+			}
+			PG_RE_THROW();
+		}
+		PG_END_TRY();
+		parse_schema(e, text, what);
+	}
+	return e;
+}
+
+/* ---- values as text ---- */
+
+static void
+bad_value(const char *what)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+			 errmsg("Avro %s is out of range for PostgreSQL", what)));
+}
+
+/* Avro strings are UTF-8: check (and convert) for the database, no NUL. */
+static const char *
+server_string(const char *s, size_t len)
+{
+	if (len == 0)
+		return "";
+	return pg_any_to_server(s, (int) len, PG_UTF8);
+}
+
+static void
+append_hex(StringInfo out, const unsigned char *b, size_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+
+	enlargeStringInfo(out, 2 * n + 2);
+	appendStringInfoString(out, "\\x");
+	for (size_t i = 0; i < n; i++)
+	{
+		out->data[out->len++] = hex[b[i] >> 4];
+		out->data[out->len++] = hex[b[i] & 15];
+	}
+	out->data[out->len] = '\0';
+}
+
+/*
+ * A decimal: the unscaled value is a big-endian two's-complement integer
+ * of any length; its digits, with the point `scale` places from the right.
+ */
+static void
+append_decimal(StringInfo out, const unsigned char *b, size_t n, int scale)
+{
+	unsigned char *mag;
+	bool		neg = n > 0 && (b[0] & 0x80);
+	char	   *digits;
+	int			nd = 0;
+	uint32	   *chunks;
+	int			nchunks = 0;
+	size_t		start = 0;
+
+	if (n > 4096)
+		ereport(ERROR,
+				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+				 errmsg("Avro decimal of %zu bytes is too large", n)));
+	mag = palloc(Max(n, 1));
+	memcpy(mag, b, n);
+	if (neg)
+	{
+		int			carry = 1;
+
+		for (size_t i = n; i-- > 0;)
+		{
+			int			v = (unsigned char) ~mag[i] + carry;
+
+			mag[i] = (unsigned char) v;
+			carry = v >> 8;
+		}
+	}
+	/* base 256 to base 10^9, by repeated division */
+	chunks = palloc(sizeof(uint32) * (n / 3 + 2));
+	while (start < n && mag[start] == 0)
+		start++;
+	while (start < n)
+	{
+		uint64		rem = 0;
+
+		for (size_t i = start; i < n; i++)
+		{
+			uint64		cur = (rem << 8) | mag[i];
+
+			mag[i] = (unsigned char) (cur / 1000000000);
+			rem = cur % 1000000000;
+		}
+		chunks[nchunks++] = (uint32) rem;
+		while (start < n && mag[start] == 0)
+			start++;
+	}
+	digits = palloc(nchunks * 9 + 2);
+	if (nchunks == 0)
+		digits[nd++] = '0';
+	else
+	{
+		nd = sprintf(digits, "%u", chunks[nchunks - 1]);
+		for (int i = nchunks - 2; i >= 0; i--)
+			nd += sprintf(digits + nd, "%09u", chunks[i]);
+	}
+	if (neg && !(nd == 1 && digits[0] == '0'))
+		appendStringInfoChar(out, '-');
+	if (scale <= 0)
+	{
+		appendBinaryStringInfo(out, digits, nd);
+		for (int i = 0; i < -scale && !(nd == 1 && digits[0] == '0'); i++)
+			appendStringInfoChar(out, '0');
+		return;
+	}
+	if (nd <= scale)
+	{
+		appendStringInfoString(out, "0.");
+		for (int i = nd; i < scale; i++)
+			appendStringInfoChar(out, '0');
+		appendBinaryStringInfo(out, digits, nd);
+		return;
+	}
+	appendBinaryStringInfo(out, digits, nd - scale);
+	appendStringInfoChar(out, '.');
+	appendBinaryStringInfo(out, digits + nd - scale, scale);
+}
+
+static void
+append_date(StringInfo out, int32 days)
+{
+	int64		d = (int64) days - (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE);
+
+	if (!IS_VALID_DATE(d))
+		bad_value("date");
+	appendStringInfoString(out, DatumGetCString(DirectFunctionCall1(date_out, DateADTGetDatum((DateADT) d))));
+}
+
+static void
+append_time(StringInfo out, int64 usecs)
+{
+	if (usecs < 0 || usecs > USECS_PER_DAY)
+		bad_value("time");
+	appendStringInfoString(out, DatumGetCString(DirectFunctionCall1(time_out, TimeADTGetDatum(usecs))));
+}
+
+/* A Unix-epoch count in `unit` (1 ms, 2 us, 3 ns) as a PostgreSQL timestamp. */
+static void
+append_timestamp(StringInfo out, int64 v, int unit, bool with_zone)
+{
+	int64		us = v;
+	Timestamp	ts;
+
+	if (unit == 1 && pg_mul_s64_overflow(v, 1000, &us))
+		bad_value("timestamp");
+	if (unit == 3)
+	{
+		/* PostgreSQL keeps microseconds: round towards minus infinity */
+		us = v / 1000;
+		if (v % 1000 < 0)
+			us--;
+	}
+	if (pg_sub_s64_overflow(us, (int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY, &ts) ||
+		!IS_VALID_TIMESTAMP(ts))
+		bad_value("timestamp");
+	appendStringInfoString(out, DatumGetCString(with_zone ?
+												DirectFunctionCall1(timestamptz_out, TimestampTzGetDatum(ts)) :
+												DirectFunctionCall1(timestamp_out, TimestampGetDatum(ts))));
+}
+
+static uint32
+le32(const unsigned char *b)
+{
+	return (uint32) b[0] | ((uint32) b[1] << 8) | ((uint32) b[2] << 16) | ((uint32) b[3] << 24);
+}
+
+static void
+append_duration(StringInfo out, const unsigned char *b)
+{
+	Interval   *iv = palloc0(sizeof(Interval));
+	uint32		months = le32(b);
+	uint32		days = le32(b + 4);
+
+	if (months > PG_INT32_MAX || days > PG_INT32_MAX)
+		bad_value("duration");
+	iv->month = (int32) months;
+	iv->day = (int32) days;
+	iv->time = (int64) le32(b + 8) * 1000;
+	appendStringInfoString(out, DatumGetCString(DirectFunctionCall1(interval_out, IntervalPGetDatum(iv))));
+}
+
+static void
+append_uuid(StringInfo out, const unsigned char *b)
+{
+	appendStringInfo(out, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+					 b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7],
+					 b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+}
+
+static void
+avro_failed(const char *call)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
+			 errmsg("could not read an Avro value (%s): %s", call, avro_strerror())));
+}
+
+/* Follow a union to the branch the value holds. */
+static void
+resolve_union(avro_value_t **v, avro_value_t *branch, AvroType **t)
+{
+	while ((*t)->kind == AVRO_UNION)
+	{
+		int			d = -1;
+
+		if (avro_value_get_discriminant(*v, &d) != 0 ||
+			avro_value_get_current_branch(*v, branch) != 0 ||
+			d < 0 || d >= (*t)->nchildren)
+			avro_failed("union");
+		*v = branch;
+		*t = (*t)->children[d];
+	}
+}
+
+static void append_json(StringInfo out, avro_value_t *v, AvroType *t);
+
+/*
+ * The text of a scalar value (not null, record, map or array), as the
+ * column type's input function reads it.
+ */
+static void
+append_scalar(StringInfo out, avro_value_t *v, AvroType *t)
+{
+	switch (t->kind)
+	{
+		case AVRO_BOOLEAN:
+			{
+				int			b = 0;
+
+				if (avro_value_get_boolean(v, &b) != 0)
+					avro_failed("boolean");
+				appendStringInfoString(out, b ? "true" : "false");
+				return;
+			}
+		case AVRO_INT32:
+			{
+				int32_t		i = 0;
+
+				if (avro_value_get_int(v, &i) != 0)
+					avro_failed("int");
+				if (t->logical == L_DATE)
+					append_date(out, i);
+				else if (t->logical == L_TIME_MILLIS)
+					append_time(out, (int64) i * 1000);
+				else
+					appendStringInfo(out, "%d", (int) i);
+				return;
+			}
+		case AVRO_INT64:
+			{
+				int64_t		l = 0;
+
+				if (avro_value_get_long(v, &l) != 0)
+					avro_failed("long");
+				switch (t->logical)
+				{
+					case L_TIME_MICROS:
+						append_time(out, l);
+						break;
+					case L_TIMESTAMP_MILLIS:
+					case L_TIMESTAMP_MICROS:
+					case L_TIMESTAMP_NANOS:
+						append_timestamp(out, l, t->logical - L_TIMESTAMP_MILLIS + 1, true);
+						break;
+					case L_LOCAL_TIMESTAMP_MILLIS:
+					case L_LOCAL_TIMESTAMP_MICROS:
+					case L_LOCAL_TIMESTAMP_NANOS:
+						append_timestamp(out, l, t->logical - L_LOCAL_TIMESTAMP_MILLIS + 1, false);
+						break;
+					default:
+						appendStringInfo(out, INT64_FORMAT, (int64) l);
+				}
+				return;
+			}
+		case AVRO_FLOAT:
+			{
+				float		f = 0;
+
+				if (avro_value_get_float(v, &f) != 0)
+					avro_failed("float");
+				appendStringInfoString(out, DatumGetCString(DirectFunctionCall1(float4out, Float4GetDatum(f))));
+				return;
+			}
+		case AVRO_DOUBLE:
+			{
+				double		d = 0;
+
+				if (avro_value_get_double(v, &d) != 0)
+					avro_failed("double");
+				appendStringInfoString(out, DatumGetCString(DirectFunctionCall1(float8out, Float8GetDatum(d))));
+				return;
+			}
+		case AVRO_STRING:
+			{
+				const char *s = NULL;
+				size_t		size = 0;
+
+				if (avro_value_get_string(v, &s, &size) != 0)
+					avro_failed("string");
+				/* Avro C counts a NUL it adds, except for an empty string */
+				if (s == NULL || size == 0)
+					return;
+				if (s[size - 1] == '\0')
+					size--;
+				{
+					const char *converted = server_string(s, size);
+
+					if (converted == s)
+						appendBinaryStringInfo(out, s, size);
+					else
+						appendStringInfoString(out, converted);
+				}
+				return;
+			}
+		case AVRO_BYTES:
+		case AVRO_FIXED:
+			{
+				const void *buf = NULL;
+				size_t		size = 0;
+				int			rc = t->kind == AVRO_BYTES ? avro_value_get_bytes(v, &buf, &size) :
+				avro_value_get_fixed(v, &buf, &size);
+
+				if (rc != 0)
+					avro_failed(t->kind == AVRO_BYTES ? "bytes" : "fixed");
+				if (t->logical == L_DECIMAL)
+					append_decimal(out, buf, size, t->scale);
+				else if (t->logical == L_DURATION && size == 12)
+					append_duration(out, buf);
+				else if (t->logical == L_UUID && size == 16)
+					append_uuid(out, buf);
+				else
+					append_hex(out, buf, size);
+				return;
+			}
+		case AVRO_ENUM:
+			{
+				int			i = -1;
+				const char *symbol = NULL;
+
+				if (avro_value_get_enum(v, &i) != 0)
+					avro_failed("enum");
+				/* Avro C reads any index: check it against the symbols */
+				if (i < 0 || i >= avro_schema_enum_number_of_symbols(t->schema) ||
+					(symbol = avro_schema_enum_get(t->schema, i)) == NULL)
+					ereport(ERROR,
+							(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
+							 errmsg("Avro enum %s has no symbol %d", avro_schema_name(t->schema), i)));
+				appendStringInfoString(out, symbol);
+				return;
+			}
+		default:
+			append_json(out, v, t);
+			return;
+	}
+}
+
+static void
+append_json_string(StringInfo out, const char *s)
+{
+	escape_json(out, s);
+}
+
+/* The value as JSON text (records and maps as objects, arrays as arrays). */
+static void
+append_json(StringInfo out, avro_value_t *v, AvroType *t)
+{
+	avro_value_t branch;
+	size_t		n = 0;
+
+	check_stack_depth();
+	resolve_union(&v, &branch, &t);
+	switch (t->kind)
+	{
+		case AVRO_NULL:
+			appendStringInfoString(out, "null");
+			return;
+		case AVRO_BOOLEAN:
+			append_scalar(out, v, t);
+			return;
+		case AVRO_INT32:
+		case AVRO_INT64:
+		case AVRO_FLOAT:
+		case AVRO_DOUBLE:
+			if (t->logical == L_NONE)
+			{
+				StringInfoData num;
+
+				initStringInfo(&num);
+				append_scalar(&num, v, t);
+				/* JSON has no NaN or Infinity: those become strings */
+				if (strspn(num.data, "0123456789+-.eE") != num.len)
+					append_json_string(out, num.data);
+				else
+					appendStringInfoString(out, num.data);
+				return;
+			}
+			break;
+		case AVRO_BYTES:
+		case AVRO_FIXED:
+			if (t->logical == L_DECIMAL)
+			{
+				append_scalar(out, v, t);
+				return;
+			}
+			break;
+		case AVRO_RECORD:
+			appendStringInfoChar(out, '{');
+			for (int i = 0; i < t->nchildren; i++)
+			{
+				avro_value_t child;
+
+				if (avro_value_get_by_index(v, i, &child, NULL) != 0)
+					avro_failed("record");
+				if (i > 0)
+					appendStringInfoChar(out, ',');
+				append_json_string(out, avro_schema_record_field_name(t->schema, i));
+				appendStringInfoChar(out, ':');
+				append_json(out, &child, t->children[i]);
+			}
+			appendStringInfoChar(out, '}');
+			return;
+		case AVRO_MAP:
+		case AVRO_ARRAY:
+			if (avro_value_get_size(v, &n) != 0)
+				avro_failed(t->kind == AVRO_MAP ? "map" : "array");
+			appendStringInfoChar(out, t->kind == AVRO_MAP ? '{' : '[');
+			for (size_t i = 0; i < n; i++)
+			{
+				avro_value_t child;
+				const char *key = NULL;
+
+				if (avro_value_get_by_index(v, i, &child, &key) != 0)
+					avro_failed(t->kind == AVRO_MAP ? "map" : "array");
+				if (i > 0)
+					appendStringInfoChar(out, ',');
+				if (t->kind == AVRO_MAP)
+				{
+					append_json_string(out, server_string(key, strlen(key)));
+					appendStringInfoChar(out, ':');
+				}
+				append_json(out, &child, t->children[0]);
+			}
+			appendStringInfoChar(out, t->kind == AVRO_MAP ? '}' : ']');
+			return;
+		default:
+			break;
+	}
+	/* strings, enums, logical types: their text as a JSON string */
+	{
+		StringInfoData text;
+
+		initStringInfo(&text);
+		append_scalar(&text, v, t);
+		append_json_string(out, text.data);
+	}
+}
+
+/* An Avro array as the text of a PostgreSQL array of `elemtype`. */
+static void
+append_pg_array(StringInfo out, avro_value_t *v, AvroType *t, Oid elemtype)
+{
+	size_t		n = 0;
+	StringInfoData elem;
+
+	check_stack_depth();
+	if (avro_value_get_size(v, &n) != 0)
+		avro_failed("array");
+	initStringInfo(&elem);
+	appendStringInfoChar(out, '{');
+	for (size_t i = 0; i < n; i++)
+	{
+		avro_value_t child;
+		avro_value_t branch;
+		avro_value_t *c = &child;
+		AvroType   *ct = t->children[0];
+
+		if (avro_value_get_by_index(v, i, &child, NULL) != 0)
+			avro_failed("array");
+		if (i > 0)
+			appendStringInfoChar(out, ',');
+		resolve_union(&c, &branch, &ct);
+		if (ct->kind == AVRO_NULL)
+		{
+			appendStringInfoString(out, "NULL");
+			continue;
+		}
+		if (ct->kind == AVRO_ARRAY && elemtype != JSONBOID && elemtype != JSONOID)
+		{
+			append_pg_array(out, c, ct, elemtype);	/* a dimension more */
+			continue;
+		}
+		resetStringInfo(&elem);
+		if (elemtype == JSONBOID || elemtype == JSONOID)
+			append_json(&elem, c, ct);
+		else
+			append_scalar(&elem, c, ct);
+		appendStringInfoChar(out, '"');
+		for (int k = 0; k < elem.len; k++)
+		{
+			if (elem.data[k] == '"' || elem.data[k] == '\\')
+				appendStringInfoChar(out, '\\');
+			appendStringInfoChar(out, elem.data[k]);
+		}
+		appendStringInfoChar(out, '"');
+	}
+	appendStringInfoChar(out, '}');
+}
+
+/*
+ * The text of `v` for a column of type `typid` (InvalidOid: not known);
+ * false for NULL.
+ */
+static bool
+value_text(StringInfo out, avro_value_t *v, AvroType *t, Oid typid)
+{
+	avro_value_t branch;
+
+	resolve_union(&v, &branch, &t);
+	if (t->kind == AVRO_NULL)
+		return false;
+	if (typid == JSONBOID || typid == JSONOID)
+	{
+		append_json(out, v, t);
+		return true;
+	}
+	if (t->kind == AVRO_ARRAY && OidIsValid(typid))
+	{
+		Oid			elemtype = get_element_type(typid);
+
+		if (OidIsValid(elemtype))
+		{
+			append_pg_array(out, v, t, elemtype);
+			return true;
+		}
+	}
+	append_scalar(out, v, t);
+	return true;
+}
+
+/* ---- messages ---- */
+
+static void
+write_default(EoiColumns *cols, int c, EoiRowWriter *writer, ExprContext *econtext)
+{
+	bool		isnull = true;
+	Datum		d = (Datum) 0;
+
+	if (cols->defaults != NULL && cols->defaults[c] != NULL)
+		d = ExecEvalExprSwitchContext(cols->defaults[c], econtext, &isnull);
+	if (isnull)
+		writer->field(writer, c, NULL, 0);
+	else
+	{
+		char	   *s = OutputFunctionCall(&cols->outfuncs[c], d);
+
+		writer->field(writer, c, s, strlen(s));
+	}
+}
+
+static void
+write_value(EoiColumns *cols, int c, EoiRowWriter *writer, avro_value_t *v, AvroType *t)
+{
+	StringInfoData text;
+
+	initStringInfo(&text);
+	if (value_text(&text, v, t, cols->typids ? cols->typids[c] : InvalidOid))
+		writer->field(writer, c, text.data, text.len);
+	else
+		writer->field(writer, c, NULL, 0);
+}
+
+static void
+bad_message(const char *message, const char *hint)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
+			 errmsg_internal("%s", message),
+			 hint ? errhint("%s", hint) : 0));
+}
+
+/*
+ * Read one message: its header, its writer's schema (from the cache or the
+ * registry), its record.  Returns the schema's entry, whose value holds
+ * the record until the next message; *what names the schema for errors.
+ */
+static SchemaEntry *
+read_message(const char *value, size_t len, char **what_out)
+{
+	const unsigned char *p = (const unsigned char *) value;
+	char		path[SCHEMA_KEY_LEN];
+	char	   *what;
+	size_t		header;
+	SchemaEntry *e;
+	int			rc;
+	char		extra;
+
+	if (len == 0)
+		bad_message("Avro message is empty", NULL);
+	if (p[0] == 0)
+	{
+		uint32		id;
+
+		if (len < 5)
+			bad_message(psprintf("Avro message of %zu bytes is too short for Confluent's header (magic byte 0 and a 4-byte schema id)", len), NULL);
+		id = ((uint32) p[1] << 24) | ((uint32) p[2] << 16) | ((uint32) p[3] << 8) | p[4];
+		snprintf(path, sizeof(path), "/schemas/ids/%u", id);
+		what = psprintf("schema id %u", id);
+		header = 5;
+	}
+	else if (p[0] == 1)
+	{
+		StringInfoData guid;
+
+		if (len < 17)
+			bad_message(psprintf("Avro message of %zu bytes is too short for Confluent's header (magic byte 1 and a 16-byte schema GUID)", len), NULL);
+		initStringInfo(&guid);
+		append_uuid(&guid, p + 1);
+		snprintf(path, sizeof(path), "/schemas/guids/%s", guid.data);
+		what = psprintf("schema GUID %s", guid.data);
+		header = 17;
+	}
+	else
+	{
+		bad_message(psprintf("Avro message does not start with Confluent's magic byte 0 (schema id) or 1 (schema GUID), but with 0x%02x", p[0]),
+					"A schema id carried in the record headers (__value_schema_id) is not read by eoingest; configure the producer's serializer to put it in front of the value (Confluent's default).");
+		return NULL;			/* not reached */
+	}
+
+	e = schema_for(path, what);
+
+	if (reader == NULL)
+	{
+		reader = avro_reader_memory("", 0);
+		if (reader == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_OUT_OF_MEMORY),
+					 errmsg("out of memory for an Avro reader")));
+	}
+	avro_reader_memory_set_source(reader, value + header, (int64_t) (len - header));
+	avro_value_reset(&e->value);
+	/* Avro C prefixes each error to the last one: start from nothing */
+	avro_set_error("%s", "");
+	rc = avro_value_read(reader, &e->value);
+	if (rc != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
+				 errmsg("Avro record does not decode with %s: %s", what, avro_strerror())));
+	/* (avro_reader_is_eof() answers for files only: try to read one more byte) */
+	if (avro_read(reader, &extra, 1) == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
+				 errmsg("Avro record written with %s is followed by bytes that are not part of it", what)));
+	*what_out = what;
+	return e;
+}
+
+void
+eoi_avro_decode(EoiColumns *cols, const char *value, size_t len, EoiRowWriter *writer,
+				ExprContext *econtext)
+{
+	char	   *what;
+	SchemaEntry *e = read_message(value, len, &what);
+
+	if (e->type->kind != AVRO_RECORD)
+	{
+		if (cols->ncolumns != 1)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("%s is an Avro %s, not a record, and %s %d columns", what,
+							avro_schema_type_name(e->type->schema), cols->what, cols->ncolumns),
+					 errhint("Format avro maps a record's fields to columns by name; a value of another type fills a target of one column.")));
+		write_value(cols, 0, writer, &e->value, e->type);
+		return;
+	}
+	for (int c = 0; c < cols->ncolumns; c++)
+	{
+		int			i = avro_schema_record_field_get_index(e->type->schema, cols->colnames[c]);
+		avro_value_t field;
+
+		if (i < 0)
+		{
+			write_default(cols, c, writer, econtext);
+			continue;
+		}
+		if (avro_value_get_by_index(&e->value, i, &field, NULL) != 0)
+			avro_failed("record");
+		write_value(cols, c, writer, &field, e->type->children[i]);
+	}
+}
+
+/* An Avro message as JSON text (eoingest.batch(): value_json). */
+char *
+eoi_avro_json(const char *value, size_t len)
+{
+	char	   *what;
+	SchemaEntry *e = read_message(value, len, &what);
+	StringInfoData out;
+
+	initStringInfo(&out);
+	append_json(&out, &e->value, e->type);
+	return out.data;
+}

@@ -1,0 +1,35 @@
+/*-------------------------------------------------------------------------
+ *
+ * registry.h
+ *	  A client of Confluent's Schema Registry REST API (and the registries
+ *	  that speak it), for format avro: schemas by id, over libcurl.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef EOI_REGISTRY_H
+#define EOI_REGISTRY_H
+
+#include "eoingest.h"
+
+/*
+ * The registry a job reads from: its URLs (tried in turn) and the options
+ * schema.registry.basic.auth.user.info and schema.registry.ssl.ca.pem.
+ * Returns a number that changes whenever the configuration does, so that
+ * caches of what the registry said can be dropped.
+ */
+extern uint64 eoi_registry_configure(const char *urls, Jsonb *options);
+
+/*
+ * The schema text that the registry holds at `path` (such as
+ * "/schemas/ids/42"), for the record whose schema `what` names
+ * ("schema id 42").  Errors:
+ *	- the registry does not know it, or it is not an Avro schema, or it has
+ *	  references: a record error (SQLSTATE 22023), the record's fault;
+ *	- no registry answered, or answered nonsense: a transient error
+ *	  (class 08), the batch is retried;
+ *	- the registry refused the credentials or could not be trusted: a job
+ *	  error (class 28), the job stops.
+ */
+extern char *eoi_registry_fetch_schema(const char *path, const char *what);
+
+#endif

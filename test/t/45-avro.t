@@ -1,0 +1,350 @@
+#!/usr/bin/env bash
+# Format avro (issue 15): records written by confluent-kafka's AvroSerializer in
+# Confluent's wire format, schemas from a registry (test/tools/schema_registry.py,
+# a small implementation of the REST API subset; see its header), with basic
+# authentication.  Logical types at their boundaries, nullable unions, nested
+# records, maps and arrays, enums, schema evolution in one batch, bad records
+# (unknown id, garbage, truncated, other magic bytes, unparseable and non-Avro
+# schemas), wrong credentials, the registry stopped mid-ingestion, SIGKILLs.
+set -euo pipefail
+. "$(dirname "$0")/../lib/tap.sh"
+
+plan 35
+
+venv=$EOINGEST_CACHE/avro-venv
+if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import confluent_kafka.schema_registry.avro' 2>/dev/null; then
+  rm -rf "$venv"
+  { python3 -m venv "$venv" && "$venv/bin/pip" install -q 'confluent-kafka[avro,schemaregistry]'; } </dev/null >"$EOINGEST_RUN/avro-venv.log" 2>&1 ||
+    { cat "$EOINGEST_RUN/avro-venv.log" >&2; eoi_die "could not install confluent-kafka into $venv"; }
+fi
+py=$venv/bin/python
+tools=$EOINGEST_TEST_DIR/tools
+reg_port=${EOINGEST_REGISTRY_PORT:-$((KAFKA_PORT + 10))}
+reg_user=eoi_reg:s3cret-$$
+reg_url=http://127.0.0.1:$reg_port
+reg_state=$EOINGEST_RUN/registry-state.json
+reg_pid=
+work=$(mktemp -d "$EOINGEST_RUN/avro.XXXXXX")
+rm -f "$reg_state"
+
+start_registry() {
+  python3 "$tools/schema_registry.py" "$reg_port" --user "$reg_user" --state "$reg_state" \
+    >"$EOINGEST_RUN/registry.log" 2>&1 &
+  reg_pid=$!
+  local deadline=$((SECONDS + 30))
+  until curl -s -o /dev/null -u "$reg_user" "$reg_url/subjects"; do
+    [ $SECONDS -lt $deadline ] || eoi_die "the test registry did not start"
+    sleep 0.1
+  done
+}
+stop_registry() {
+  if [ -n "$reg_pid" ]; then
+    kill "$reg_pid" 2>/dev/null || true
+    wait "$reg_pid" 2>/dev/null || true
+    reg_pid=
+  fi
+}
+trap 'stop_registry; rm -rf "$work"' EXIT
+start_registry
+
+# produce TOPIC NAME=SCHEMA... < records
+produce() {
+  local topic=$1
+  shift
+  "$py" "$tools/avro_produce.py" "$KAFKA_BROKERS" "http://$reg_user@127.0.0.1:$reg_port" "$topic" "$@"
+}
+schema() { cat >"$work/$1.avsc"; }
+json_id() { python3 -c 'import json, sys; print(json.load(sys.stdin)["id"])'; }
+auth_options="{\"schema.registry.basic.auth.user.info\": \"$reg_user\"}"
+
+sql "CREATE EXTENSION IF NOT EXISTS eoingest" >/dev/null 2>&1
+
+# ---- every type, at its boundaries ----
+schema all <<'EOF'
+{"type": "record", "name": "All", "namespace": "t", "fields": [
+  {"name": "id", "type": "int"},
+  {"name": "b", "type": "boolean"},
+  {"name": "l", "type": "long"},
+  {"name": "f", "type": "float"},
+  {"name": "d", "type": "double"},
+  {"name": "s", "type": "string"},
+  {"name": "by", "type": "bytes"},
+  {"name": "dec", "type": {"type": "bytes", "logicalType": "decimal", "precision": 38, "scale": 10}},
+  {"name": "decfix", "type": {"type": "fixed", "name": "DecFix", "size": 16, "logicalType": "decimal", "precision": 38, "scale": 0}},
+  {"name": "dt", "type": {"type": "int", "logicalType": "date"}},
+  {"name": "tm", "type": {"type": "int", "logicalType": "time-millis"}},
+  {"name": "tu", "type": {"type": "long", "logicalType": "time-micros"}},
+  {"name": "tsm", "type": {"type": "long", "logicalType": "timestamp-millis"}},
+  {"name": "tsu", "type": {"type": "long", "logicalType": "timestamp-micros"}},
+  {"name": "tsn", "type": {"type": "long", "logicalType": "timestamp-nanos"}},
+  {"name": "lts", "type": {"type": "long", "logicalType": "local-timestamp-micros"}},
+  {"name": "ltm", "type": {"type": "long", "logicalType": "local-timestamp-millis"}},
+  {"name": "u", "type": {"type": "string", "logicalType": "uuid"}},
+  {"name": "dur", "type": {"type": "fixed", "name": "Dur", "size": 12, "logicalType": "duration"}},
+  {"name": "e", "type": {"type": "enum", "name": "Color", "symbols": ["RED", "GREEN", "BLUE"]}},
+  {"name": "n", "type": ["null", "string"], "default": null},
+  {"name": "rec", "type": {"type": "record", "name": "Inner", "fields": [
+      {"name": "x", "type": "int"}, {"name": "y", "type": ["null", "string"]}]}},
+  {"name": "m", "type": {"type": "map", "values": "long"}},
+  {"name": "ai", "type": {"type": "array", "items": "int"}},
+  {"name": "at", "type": {"type": "array", "items": ["null", "string"]}},
+  {"name": "ar", "type": {"type": "array", "items": "Inner"}},
+  {"name": "ignored", "type": "string"}
+]}
+EOF
+sql "CREATE TABLE av (id int PRIMARY KEY, b boolean, l bigint, f real, d double precision, s text, by bytea,
+       dec numeric, decfix numeric(38,0), dt date, tm time, tu time, tsm timestamptz, tsu timestamptz,
+       tsn timestamptz, lts timestamp, ltm timestamp, u uuid, dur interval, e text, n text, rec jsonb,
+       m jsonb, ai int[], at text[], ar jsonb, absent text DEFAULT 'the default')" >/dev/null
+topic=avro_all_$$
+eoi-kafka create-topic "$topic" 1 >/dev/null
+produce "$topic" all="$work/all.avsc" >/dev/null <<'EOF'
+{"schema": "all", "value": {"id": 1, "b": True, "l": 9223372036854775807, "f": 1.5, "d": -1e308, "s": 'tab\there "q" back\\slash \u00e9\nnewline', "by": b'\x00\xff\\', "dec": D('-1234567890123456789012345678.9012345678'), "decfix": D('99999999999999999999999999999999999999'), "dt": -1, "tm": 0, "tu": 86399999999, "tsm": -1, "tsu": 4102444800000000, "tsn": -1, "lts": -62135596800000000, "ltm": 253402300799999, "u": '8c2d5b8e-4a8f-4c5e-9d3a-2f1e0b7c6a59', "dur": b'\x01\x00\x00\x00\x02\x00\x00\x00\xe8\x03\x00\x00', "e": 'BLUE', "n": None, "rec": {"x": 1, "y": None}, "m": {"a": 1, "b": -2}, "ai": [1, -2, 3], "at": ['x', None, 'y,z "q"'], "ar": [{"x": 1, "y": 'q'}], "ignored": 'x'}}
+{"schema": "all", "value": {"id": 2, "b": False, "l": -9223372036854775808, "f": float('nan'), "d": 0.1, "s": '', "by": b'', "dec": D('0.0000000001'), "decfix": D('-99999999999999999999999999999999999999'), "dt": 0, "tm": 86399999, "tu": 0, "tsm": 2147483648000, "tsu": -1, "tsn": 1700000000123456789, "lts": 253402300799999999, "ltm": -1, "u": '00000000-0000-0000-0000-000000000000', "dur": b'\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00', "e": 'RED', "n": 'present', "rec": {"x": -1, "y": 'yy'}, "m": {}, "ai": [], "at": [], "ar": [], "ignored": ''}}
+{"schema": "all", "value": {"id": 3, "b": True, "l": 0, "f": float('inf'), "d": float('-inf'), "s": 'x', "by": b'x', "dec": D('-0.5'), "decfix": D('0'), "dt": -719162, "tm": 1, "tu": 1, "tsm": -62135596800000, "tsu": 0, "tsn": -1500, "lts": 0, "ltm": 0, "u": 'ffffffff-ffff-ffff-ffff-ffffffffffff', "dur": b'\xff\xff\xff\x7f\x00\x00\x00\x00\x01\x00\x00\x00', "e": 'GREEN', "n": None, "rec": {"x": 0, "y": None}, "m": {"k": 9223372036854775807}, "ai": [2147483647, -2147483648], "at": [None], "ar": [{"x": 2, "y": None}, {"x": 3, "y": 'z'}], "ignored": ''}}
+EOF
+sql "SELECT eoingest.create_job(name => 'av', brokers => '$KAFKA_BROKERS', topic => '$topic', target => 'av',
+       format => 'avro', schema_registry => '$reg_url', options => '$auth_options', on_error => 'fail',
+       batch_timeout_ms => 100);
+     SELECT eoingest.start_job('av')" >/dev/null
+check "three records of every type arrive" wait_until 60 "SELECT count(*) = 3 FROM av"
+q() { sql "SELECT $1 FROM av WHERE id = $2"; }
+is "$(sql "SELECT b, l, f, d FROM av ORDER BY id" | tr '\n' ' ')" \
+  "t|9223372036854775807|1.5|-1e+308 f|-9223372036854775808|NaN|0.1 t|0|Infinity|-Infinity " "boolean, long, float and double"
+is "$(sql "SELECT s = E'tab\\there \"q\" back\\\\slash \\u00e9\\nnewline', encode(by, 'hex') FROM av WHERE id = 1")" "t|00ff5c" \
+  "strings with tabs, quotes, backslashes, UTF-8 and newlines; bytes as bytea"
+is "$(sql "SELECT dec::text, decfix::text FROM av ORDER BY id" | tr '\n' ' ')" \
+  "-1234567890123456789012345678.9012345678|99999999999999999999999999999999999999 0.0000000001|-99999999999999999999999999999999999999 -0.5000000000|0 " \
+  "decimals of 38 digits, negative, bytes and fixed, exactly"
+is "$(sql "SET TimeZone = 'UTC'; SELECT dt, tm, tu FROM av ORDER BY id" | tr '\n' ' ')" \
+  "1969-12-31|00:00:00|23:59:59.999999 1970-01-01|23:59:59.999|00:00:00 0001-01-01|00:00:00.001|00:00:00.000001 " \
+  "date before 1970 and at year 1, time-millis and time-micros"
+is "$(sql "SET TimeZone = 'UTC'; SELECT tsm, tsu, tsn FROM av ORDER BY id" | tr '\n' ' ')" \
+  "1969-12-31 23:59:59.999+00|2100-01-01 00:00:00+00|1969-12-31 23:59:59.999999+00 2038-01-19 03:14:08+00|1969-12-31 23:59:59.999999+00|2023-11-14 22:13:20.123456+00 0001-01-01 00:00:00+00|1970-01-01 00:00:00+00|1969-12-31 23:59:59.999998+00 " \
+  "timestamp-millis/micros/nanos before 1970 and after 2038 (nanos rounded down to micros)"
+is "$(sql "SELECT lts, ltm FROM av ORDER BY id" | tr '\n' ' ')" \
+  "0001-01-01 00:00:00|9999-12-31 23:59:59.999 9999-12-31 23:59:59.999999|1969-12-31 23:59:59.999 1970-01-01 00:00:00|1970-01-01 00:00:00 " \
+  "local-timestamp-micros and -millis as timestamp"
+is "$(sql "SELECT u, dur FROM av ORDER BY id" | tr '\n' ' ')" \
+  "8c2d5b8e-4a8f-4c5e-9d3a-2f1e0b7c6a59|1 mon 2 days 00:00:01 00000000-0000-0000-0000-000000000000|00:00:00 ffffffff-ffff-ffff-ffff-ffffffffffff|178956970 years 7 mons 00:00:00.001 " \
+  "uuid and duration"
+is "$(sql "SELECT e, coalesce(n, 'NULL'), rec, m FROM av ORDER BY id" | tr '\n' ' ')" \
+  'BLUE|NULL|{"x": 1, "y": null}|{"a": 1, "b": -2} RED|present|{"x": -1, "y": "yy"}|{} GREEN|NULL|{"x": 0, "y": null}|{"k": 9223372036854775807} ' \
+  "enums as text, nullable unions, records and maps as jsonb"
+is "$(sql "SELECT ai, at, ar FROM av ORDER BY id" | tr '\n' ' ')" \
+  '{1,-2,3}|{x,NULL,"y,z \"q\""}|[{"x": 1, "y": "q"}] {}|{}|[] {2147483647,-2147483648}|{NULL}|[{"x": 2, "y": null}, {"x": 3, "y": "z"}] ' \
+  "arrays into int[] and text[] (nulls, quotes, commas), arrays of records into jsonb"
+is "$(sql "SELECT count(*) FROM av WHERE absent = 'the default'")" 3 "a column the schema lacks takes its default"
+is "$(sql "SELECT eoingest._mask_options('$auth_options')->>'schema.registry.basic.auth.user.info'")" '********' \
+  "the registry's credentials are masked for other roles"
+
+# ---- schema evolution: versions interleaved in one batch ----
+schema v1 <<'EOF'
+{"type": "record", "name": "Evo", "fields": [{"name": "id", "type": "int"}, {"name": "name", "type": "string"}]}
+EOF
+schema v2 <<'EOF'
+{"type": "record", "name": "Evo", "fields": [{"name": "id", "type": "long"}, {"name": "name", "type": "string"},
+  {"name": "added", "type": ["null", "int"], "default": null}]}
+EOF
+schema v3 <<'EOF'
+{"type": "record", "name": "Evo", "fields": [{"name": "id", "type": "double"}, {"name": "added", "type": ["null", "int"], "default": null}]}
+EOF
+sql "CREATE TABLE av_evo (id double precision, name text DEFAULT 'none', added int)" >/dev/null
+topic=avro_evo_$$
+eoi-kafka create-topic "$topic" 1 >/dev/null
+produce "$topic" v1="$work/v1.avsc" v2="$work/v2.avsc" v3="$work/v3.avsc" >/dev/null <<'EOF'
+{"schema": "v1", "value": {"id": 1, "name": "one"}}
+{"schema": "v2", "value": {"id": 2, "name": "two", "added": 20}}
+{"schema": "v3", "value": {"id": 3.5, "added": None}}
+{"schema": "v1", "value": {"id": 4, "name": "four"}}
+{"schema": "v3", "value": {"id": 5.25, "added": 50}}
+EOF
+sql "SELECT eoingest.create_job(name => 'av_evo', brokers => '$KAFKA_BROKERS', topic => '$topic', target => 'av_evo',
+       format => 'avro', schema_registry => '$reg_url', options => '$auth_options', on_error => 'fail');
+     SELECT eoingest.start_job('av_evo')" >/dev/null
+check "five records of three schema versions arrive" wait_until 60 "SELECT count(*) = 5 FROM av_evo"
+is "$(sql "SELECT id, name, coalesce(added, -1) FROM av_evo ORDER BY id" | tr '\n' ' ')" \
+  "1|one|-1 2|two|20 3.5|none|-1 4|four|-1 5.25|none|50 " "fields added and removed, int widened to long and double, in one batch"
+is "$(sql "SELECT batches FROM eoingest.job_status WHERE name = 'av_evo'")" 1 "the versions landed in one batch"
+
+# ---- a transform reads the records through eoingest.batch() ----
+sql "CREATE TABLE av_tr (id double precision, name text, js text, raw_len int)" >/dev/null
+sql "SELECT eoingest.create_job(name => 'av_tr', brokers => '$KAFKA_BROKERS', topic => '$topic', format => 'avro',
+       schema_registry => '$reg_url', options => '$auth_options', on_error => 'fail',
+       transform => 'INSERT INTO av_tr SELECT (value_json->>''id'')::float8, value_json->>''name'', value, length(value_bytes)
+                       FROM eoingest.batch()');
+     SELECT eoingest.start_job('av_tr')" >/dev/null
+check "a transform reads the five records" wait_until 60 "SELECT count(*) = 5 FROM av_tr"
+is "$(sql "SELECT js || ' ' || raw_len FROM av_tr WHERE id = 2")" '{"id":2,"name":"two","added":20} 12' \
+  "value_json and value hold the record as JSON, value_bytes the message as it came"
+
+# ---- upsert: Avro keys, tombstones delete ----
+schema simple <<'EOF'
+{"type": "record", "name": "Simple", "fields": [{"name": "id", "type": "int"}, {"name": "name", "type": "string"}]}
+EOF
+schema key <<'EOF2'
+{"type": "record", "name": "Key", "fields": [{"name": "id", "type": "int"}]}
+EOF2
+sql "CREATE TABLE av_kv (id int PRIMARY KEY, name text)" >/dev/null
+topic=avro_kv_$$
+eoi-kafka create-topic "$topic" 1 >/dev/null
+produce "$topic" simple="$work/simple.avsc" key="$work/key.avsc" >/dev/null <<'EOF2'
+{"schema": "simple", "key_schema": "key", "key": {"id": 1}, "value": {"id": 1, "name": "a"}}
+{"schema": "simple", "key_schema": "key", "key": {"id": 2}, "value": {"id": 2, "name": "b"}}
+{"schema": "simple", "key_schema": "key", "key": {"id": 3}, "value": {"id": 3, "name": "c"}}
+{"schema": "simple", "key_schema": "key", "key": {"id": 1}, "value": {"id": 1, "name": "a2"}}
+{"key_schema": "key", "key": {"id": 2}, "value": None}
+EOF2
+sql "SELECT eoingest.create_job(name => 'av_kv', brokers => '$KAFKA_BROKERS', topic => '$topic', target => 'av_kv',
+       mode => 'upsert', format => 'avro', key_format => 'avro', schema_registry => '$reg_url',
+       options => '$auth_options', on_error => 'fail');
+     SELECT eoingest.start_job('av_kv')" >/dev/null
+check "upsert with Avro keys: updates, and a tombstone deletes" \
+  wait_until 60 "SELECT string_agg(id || '=' || name, ' ' ORDER BY id) = '1=a2 3=c' FROM av_kv"
+
+# ---- bad records: dead letters that say what is wrong ----
+raw_bad=$(curl -s -u "$reg_user" -X POST -H 'Content-Type: application/json' "$reg_url/test/raw" \
+  -d '{"subject": "bad", "schema": "{\"type\": \"recordx\"}"}' | json_id)
+raw_proto=$(curl -s -u "$reg_user" -X POST -H 'Content-Type: application/json' "$reg_url/test/raw" \
+  -d '{"subject": "proto", "schema": "syntax = \"proto3\"; message M { int32 id = 1; }", "schemaType": "PROTOBUF"}' |
+  json_id)
+sql "CREATE TABLE av_bad (id int, name text)" >/dev/null
+topic=avro_bad_$$
+eoi-kafka create-topic "$topic" 1 >/dev/null
+produce "$topic" simple="$work/simple.avsc" >/dev/null <<EOF
+{"schema": "simple", "value": {"id": 1, "name": "good"}}
+{"raw": b'\x00\x00\x00\x27\x10\x02\x02x'}
+{"schema": "simple", "value": {"id": 99, "name": "garbage after the header"}, "body": b'\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01'}
+{"schema": "simple", "value": {"id": 98, "name": "truncated"}, "cut": 3}
+{"schema": "simple", "value": {"id": 97, "name": "trailing"}, "append": b'\x00'}
+{"raw": b'\x05abc'}
+{"raw": b'\x00\x00'}
+{"raw": b'{"id": 1}'}
+{"raw": b'\x00\x00\x00\x00' + bytes([$raw_bad]) + b'\x02'}
+{"raw": b'\x00\x00\x00\x00' + bytes([$raw_proto]) + b'\x02'}
+{"schema": "simple", "value": {"id": 2, "name": "good \u00e9"}}
+EOF
+sql "SELECT eoingest.create_job(name => 'av_bad', brokers => '$KAFKA_BROKERS', topic => '$topic', target => 'av_bad',
+       format => 'avro', schema_registry => '$reg_url', options => '$auth_options');
+     SELECT eoingest.start_job('av_bad')" >/dev/null
+check "the good records arrive, the bad ones become dead letters" \
+  wait_until 60 "SELECT (SELECT count(*) = 2 FROM av_bad) AND (SELECT count(*) = 9 FROM eoingest.dead_letters WHERE job = 'av_bad')"
+errors=$(sql "SELECT \"offset\" || ': ' || error FROM eoingest.dead_letters WHERE job = 'av_bad' ORDER BY \"offset\"")
+diag "$errors"
+like() { case "$1" in *$2*) ok 0 "$3" ;; *) ok 1 "$3"; diag "got: $1" "expected to contain: $2" ;; esac; }
+like "$errors" "1: schema id 10000 is not in the schema registry" "an unknown schema id names the id"
+like "$errors" "2: Avro record does not decode with schema id" "garbage after the header"
+like "$errors" "3: Avro record does not decode with schema id" "a truncated record"
+ok "$(case "$errors" in *"memory buffer"*"Varint too long"*) echo 1 ;; *) echo 0 ;; esac)" \
+  "an error says what went wrong with its record only (Avro C's messages do not pile up)"
+like "$errors" "4: Avro record written with schema id" "bytes after the record"
+like "$errors" "5: Avro message does not start with Confluent's magic byte 0 (schema id) or 1 (schema GUID), but with 0x05" \
+  "another magic byte names the variants"
+like "$errors" "8: schema id $raw_bad cannot be parsed as an Avro schema" "an unparseable schema"
+like "$errors" "9: schema id $raw_proto is a PROTOBUF schema, not an Avro schema" "a Protobuf schema"
+
+# ---- wrong credentials: the job fails with the reason ----
+sql "CREATE TABLE av_wrong (id int, name text)" >/dev/null
+sql "SELECT eoingest.create_job(name => 'av_wrong', brokers => '$KAFKA_BROKERS', topic => 'avro_bad_$$', target => 'av_wrong',
+       format => 'avro', schema_registry => '$reg_url', options => '{\"schema.registry.basic.auth.user.info\": \"eoi_reg:wrong\"}');
+     SELECT eoingest.start_job('av_wrong')" >/dev/null
+check "wrong registry credentials fail the job" \
+  wait_until 60 "SELECT state = 'failed' AND last_error LIKE '%refused the credentials (HTTP 401)%' AND last_error NOT LIKE '%eoi_reg:wrong%'
+                   FROM eoingest.job_definitions WHERE name = 'av_wrong'"
+
+# ---- the registry stopped mid-ingestion: retrying, then exact ----
+schema later <<'EOF'
+{"type": "record", "name": "Simple", "fields": [{"name": "id", "type": "int"}, {"name": "name", "type": "string"},
+  {"name": "extra", "type": "string", "default": ""}]}
+EOF
+sql "CREATE TABLE av_down (id int, name text)" >/dev/null
+topic=avro_down_$$
+eoi-kafka create-topic "$topic" 1 >/dev/null
+produce "$topic" simple="$work/simple.avsc" --count 500 --template simple >/dev/null
+sql "SELECT eoingest.create_job(name => 'av_down', brokers => '$KAFKA_BROKERS', topic => '$topic', target => 'av_down',
+       format => 'avro', schema_registry => '$reg_url', options => '$auth_options', batch_timeout_ms => 100);
+     SELECT eoingest.start_job('av_down')" >/dev/null
+wait_until 60 "SELECT count(*) = 500 FROM av_down" || true
+# records of a schema version the worker has not met yet, serialized while the registry is up
+produce "$topic" later="$work/later.avsc" --count 500 --start 500 --template later --dump >"$work/later.lines"
+stop_registry
+produce "$topic" <"$work/later.lines" >/dev/null
+check "with the registry down the job is retrying and says why" \
+  wait_until 60 "SELECT state = 'retrying' AND last_error LIKE '%could not read schema id%from the schema registry%' FROM eoingest.job_status WHERE name = 'av_down'"
+is "$(sql "SELECT count(*) FROM av_down")" 500 "nothing of the new version is written meanwhile"
+start_registry
+check "once the registry is back every record is there exactly once" \
+  wait_until 90 "SELECT count(*) = 1000 AND count(DISTINCT id) = 1000 FROM av_down"
+
+# ---- random bytes after valid headers: each message a row or a dead letter ----
+register() {
+  python3 -c 'import json, sys; print(json.dumps({"schema": open(sys.argv[1]).read()}))' "$work/$1.avsc" |
+    curl -s -u "$reg_user" -X POST -H 'Content-Type: application/vnd.schemaregistry.v1+json' \
+      "$reg_url/subjects/fuzz-$1/versions" -d @- | json_id
+}
+fuzz_ids="$(register all) $(register simple) $(register v3)"
+fuzz_n=2000
+python3 - "$fuzz_n" $fuzz_ids >"$work/fuzz.lines" <<'EOF2'
+import os, random, struct, sys
+random.seed(15)
+n, ids = int(sys.argv[1]), [int(i) for i in sys.argv[2:]]
+def zz(v):
+    z, out = (v << 1) ^ (v >> 63), b""
+    while z >= 0x80:
+        out += bytes([(z & 0x7f) | 0x80]); z >>= 7
+    return out + bytes([z])
+for i in range(n):
+    if i % 10 == 0:     # a valid record of the second schema (simple: int id, string name)
+        name = ("r%d" % i).encode()
+        print('{"hex": "%s"}' % (b"\x00" + struct.pack(">I", ids[1]) + zz(i) + zz(len(name)) + name).hex())
+        continue
+    body = bytes(random.getrandbits(8) for _ in range(random.choice([0, 1, 2, 5, 10, 30, 80, 200])))
+    if random.random() < 0.3:   # a plausible start: small varints
+        body = bytes([random.choice([0, 2, 4, 6, 1, 3])] * random.randint(1, 6)) + body
+    print('{"hex": "%s"}' % (b"\x00" + struct.pack(">I", random.choice(ids)) + body).hex())
+EOF2
+sql "CREATE TABLE av_fz (LIKE av INCLUDING DEFAULTS, name text)" >/dev/null
+topic=avro_fuzz_$$
+eoi-kafka create-topic "$topic" 1 >/dev/null
+produce "$topic" <"$work/fuzz.lines" >/dev/null
+sql "SELECT eoingest.create_job(name => 'av_fz', brokers => '$KAFKA_BROKERS', topic => '$topic', target => 'av_fz',
+       format => 'avro', schema_registry => '$reg_url', options => '$auth_options', batch_size => 500);
+     SELECT eoingest.start_job('av_fz')" >/dev/null
+wait_until 30 "SELECT pid IS NOT NULL FROM eoingest.job_status WHERE name = 'av_fz'" || true
+fz_pid=$(sql "SELECT pid FROM eoingest.job_status WHERE name = 'av_fz'")
+check "$fuzz_n random payloads: each one a row or a dead letter" \
+  wait_until 180 "SELECT (SELECT count(*) FROM av_fz) + (SELECT count(*) FROM eoingest.dead_letters WHERE job = 'av_fz') = $fuzz_n"
+is "$(sql "SELECT count(*) FROM av_fz WHERE id % 10 = 0 AND name = 'r' || id")" $((fuzz_n / 10)) \
+  "the valid records among them are rows"
+is "$(sql "SELECT pid = $fz_pid AND state = 'running' FROM eoingest.job_status WHERE name = 'av_fz'")" t \
+  "the worker neither crashed nor failed on them"
+diag "random payloads: $(sql "SELECT count(*) FROM av_fz") rows, $(sql "SELECT count(*) FROM eoingest.dead_letters WHERE job = 'av_fz'") dead letters"
+
+# ---- SIGKILLs of the worker on an Avro topic ----
+total=20000
+sql "CREATE TABLE av_crash (id int, name text)" >/dev/null
+topic=avro_crash_$$
+eoi-kafka create-topic "$topic" 4 >/dev/null
+sql "SELECT eoingest.create_job(name => 'av_crash', brokers => '$KAFKA_BROKERS', topic => '$topic', target => 'av_crash',
+       format => 'avro', schema_registry => '$reg_url', options => '$auth_options', batch_size => 500, batch_timeout_ms => 100);
+     SELECT eoingest.start_job('av_crash')" >/dev/null
+killed=0
+for ((k = 0; k < 4; k++)); do
+  before=$(sql "SELECT count(*) FROM av_crash" 2>/dev/null || echo 0)
+  produce "$topic" simple="$work/simple.avsc" --count $((total / 4)) --start $((k * total / 4)) --template simple >/dev/null
+  wait_until 60 "SELECT count(*) > $before FROM av_crash" || true
+  sleep "0.0$((RANDOM % 10))"
+  pid=$(sql "SELECT pid FROM eoingest.job_status WHERE name = 'av_crash' AND pid IS NOT NULL" 2>/dev/null || true)
+  if [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null; then
+    killed=$((killed + 1))
+    wait_until 120 "SELECT pid IS NOT NULL AND pid <> $pid FROM eoingest.job_status WHERE name = 'av_crash'" || true
+  fi
+done
+check "all $total records arrive after $killed kills" wait_until 180 "SELECT count(*) >= $total FROM av_crash"
+log_end=$(eoi-kafka watermarks "$topic" | awk '{n += $3} END {print n}')
+is "$(sql "SELECT count(*) || ' ' || count(DISTINCT id) || ' ' || (SELECT sum(next_offset) FROM eoingest.offsets WHERE job = 'av_crash') FROM av_crash")" \
+  "$total $total $log_end" "each record exactly once, the offsets at the log end"
+
+for j in av av_evo av_tr av_kv av_bad av_wrong av_down av_fz av_crash; do sql "SELECT eoingest.drop_job('$j')" >/dev/null 2>&1 || true; done
+sql "DROP TABLE av, av_evo, av_tr, av_kv, av_bad, av_wrong, av_down, av_fz, av_crash" >/dev/null
+done_testing
