@@ -9,7 +9,7 @@
 set -euo pipefail
 . "$(dirname "$0")/../lib/tap.sh"
 
-plan 35
+plan 36
 
 venv=$EOINGEST_CACHE/avro-venv
 if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import confluent_kafka.schema_registry.avro' 2>/dev/null; then
