@@ -978,6 +978,12 @@ eoi_cdc_batch(const EoiJob *job, EoiBatch *batch)
 	cx.rel = eoi_open_job_target(job, RowExclusiveLock);
 	cx.econtext = GetPerTupleExprContext(estate);
 	cx.mapping = eoi_job_mapping(job);
+	/*
+	 * A change event's time fields count in the unit their schema names
+	 * (Timestamp: ms, MicroTimestamp: µs, ...), which the field codecs
+	 * below apply; format json's guess by magnitude must not run first.
+	 */
+	cx.mapping.timestamp_unit = EOI_TS_NONE;
 	cx.cols = eoi_columns_for(cx.rel, &cx.mapping, estate);
 	cx.keys = eoi_columns_named(cx.rel, EOI_FORMAT_JSON, job->key_columns);
 	eoi_check_target_kind(cx.rel, job->mode);

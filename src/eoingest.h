@@ -51,7 +51,8 @@ typedef enum EoiTimestampUnit
 	EOI_TS_SECONDS,
 	EOI_TS_MILLISECONDS,
 	EOI_TS_MICROSECONDS,
-	EOI_TS_NANOSECONDS
+	EOI_TS_NANOSECONDS,
+	EOI_TS_NONE					/* internal: numbers stay numbers (cdc.c converts) */
 } EoiTimestampUnit;
 
 /* How a message's value is wrapped: plainly, or as a Debezium change event. */

@@ -160,6 +160,8 @@ epoch_timestamp(const EoiJsonColumn *jc, EoiTimestampUnit unit, Numeric num)
 		case EOI_TS_NANOSECONDS:
 			d = DirectFunctionCall2(numeric_div, d, NumericGetDatum(int64_to_numeric(1000)));
 			break;
+		case EOI_TS_NONE:
+			elog(ERROR, "no timestamp unit to read a number with");
 	}
 	/* Beyond about 9e18 microseconds, no int64 and no timestamp holds it. */
 	estimate = DatumGetFloat8(DirectFunctionCall1(numeric_float8_no_overflow, d));
@@ -421,8 +423,9 @@ scalar_text(const EoiJsonColumn *jc, EoiTimestampUnit unit, JsonbValue *v, Strin
 				appendBinaryStringInfo(out, v->val.string.val, v->val.string.len);
 			return true;
 		case jbvNumeric:
-			if (jc->kind == EOI_VALUE_TIMESTAMPTZ || jc->kind == EOI_VALUE_TIMESTAMP ||
-				jc->kind == EOI_VALUE_DATE)
+			if (unit != EOI_TS_NONE &&
+				(jc->kind == EOI_VALUE_TIMESTAMPTZ || jc->kind == EOI_VALUE_TIMESTAMP ||
+				 jc->kind == EOI_VALUE_DATE))
 				epoch_text(jc, unit, v->val.numeric, out);
 			else
 				appendStringInfoString(out, DatumGetCString(DirectFunctionCall1(numeric_out,
