@@ -973,24 +973,6 @@ value_text(StringInfo out, avro_value_t *v, AvroType *t, Oid typid)
 /* ---- messages ---- */
 
 static void
-write_default(EoiColumns *cols, int c, EoiRowWriter *writer, ExprContext *econtext)
-{
-	bool		isnull = true;
-	Datum		d = (Datum) 0;
-
-	if (cols->defaults != NULL && cols->defaults[c] != NULL)
-		d = ExecEvalExprSwitchContext(cols->defaults[c], econtext, &isnull);
-	if (isnull)
-		writer->field(writer, c, NULL, 0);
-	else
-	{
-		char	   *s = OutputFunctionCall(&cols->outfuncs[c], d);
-
-		writer->field(writer, c, s, strlen(s));
-	}
-}
-
-static void
 write_value(EoiColumns *cols, int c, EoiRowWriter *writer, avro_value_t *v, AvroType *t)
 {
 	StringInfoData text;
@@ -1112,7 +1094,7 @@ eoi_avro_decode(EoiColumns *cols, const char *value, size_t len, EoiRowWriter *w
 
 		if (i < 0)
 		{
-			write_default(cols, c, writer, econtext);
+			eoi_write_default(cols, c, writer, econtext);
 			continue;
 		}
 		if (avro_value_get_by_index(&e->value, i, &field, NULL) != 0)

@@ -467,8 +467,9 @@ write_json_value(EoiColumns *cols, int col, EoiRowWriter *writer, JsonbValue *v)
 		writer->field(writer, col, NULL, 0);
 }
 
-static void
-write_default(EoiColumns *cols, int c, EoiRowWriter *writer, ExprContext *econtext)
+/* Column c's default (or NULL) for a field the message does not have. */
+void
+eoi_write_default(EoiColumns *cols, int c, EoiRowWriter *writer, ExprContext *econtext)
 {
 	bool		isnull = true;
 	Datum		d = (Datum) 0;
@@ -690,7 +691,7 @@ eoi_decode_json_object(EoiColumns *cols, JsonbContainer *object, EoiRowWriter *w
 		if (cols->json_slots[c].found)
 			write_json_value(cols, c, writer, &cols->json_slots[c].value);
 		else
-			write_default(cols, c, writer, econtext);
+			eoi_write_default(cols, c, writer, econtext);
 	}
 }
 

@@ -71,6 +71,8 @@ typedef struct EoiCopyWriter
 } EoiCopyWriter;
 
 extern EoiMapping eoi_job_mapping(const EoiJob *job);
+extern void eoi_write_default(EoiColumns *cols, int c, EoiRowWriter *writer,
+							  ExprContext *econtext);
 extern EoiColumns *eoi_columns_for(Relation rel, const EoiMapping *mapping, EState *estate);
 extern EoiColumns *eoi_columns_named(Relation rel, EoiFormat format, List *names);
 extern void eoi_copy_writer_init(EoiCopyWriter *cw, StringInfo out);
