@@ -225,7 +225,8 @@ for line in open(sys.argv[2]):
     if m and ('(topic)' not in line.split('|')[1] or m.group(1) not in doc):
         doc[m.group(1)] = m.group(2).strip()
 want = {'EOI_PROP_ANY': 'any', 'EOI_PROP_READ': 'read', 'EOI_PROP_EXECUTE': 'exec',
-        'EOI_PROP_EXECUTE | EOI_PROP_READ': 'exec + read', 'EOI_PROP_MANAGED': 'managed'}
+        'EOI_PROP_EXECUTE | EOI_PROP_READ': 'exec + read', 'EOI_PROP_MANAGED': 'managed',
+        'EOI_PROP_EOINGEST': 'eoingest'}
 bad = [n for n, c in code.items() if not doc.get(n, '').startswith(want[c])]
 bad += [n for n, c in doc.items() if n not in code and c != 'superuser']
 print('mismatch: ' + ', '.join(bad) if bad else 'consistent')
