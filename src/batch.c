@@ -174,9 +174,13 @@ bytes_as_text(const void *data, size_t len, bool *isnull)
 	return PointerGetDatum(cstring_to_text_with_len(data, (int) len));
 }
 
-/* Headers as a JSON object; a repeated name keeps its last value. */
+/*
+ * A message's headers as jsonb: an object, where a repeated name keeps its
+ * last value, or (as_list) every header in order, repeated names kept:
+ * [{"name": ..., "value": ...}, ...].
+ */
 static Datum
-headers_as_jsonb(rd_kafka_message_t *msg, bool *isnull)
+headers_jsonb(rd_kafka_message_t *msg, bool as_list, bool *isnull)
 {
 	rd_kafka_headers_t *hdrs;
 	StringInfoData buf;
@@ -190,14 +194,16 @@ headers_as_jsonb(rd_kafka_message_t *msg, bool *isnull)
 		return (Datum) 0;
 
 	initStringInfo(&buf);
-	appendStringInfoChar(&buf, '{');
+	appendStringInfoChar(&buf, as_list ? '[' : '{');
 	for (size_t i = 0; rd_kafka_header_get_all(hdrs, i, &name, &value, &size) == RD_KAFKA_RESP_ERR_NO_ERROR; i++)
 	{
 		if (i > 0)
 			appendStringInfoString(&buf, ", ");
 		(void) pg_verifymbstr(name, (int) strlen(name), false);
+		if (as_list)
+			appendStringInfoString(&buf, "{\"name\": ");
 		escape_json(&buf, name);
-		appendStringInfoString(&buf, ": ");
+		appendStringInfoString(&buf, as_list ? ", \"value\": " : ": ");
 		if (value == NULL)
 			appendStringInfoString(&buf, "null");
 		else
@@ -205,46 +211,10 @@ headers_as_jsonb(rd_kafka_message_t *msg, bool *isnull)
 			(void) pg_verifymbstr(value, (int) size, false);
 			escape_json(&buf, pnstrdup(value, size));
 		}
+		if (as_list)
+			appendStringInfoChar(&buf, '}');
 	}
-	appendStringInfoChar(&buf, '}');
-	*isnull = false;
-	return DirectFunctionCall1(jsonb_in, CStringGetDatum(buf.data));
-}
-
-/* Every header, in order, repeated names kept: [{"name": ..., "value": ...}, ...]. */
-static Datum
-header_list_jsonb(rd_kafka_message_t *msg, bool *isnull)
-{
-	rd_kafka_headers_t *hdrs;
-	StringInfoData buf;
-	const char *name;
-	const void *value;
-	size_t		size;
-
-	*isnull = true;
-	if (msg->_private == NULL ||
-		rd_kafka_message_headers(msg, &hdrs) != RD_KAFKA_RESP_ERR_NO_ERROR)
-		return (Datum) 0;
-	initStringInfo(&buf);
-	appendStringInfoChar(&buf, '[');
-	for (size_t i = 0; rd_kafka_header_get_all(hdrs, i, &name, &value, &size) == RD_KAFKA_RESP_ERR_NO_ERROR; i++)
-	{
-		if (i > 0)
-			appendStringInfoString(&buf, ", ");
-		(void) pg_verifymbstr(name, (int) strlen(name), false);
-		appendStringInfoString(&buf, "{\"name\": ");
-		escape_json(&buf, name);
-		appendStringInfoString(&buf, ", \"value\": ");
-		if (value == NULL)
-			appendStringInfoString(&buf, "null");
-		else
-		{
-			(void) pg_verifymbstr(value, (int) size, false);
-			escape_json(&buf, pnstrdup(value, size));
-		}
-		appendStringInfoChar(&buf, '}');
-	}
-	appendStringInfoChar(&buf, ']');
+	appendStringInfoChar(&buf, as_list ? ']' : '}');
 	*isnull = false;
 	return DirectFunctionCall1(jsonb_in, CStringGetDatum(buf.data));
 }
@@ -306,7 +276,7 @@ eoingest_batch(PG_FUNCTION_ARGS)
 		values[3] = message_text(batch->key_format, msg->key, msg->key_len, &nulls[3], &key_json);
 		values[4] = message_text(batch->format, msg->payload, msg->len, &nulls[4], &value_json);
 		values[5] = eoi_message_timestamp(msg, &nulls[5]);
-		values[6] = headers_as_jsonb(msg, &nulls[6]);
+		values[6] = headers_jsonb(msg, false, &nulls[6]);
 		/* the 0.1 to 0.3 definitions end here */
 		if (tupdesc->natts >= 11)
 		{
@@ -318,7 +288,7 @@ eoingest_batch(PG_FUNCTION_ARGS)
 			nulls[7] = (value_json == NULL && (batch->format != EOI_FORMAT_JSON || nulls[4]));
 			values[8] = bytes_as_bytea(msg->key, msg->key_len, &nulls[8]);
 			values[9] = bytes_as_bytea(msg->payload, msg->len, &nulls[9]);
-			values[10] = header_list_jsonb(msg, &nulls[10]);
+			values[10] = headers_jsonb(msg, true, &nulls[10]);
 		}
 		tuplestore_putvalues(store, tupdesc, values, nulls);
 	}
