@@ -1117,8 +1117,8 @@ eoingest_worker_status(PG_FUNCTION_ARGS)
 	for (int i = 0; i < nslots; i++)
 	{
 		EoiWorkerSlot *s = &copy[i];
-		Datum		values[14];
-		bool		nulls[14] = {false};
+		Datum		values[15];
+		bool		nulls[15] = {false};
 
 		if (!s->in_use || s->pid == 0 || !may_see(s->owner))
 			continue;
@@ -1139,7 +1139,9 @@ eoingest_worker_status(PG_FUNCTION_ARGS)
 		nulls[11] = (s->last_error_at == 0);
 		values[12] = Int64GetDatum((int64) s->dead_letters);
 		values[13] = Float8GetDatum(messages_per_second(s));
-		/* the 0.1 definition has one column less */
+		values[14] = Int64GetDatum(s->heap_bytes);
+		nulls[14] = (s->heap_bytes <= 0);	/* not sampled yet, or unknown */
+		/* the definitions before 0.5 have fewer columns */
 		Assert(tupdesc->natts <= lengthof(values));
 		tuplestore_putvalues(store, tupdesc, values, nulls);
 	}
@@ -1147,8 +1149,8 @@ eoingest_worker_status(PG_FUNCTION_ARGS)
 	for (int i = 0; i < nwaiting; i++)
 	{
 		EoiWaitingWorker *wt = &waiting[i];
-		Datum		values[14] = {0};
-		bool		nulls[14];
+		Datum		values[15] = {0};
+		bool		nulls[15];
 		bool		started = false;
 
 		if (!may_see(wt->owner))

@@ -44,6 +44,7 @@ typedef struct EoiWorkerSlot
 	uint64		bytes;
 	uint64		batches;
 	uint64		dead_letters;
+	int64		heap_bytes;		/* malloc'd and not freed, -1 if unknown */
 	TimestampTz last_commit_at;
 	TimestampTz last_error_at;
 	char		last_error[EOI_ERROR_LEN];

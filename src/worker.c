@@ -116,6 +116,7 @@ typedef struct Worker
 static Worker w;
 
 static void offsets_committed(void);
+static void note_heap_in_use(void);
 
 /* ---- shared-memory slot ---- */
 
@@ -466,6 +467,27 @@ release_memory_when_idle(int messages)
 #ifdef __GLIBC__
 	(void) malloc_trim(0);
 #endif
+	note_heap_in_use();
+}
+
+/*
+ * Publish the bytes this process has allocated and not freed, in every
+ * malloc arena (librdkafka's threads included) and in mmapped chunks, for
+ * job_status.heap_bytes.  Unlike the RSS it does not count the pages that
+ * a few live chunks pin after a trim, so a leak shows in it and
+ * fragmentation does not.  mallinfo2 walks the arenas' bins: called when
+ * the worker runs dry and every 10 s, never per batch.
+ */
+static void
+note_heap_in_use(void)
+{
+#if defined(__GLIBC__) && __GLIBC_PREREQ(2, 33)
+	struct mallinfo2 mi = mallinfo2();
+
+	w.slot->heap_bytes = (int64) (mi.uordblks + mi.hblkhd);
+#else
+	w.slot->heap_bytes = -1;
+#endif
 }
 
 /* Every 10 s, note the message count, for the rate over the last minute. */
@@ -490,6 +512,7 @@ sample_rate(void)
 	w.slot->rate_at[oldest] = now;
 	w.slot->rate_messages[oldest] = w.slot->messages;
 	LWLockRelease(eoi_shared->lock);
+	note_heap_in_use();
 }
 
 /*

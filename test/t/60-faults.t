@@ -171,7 +171,12 @@ check "terminate: exact data" exact terminate_t 10000
 # counts the shared buffers it touched) is sampled throughout and, once a
 # phase is in, read while the worker idles: a worker that runs dry gives
 # back what it held at its peak, so its idle footprint is its live memory,
-# and a leak shows as idle growth from the first phase to the second.  The
+# and a leak shows as idle growth from the first phase to the second.  That
+# growth is read from the heap the worker has in use (job_status.heap_bytes,
+# glibc's count of allocated and not freed bytes over every arena), not from
+# its RSS: after malloc_trim the RSS still holds the pages that a few live
+# chunks pin, which is fragmentation, not a leak, and varies from run to run
+# (0.2 to 12 MB over the second phase, run alone or in the whole suite).  The
 # 100 MB target is the benchmark's to report (bench/results); the peak
 # ceiling here only catches a runaway.
 topic=soak_$$
@@ -189,7 +194,9 @@ idle_rss() { # the least of 15 samples over 3 s, the worker idle throughout
   done
   echo "$least"
 }
+heap() { sql "SELECT heap_bytes FROM eoingest.job_status WHERE name = 'soak_t'"; }
 rss_start=$(idle_rss)
+heap_start=$(heap)
 peak=0
 soak_phase() { # soak_phase FIRST: produce 500,000 from FIRST; sets phase_rss, idle once all are in
   eoi-kafka produce-seq "$topic" --count 500000 --start "$1" --format csv >/dev/null
@@ -198,14 +205,17 @@ soak_phase() { # soak_phase FIRST: produce 500,000 from FIRST; sets phase_rss, i
     sleep 0.2
   done
   phase_rss=$(idle_rss)
+  phase_heap=$(heap)
 }
 soak_phase 20000
-rss_first=$phase_rss
+rss_first=$phase_rss heap_first=$phase_heap
 soak_phase 520000
-rss_second=$phase_rss
+rss_second=$phase_rss heap_second=$phase_heap
 diag "soak: worker private RSS, idle: start ${rss_start} kB, after 520k ${rss_first} kB, after 1020k ${rss_second} kB; peak ${peak} kB"
-ok $([ $((rss_second - rss_first)) -lt 8192 ] && [ "$peak" -lt 262144 ] && echo 0 || echo 1) \
-  "soak: worker memory stays flat over 1,000,000 messages (idle growth over the second 500k: $(((rss_second - rss_first) / 1024)) MB, peak $((peak / 1024)) MB)"
+diag "soak: worker heap in use, idle: start ${heap_start} B, after 520k ${heap_first} B, after 1020k ${heap_second} B"
+# 1 MB over 500,000 messages: a leak of 2 bytes a message shows.
+ok $([ -n "$heap_first" ] && [ -n "$heap_second" ] && [ $((heap_second - heap_first)) -lt 1048576 ] && [ "$peak" -lt 262144 ] && echo 0 || echo 1) \
+  "soak: worker memory stays flat over 1,000,000 messages (idle heap growth over the second 500k: $(((heap_second - heap_first) / 1024)) kB; RSS $(((rss_second - rss_first) / 1024)) MB; peak $((peak / 1024)) MB)"
 ok $([ "$rss_second" -lt $((rss_start + 16384)) ] && echo 0 || echo 1) \
   "soak: a worker that runs dry gives its peak back (idle $((rss_second / 1024)) MB, $((rss_start / 1024)) MB before the soak)"
 check "soak: exact data" exact soak_t 1020000
