@@ -219,18 +219,18 @@ headers_jsonb(rd_kafka_message_t *msg, bool as_list, bool *isnull)
 	return DirectFunctionCall1(jsonb_in, CStringGetDatum(buf.data));
 }
 
-static Datum
-bytes_as_bytea(const void *data, size_t len, bool *isnull)
+/* A message's key or payload as bytea, as it came; NULL for none. */
+bytea *
+eoi_message_bytes(const void *data, size_t len)
 {
 	bytea	   *b;
 
-	*isnull = (data == NULL);
 	if (data == NULL)
-		return (Datum) 0;
+		return NULL;
 	b = palloc(VARHDRSZ + len);
 	SET_VARSIZE(b, VARHDRSZ + len);
 	memcpy(VARDATA(b), data, len);
-	return PointerGetDatum(b);
+	return b;
 }
 
 /*
@@ -269,6 +269,8 @@ eoingest_batch(PG_FUNCTION_ARGS)
 		bool		nulls[11] = {false};
 		char	   *key_json;
 		char	   *value_json;
+		bytea	   *key;
+		bytea	   *value;
 
 		values[0] = CStringGetTextDatum(eoi_message_topic(batch, i));
 		values[1] = Int32GetDatum(msg->partition);
@@ -286,8 +288,12 @@ eoingest_batch(PG_FUNCTION_ARGS)
 			else if (batch->format == EOI_FORMAT_JSON && !nulls[4])
 				values[7] = DirectFunctionCall1(jsonb_in, CStringGetDatum(TextDatumGetCString(values[4])));
 			nulls[7] = (value_json == NULL && (batch->format != EOI_FORMAT_JSON || nulls[4]));
-			values[8] = bytes_as_bytea(msg->key, msg->key_len, &nulls[8]);
-			values[9] = bytes_as_bytea(msg->payload, msg->len, &nulls[9]);
+			key = eoi_message_bytes(msg->key, msg->key_len);
+			value = eoi_message_bytes(msg->payload, msg->len);
+			values[8] = PointerGetDatum(key);
+			nulls[8] = (key == NULL);
+			values[9] = PointerGetDatum(value);
+			nulls[9] = (value == NULL);
 			values[10] = headers_jsonb(msg, true, &nulls[10]);
 		}
 		tuplestore_putvalues(store, tupdesc, values, nulls);

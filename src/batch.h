@@ -43,6 +43,7 @@ extern EoiBatch *eoi_batch_create(MemoryContext cxt, int capacity);
 extern const char *eoi_message_topic(EoiBatch *batch, int index);
 
 extern Datum eoi_message_timestamp(rd_kafka_message_t *msg, bool *isnull);
+extern bytea *eoi_message_bytes(const void *data, size_t len);
 
 struct Tuplestorestate;
 extern void eoi_materialize_srf(FunctionCallInfo fcinfo, struct Tuplestorestate **store,

@@ -56,22 +56,8 @@ eoi_is_record_error(int sqlerrcode)
 		sqlerrcode == ERRCODE_CHARACTER_NOT_IN_REPERTOIRE;
 }
 
-static Datum
-bytes_datum(const void *data, size_t len, char *null)
-{
-	bytea	   *b;
-
-	*null = data ? ' ' : 'n';
-	if (data == NULL)
-		return (Datum) 0;
-	b = palloc(VARHDRSZ + len);
-	SET_VARSIZE(b, VARHDRSZ + len);
-	memcpy(VARDATA(b), data, len);
-	return PointerGetDatum(b);
-}
-
 /*
- * The inverse of bytes_datum: column `col` of an SPI row as a NUL-terminated
+ * The inverse of eoi_message_bytes: column `col` of an SPI row as a NUL-terminated
  * copy in `cxt` (as librdkafka hands message bytes), or NULL with *len 0.
  */
 static void *
@@ -104,13 +90,19 @@ eoi_dead_letter_store(const EoiJob *job, const char *topic, rd_kafka_message_t *
 	Datum		args[11];
 	char		nulls[11] = "           ";
 	bool		isnull;
+	bytea	   *key;
+	bytea	   *value;
 
 	args[0] = CStringGetTextDatum(job->name);
 	args[1] = CStringGetTextDatum(topic);
 	args[2] = Int32GetDatum(msg->partition);
 	args[3] = Int64GetDatum(msg->offset);
-	args[4] = bytes_datum(msg->key, msg->key_len, &nulls[4]);
-	args[5] = bytes_datum(msg->payload, msg->len, &nulls[5]);
+	key = eoi_message_bytes(msg->key, msg->key_len);
+	value = eoi_message_bytes(msg->payload, msg->len);
+	args[4] = PointerGetDatum(key);
+	nulls[4] = key ? ' ' : 'n';
+	args[5] = PointerGetDatum(value);
+	nulls[5] = value ? ' ' : 'n';
 	args[6] = eoi_message_timestamp(msg, &isnull);
 	nulls[6] = isnull ? 'n' : ' ';
 	args[7] = CStringGetTextDatum(eoi_describe_error(edata));
