@@ -8,7 +8,8 @@
 # $DBZ_KILLS times and the test server restarts once. At the end every column of every row is the
 # source's (both dumps compared line by line) and the stored offsets are the log ends. A third table,
 # dbz_t (replica identity default), gets two updates that leave a TOASTed value unchanged: Debezium sends
-# its placeholder for it, which must be a dead letter, never stored.
+# its placeholder for it, which must be a dead letter, never stored. A second connector sends dbz_a
+# without the schema wrapper (schemas.enable=false) to a third job, in mode upsert, into dbz_a_plain.
 # EOINGEST_LONG=1: a longer workload ($DBZ_SECONDS) with more kills.
 set -euo pipefail
 . "$(dirname "$0")/../lib/tap.sh"
@@ -44,7 +45,7 @@ trap cleanup EXIT
 trap 'exit 1' INT TERM
 
 "$EOINGEST_TEST_DIR/connect.sh" fetch debezium-postgres >/dev/null
-plan 18
+plan 21
 
 # ---- the source: a fresh cluster with wal_level = logical, the tables, a publication, a snapshot's worth of rows
 src_pg stop-immediate >/dev/null 2>&1 || true
@@ -61,11 +62,13 @@ src "ALTER TABLE dbz_b REPLICA IDENTITY FULL;
 
 # ---- the target, the topics and the jobs
 sql "CREATE EXTENSION IF NOT EXISTS eoingest" >/dev/null 2>&1
-sql "DROP TABLE IF EXISTS dbz_a, dbz_b, dbz_t; DROP TYPE IF EXISTS dbz_mood" >/dev/null
+sql "DROP TABLE IF EXISTS dbz_a, dbz_b, dbz_t, dbz_a_plain; DROP TYPE IF EXISTS dbz_mood" >/dev/null
 sql - <"$work/schema.sql" >/dev/null
+sql "CREATE TABLE dbz_a_plain (LIKE dbz_a INCLUDING ALL)" >/dev/null
 eoi-kafka create-topic dbz.public.dbz_a 3 >/dev/null
 eoi-kafka create-topic dbz.public.dbz_b 1 >/dev/null
 eoi-kafka create-topic dbz.public.dbz_t 1 >/dev/null
+eoi-kafka create-topic dbzp.public.dbz_a 3 >/dev/null
 sql "SELECT eoingest.create_job(name => 'dbz_a', brokers => '$KAFKA_BROKERS', topic => 'dbz.public.dbz_a',
         target => 'dbz_a', format => 'json', envelope => 'debezium', on_error => 'fail',
         batch_size => 200, batch_timeout_ms => 200);
@@ -74,28 +77,33 @@ sql "SELECT eoingest.create_job(name => 'dbz_a', brokers => '$KAFKA_BROKERS', to
         on_truncate => 'truncate', batch_size => 200, batch_timeout_ms => 200);
      SELECT eoingest.create_job(name => 'dbz_t', brokers => '$KAFKA_BROKERS', topic => 'dbz.public.dbz_t',
         target => 'dbz_t', format => 'json', envelope => 'debezium', batch_timeout_ms => 200);
-     SELECT eoingest.start_job('dbz_a'); SELECT eoingest.start_job('dbz_b'); SELECT eoingest.start_job('dbz_t')" >/dev/null
+     SELECT eoingest.create_job(name => 'dbz_p', brokers => '$KAFKA_BROKERS', topic => 'dbzp.public.dbz_a',
+        target => 'dbz_a_plain', format => 'json', envelope => 'debezium', on_error => 'fail', mode => 'upsert',
+        batch_size => 200, batch_timeout_ms => 200, offset_commit_interval_ms => 200);
+     SELECT eoingest.start_job('dbz_a'); SELECT eoingest.start_job('dbz_b'); SELECT eoingest.start_job('dbz_t');
+     SELECT eoingest.start_job('dbz_p')" >/dev/null
 
 # ---- Debezium: the snapshot, then the stream
 sed "s/@PORT@/$DBZ_SRC_PORT/" "$work/connector.properties.in" >"$run/connector.properties"
+sed "s/@PORT@/$DBZ_SRC_PORT/" "$work/connector-plain.properties.in" >"$run/connector-plain.properties"
 started=$SECONDS
-CONNECT_PLUGIN_NAMES=debezium-postgres "$EOINGEST_TEST_DIR/connect.sh" start "$run/connector.properties" >/dev/null
+CONNECT_PLUGIN_NAMES=debezium-postgres "$EOINGEST_TEST_DIR/connect.sh" start "$run/connector.properties" "$run/connector-plain.properties" >/dev/null
 diag "kafka connect and the connector running after $((SECONDS - started)) s"
-check "the snapshot arrives" wait_until 120 "SELECT (SELECT count(*) FROM dbz_a) = 300 AND (SELECT count(*) FROM dbz_b) = 300 AND (SELECT count(*) FROM dbz_t) = 3"
+check "the snapshot arrives" wait_until 120 "SELECT (SELECT count(*) FROM dbz_a) = 300 AND (SELECT count(*) FROM dbz_b) = 300 AND (SELECT count(*) FROM dbz_t) = 3 AND (SELECT count(*) FROM dbz_a_plain) = 300"
 
 # ---- the workload, with kills, a restart of the target and a truncate
 pgbench -n -p "$DBZ_SRC_PORT" -c 1 -R "$DBZ_RATE" -T "$DBZ_SECONDS" -f "$work/work.pgbench" postgres \
   >"$run/pgbench.out" 2>&1 &
 bench=$!
 workers_back() {
-  wait_until 60 "SELECT count(*) = 2 FROM eoingest.job_status WHERE name IN ('dbz_a', 'dbz_b') AND pid IS NOT NULL" || true
+  wait_until 60 "SELECT count(*) = 3 FROM eoingest.job_status WHERE name IN ('dbz_a', 'dbz_b', 'dbz_p') AND pid IS NOT NULL" || true
 }
 killed=0
 restarted=0
 truncated=0
 for ((k = 1; k <= DBZ_KILLS; k++)); do
   sleep $((DBZ_SECONDS / (DBZ_KILLS + 2))).$((RANDOM % 10))
-  for pid in $(sql "SELECT pid FROM eoingest.job_status WHERE name IN ('dbz_a', 'dbz_b') AND pid IS NOT NULL" 2>/dev/null || true); do
+  for pid in $(sql "SELECT pid FROM eoingest.job_status WHERE name IN ('dbz_a', 'dbz_b', 'dbz_p') AND pid IS NOT NULL" 2>/dev/null || true); do
     kill -9 "$pid" 2>/dev/null && killed=$((killed + 1))
   done
   workers_back
@@ -127,8 +135,9 @@ is "$(src "SELECT count(*) FROM dbz_b WHERE id < 1000000")" 0 "dbz_b holds only 
 src "UPDATE dbz_t SET n = 1 WHERE id <= 2; UPDATE dbz_t SET big = dbz_big(), n = 2 WHERE id = 3" >/dev/null
 
 # ---- catch-up: the source's last transaction is a fence row; Debezium streams in commit order
-src "INSERT INTO dbz_t VALUES (100, 'fence', 0)" >/dev/null
-check "the source's last change arrives" wait_until 180 "SELECT count(*) = 1 FROM dbz_t WHERE id = 100"
+src "BEGIN; INSERT INTO dbz_t VALUES (100, 'fence', 0); INSERT INTO dbz_a SELECT * FROM dbz_rows(2000000000, 1); COMMIT" >/dev/null
+check "the source's last change arrives" wait_until 180 "SELECT (SELECT count(*) FROM dbz_t WHERE id = 100) = 1
+  AND (SELECT count(*) FROM dbz_a WHERE id = 2000000000) = 1 AND (SELECT count(*) FROM dbz_a_plain WHERE id = 2000000000) = 1"
 
 offsets_at_end() {
   local job=$1 topic=$2
@@ -140,13 +149,14 @@ offsets_at_end() {
 check "dbz_a's offsets reach the log end of every partition" wait_until 180 "$(offsets_at_end dbz_a dbz.public.dbz_a)"
 check "dbz_b's offsets reach the log end" wait_until 180 "$(offsets_at_end dbz_b dbz.public.dbz_b)"
 check "dbz_t's offsets reach the log end" wait_until 60 "$(offsets_at_end dbz_t dbz.public.dbz_t)"
+check "dbz_p's offsets reach the log end of every partition" wait_until 180 "$(offsets_at_end dbz_p dbzp.public.dbz_a)"
 is "$(sql "SELECT count(*) FROM dbz_t WHERE big = '__debezium_unavailable_value'")" 0 \
   "dbz_t: no row holds Debezium's placeholder for an unchanged TOASTed value"
 is "$(sql "SELECT count(*) FILTER (WHERE error LIKE '%placeholder%') || ' of ' || count(*) FROM eoingest.dead_letters WHERE job = 'dbz_t'") $(sql "SELECT string_agg(id || ':' || n || ':' || md5(big), ',' ORDER BY id) FROM dbz_t")" \
   "2 of 2 $(src "SELECT string_agg(id || ':' || CASE WHEN id <= 2 THEN 0 ELSE n END || ':' || md5(big), ',' ORDER BY id) FROM dbz_t")" \
   "dbz_t: those two updates are dead letters naming the placeholder; the rest is applied"
 
-failed=$(sql "SELECT string_agg(name || ': ' || coalesce(last_error, ''), '; ') FROM eoingest.job_status WHERE name IN ('dbz_a', 'dbz_b', 'dbz_t') AND state = 'failed'")
+failed=$(sql "SELECT string_agg(name || ': ' || coalesce(last_error, ''), '; ') FROM eoingest.job_status WHERE name IN ('dbz_a', 'dbz_b', 'dbz_t', 'dbz_p') AND state = 'failed'")
 [ -z "$failed" ] || diag "failed: $failed"
 
 # ---- every column of every row
@@ -155,8 +165,9 @@ dump() {
   shift
   PGTZ=UTC psql -XAtq -v ON_ERROR_STOP=1 "$@" -c "COPY (SELECT * FROM $tbl ORDER BY id) TO STDOUT"
 }
-for tbl in dbz_a dbz_b; do
-  dump "$tbl" -p "$DBZ_SRC_PORT" | sort >"$run/$tbl.source"
+for pair in dbz_a:dbz_a dbz_b:dbz_b dbz_a:dbz_a_plain; do
+  tbl=${pair#*:}
+  dump "${pair%%:*}" -p "$DBZ_SRC_PORT" | sort >"$run/$tbl.source"
   dump "$tbl" | sort >"$run/$tbl.target"
   only_src=$(comm -23 "$run/$tbl.source" "$run/$tbl.target" | wc -l)
   only_tgt=$(comm -13 "$run/$tbl.source" "$run/$tbl.target" | wc -l)
@@ -166,10 +177,10 @@ for tbl in dbz_a dbz_b; do
   is "$only_src" 0 "$tbl: source EXCEPT target is empty ($(wc -l <"$run/$tbl.source") rows)"
   is "$only_tgt" 0 "$tbl: target EXCEPT source is empty"
 done
-is "$(sql "SELECT count(*) FROM eoingest.dead_letters WHERE job IN ('dbz_a', 'dbz_b')") $(sql "SELECT string_agg(DISTINCT state, ',') FROM eoingest.job_status WHERE name IN ('dbz_a', 'dbz_b')")" \
-  "0 running" "no dead letters, both jobs running"
+is "$(sql "SELECT count(*) FROM eoingest.dead_letters WHERE job IN ('dbz_a', 'dbz_b', 'dbz_p')") $(sql "SELECT string_agg(DISTINCT state, ',') FROM eoingest.job_status WHERE name IN ('dbz_a', 'dbz_b', 'dbz_p')")" \
+  "0 running" "no dead letters, the three jobs running"
 
 diag "48-debezium: $((SECONDS)) s in all"
-sql "SELECT eoingest.drop_job('dbz_a'); SELECT eoingest.drop_job('dbz_b'); SELECT eoingest.drop_job('dbz_t')" >/dev/null
-sql "DROP TABLE dbz_a, dbz_b, dbz_t; DROP TYPE dbz_mood" >/dev/null
+sql "SELECT eoingest.drop_job('dbz_a'); SELECT eoingest.drop_job('dbz_b'); SELECT eoingest.drop_job('dbz_t'); SELECT eoingest.drop_job('dbz_p')" >/dev/null
+sql "DROP TABLE dbz_a, dbz_b, dbz_t, dbz_a_plain; DROP TYPE dbz_mood" >/dev/null
 done_testing
