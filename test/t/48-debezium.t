@@ -118,7 +118,8 @@ done
 bench_status=0
 wait "$bench" || bench_status=$?
 ok "$bench_status" "the workload ran (pgbench: $(grep -E 'number of transactions actually processed' "$run/pgbench.out" || tail -n 3 "$run/pgbench.out"))"
-ok $([ "$killed" -ge "$DBZ_KILLS" ] && echo 0 || echo 1) "workers SIGKILLed $killed times"
+# (three workers a round; one may not be back yet when the next round comes)
+ok $([ "$killed" -ge $((2 * DBZ_KILLS)) ] && echo 0 || echo 1) "workers SIGKILLed $killed times in $DBZ_KILLS rounds"
 ok $([ "$restarted" = 1 ] && [ "$truncated" = 1 ] && echo 0 || echo 1) "the target restarted once and dbz_b was truncated"
 
 # ---- the workload did what it should
