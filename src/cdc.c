@@ -827,6 +827,64 @@ same_key_text(CdcContext *cx, char **key, char **row)
 	return true;
 }
 
+/*
+ * Debezium's stand-in for a value it could not read: with replica identity
+ * default, an update that leaves a TOASTed column unchanged carries no value
+ * for it, and the after image has this (unavailable.value.placeholder's
+ * default) as text, or its bytes (base64) for a bytes field, or an array of
+ * it. Storing it would silently replace the row's real value.
+ */
+#define DBZ_UNAVAILABLE "__debezium_unavailable_value"
+#define DBZ_UNAVAILABLE_BASE64 "X19kZWJleml1bV91bmF2YWlsYWJsZV92YWx1ZQ=="
+
+static bool
+is_unavailable_string(const JsonbValue *v)
+{
+	return v->type == jbvString &&
+		((v->val.string.len == strlen(DBZ_UNAVAILABLE) &&
+		  memcmp(v->val.string.val, DBZ_UNAVAILABLE, v->val.string.len) == 0) ||
+		 (v->val.string.len == strlen(DBZ_UNAVAILABLE_BASE64) &&
+		  memcmp(v->val.string.val, DBZ_UNAVAILABLE_BASE64, v->val.string.len) == 0));
+}
+
+static bool
+is_unavailable(const JsonbValue *v)
+{
+	JsonbContainer *array;
+
+	if (is_unavailable_string(v))
+		return true;
+	if (v->type != jbvBinary || !JsonContainerIsArray(v->val.binary.data))
+		return false;
+	array = v->val.binary.data;
+	return JsonContainerSize(array) == 1 &&
+		is_unavailable_string(getIthJsonbValueFromContainer(array, 0));
+}
+
+/* Error if a field of an update's after image is Debezium's placeholder. */
+static void
+check_available(CdcContext *cx, JsonbContainer *after)
+{
+	JsonbIterator *it = JsonbIteratorInit(after);
+	JsonbValue	v;
+	JsonbValue	key = {0};
+	JsonbIteratorToken tok;
+
+	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+	{
+		if (tok == WJB_KEY)
+			key = v;
+		else if (tok == WJB_VALUE && is_unavailable(&v))
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_EXCEPTION),
+					 errmsg("field \"%.*s\" of the change event's after image is Debezium's placeholder \"%s\", not a value",
+							(int) key.val.string.len, key.val.string.val, DBZ_UNAVAILABLE),
+					 errdetail("Debezium sends it for a TOASTed column that an update leaves unchanged when the source table has replica identity default; the row of \"%s\" is left as it was.",
+							   RelationGetRelationName(cx->rel)),
+					 errhint("Set REPLICA IDENTITY FULL on the source table, so that Debezium sends the value; then replay this dead letter or re-snapshot the table.")));
+	}
+}
+
 /* The after image as the row to upsert; its fields are kept in *row. */
 static void
 add_after(CdcContext *cx, JsonbContainer *after, JsonbContainer *value_schema,
@@ -913,6 +971,8 @@ apply_event(CdcContext *cx, rd_kafka_message_t *msg)
 			ereport(ERROR,
 					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 					 errmsg("change event of op \"%s\" has no after image", op)));
+		if (op[0] == 'u')
+			check_available(cx, after);
 		add_after(cx, after, schema, &row);
 		if (op[0] != 'u')
 		{

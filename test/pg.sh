@@ -8,11 +8,15 @@
 # cluster; run init again, then restart, to apply changed variables):
 #   EOINGEST_PRELOAD        shared_preload_libraries (default 'eoingest'; '' for none)
 #   EOINGEST_PG_EXTRA_CONF  extra postgresql.conf lines, appended last
+# Another cluster (e.g. t/48-debezium.t's source database): EOINGEST_PG_DATA
+# (data directory instead of $PGDATA), EOINGEST_PG_LOG (server log instead of
+# $EOINGEST_RUN/pg.log) and PGPORT; it shares the socket directory.
 # Tests that need other settings at run time can use ALTER SYSTEM.
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 
-PG_LOG=$EOINGEST_RUN/pg.log
+PGDATA=${EOINGEST_PG_DATA:-$PGDATA}
+PG_LOG=${EOINGEST_PG_LOG:-$EOINGEST_RUN/pg.log}
 PG_START_TIMEOUT=${PG_START_TIMEOUT:-60}
 PG_STOP_TIMEOUT=${PG_STOP_TIMEOUT:-60}
 

@@ -1,0 +1,187 @@
+#!/usr/bin/env bash
+# Against real Debezium: Kafka Connect (test/connect.sh) runs Debezium's PostgreSQL connector (pgoutput,
+# JSON converter with schemas) on a second cluster, the source (port $DBZ_SRC_PORT); a pgbench workload
+# there makes inserts, updates (to and from NULL), primary-key changes and deletes over two tables in
+# multi-table transactions, and one TRUNCATE. Two eoingest jobs apply the topics to the test server:
+# dbz_a (replica identity default, 3 partitions) in mode exactly_once, dbz_b (replica identity full,
+# 1 partition, on_truncate => 'truncate') in mode two_phase. Meanwhile the workers are SIGKILLed
+# $DBZ_KILLS times and the test server restarts once. At the end every column of every row is the
+# source's (both dumps compared line by line) and the stored offsets are the log ends. A third table,
+# dbz_t (replica identity default), gets two updates that leave a TOASTed value unchanged: Debezium sends
+# its placeholder for it, which must be a dead letter, never stored. A second connector sends dbz_a
+# without the schema wrapper (schemas.enable=false) to a third job, in mode upsert, into dbz_a_plain.
+# EOINGEST_LONG=1: a longer workload ($DBZ_SECONDS) with more kills.
+set -euo pipefail
+. "$(dirname "$0")/../lib/tap.sh"
+
+DBZ_SRC_PORT=${DBZ_SRC_PORT:-25435}
+if [ "${EOINGEST_LONG:-0}" = 1 ]; then
+  DBZ_SECONDS=${DBZ_SECONDS:-150} DBZ_KILLS=${DBZ_KILLS:-10}
+else
+  DBZ_SECONDS=${DBZ_SECONDS:-30} DBZ_KILLS=${DBZ_KILLS:-4}
+fi
+DBZ_RATE=${DBZ_RATE:-40}   # pgbench transactions per second
+work=$EOINGEST_TEST_DIR/debezium
+run=$EOINGEST_RUN/debezium
+srcdata=$EOINGEST_RUN/dbz-srcdata
+srclog=$EOINGEST_RUN/dbz-src.log
+# Kafka Connect's config, log and source offsets: this run's own, removed at the start.
+export CONNECT_DIR=$run/connect
+
+src_pg() {
+  EOINGEST_PG_DATA=$srcdata EOINGEST_PG_LOG=$srclog PGPORT=$DBZ_SRC_PORT EOINGEST_PRELOAD= \
+    EOINGEST_PG_EXTRA_CONF="listen_addresses = '127.0.0.1'
+wal_level = logical
+max_wal_senders = 4
+max_replication_slots = 4" "$EOINGEST_TEST_DIR/pg.sh" "$@"
+}
+src() { sql "$1" -p "$DBZ_SRC_PORT"; }
+
+cleanup() {
+  "$EOINGEST_TEST_DIR/connect.sh" stop >/dev/null 2>&1 || true
+  src_pg stop-immediate >/dev/null 2>&1 || true
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+"$EOINGEST_TEST_DIR/connect.sh" fetch debezium-postgres >/dev/null
+plan 21
+
+# ---- the source: a fresh cluster with wal_level = logical, the tables, a publication, a snapshot's worth of rows
+src_pg stop-immediate >/dev/null 2>&1 || true
+rm -rf "$srcdata" "$run"
+mkdir -p "$run"
+src_pg start >/dev/null
+src - <"$work/schema.sql" >/dev/null
+src - <"$work/source.sql" >/dev/null
+src "ALTER TABLE dbz_b REPLICA IDENTITY FULL;
+     CREATE PUBLICATION dbz_pub FOR TABLE dbz_a, dbz_b, dbz_t;
+     INSERT INTO dbz_a SELECT * FROM dbz_rows(1, 300);
+     INSERT INTO dbz_b SELECT * FROM dbz_rows(1, 300);
+     INSERT INTO dbz_t SELECT i, dbz_big(), 0 FROM generate_series(1, 3) AS i" >/dev/null
+
+# ---- the target, the topics and the jobs
+sql "CREATE EXTENSION IF NOT EXISTS eoingest" >/dev/null 2>&1
+sql "DROP TABLE IF EXISTS dbz_a, dbz_b, dbz_t, dbz_a_plain; DROP TYPE IF EXISTS dbz_mood" >/dev/null
+sql - <"$work/schema.sql" >/dev/null
+sql "CREATE TABLE dbz_a_plain (LIKE dbz_a INCLUDING ALL)" >/dev/null
+eoi-kafka create-topic dbz.public.dbz_a 3 >/dev/null
+eoi-kafka create-topic dbz.public.dbz_b 1 >/dev/null
+eoi-kafka create-topic dbz.public.dbz_t 1 >/dev/null
+eoi-kafka create-topic dbzp.public.dbz_a 3 >/dev/null
+sql "SELECT eoingest.create_job(name => 'dbz_a', brokers => '$KAFKA_BROKERS', topic => 'dbz.public.dbz_a',
+        target => 'dbz_a', format => 'json', envelope => 'debezium', on_error => 'fail',
+        batch_size => 200, batch_timeout_ms => 200);
+     SELECT eoingest.create_job(name => 'dbz_b', brokers => '$KAFKA_BROKERS', topic => 'dbz.public.dbz_b',
+        target => 'dbz_b', format => 'json', envelope => 'debezium', on_error => 'fail', mode => 'two_phase',
+        on_truncate => 'truncate', batch_size => 200, batch_timeout_ms => 200);
+     SELECT eoingest.create_job(name => 'dbz_t', brokers => '$KAFKA_BROKERS', topic => 'dbz.public.dbz_t',
+        target => 'dbz_t', format => 'json', envelope => 'debezium', batch_timeout_ms => 200);
+     SELECT eoingest.create_job(name => 'dbz_p', brokers => '$KAFKA_BROKERS', topic => 'dbzp.public.dbz_a',
+        target => 'dbz_a_plain', format => 'json', envelope => 'debezium', on_error => 'fail', mode => 'upsert',
+        batch_size => 200, batch_timeout_ms => 200, offset_commit_interval_ms => 200);
+     SELECT eoingest.start_job('dbz_a'); SELECT eoingest.start_job('dbz_b'); SELECT eoingest.start_job('dbz_t');
+     SELECT eoingest.start_job('dbz_p')" >/dev/null
+
+# ---- Debezium: the snapshot, then the stream
+sed "s/@PORT@/$DBZ_SRC_PORT/" "$work/connector.properties.in" >"$run/connector.properties"
+sed "s/@PORT@/$DBZ_SRC_PORT/" "$work/connector-plain.properties.in" >"$run/connector-plain.properties"
+started=$SECONDS
+CONNECT_PLUGIN_NAMES=debezium-postgres "$EOINGEST_TEST_DIR/connect.sh" start "$run/connector.properties" "$run/connector-plain.properties" >/dev/null
+diag "kafka connect and the connector running after $((SECONDS - started)) s"
+check "the snapshot arrives" wait_until 120 "SELECT (SELECT count(*) FROM dbz_a) = 300 AND (SELECT count(*) FROM dbz_b) = 300 AND (SELECT count(*) FROM dbz_t) = 3 AND (SELECT count(*) FROM dbz_a_plain) = 300"
+
+# ---- the workload, with kills, a restart of the target and a truncate
+pgbench -n -p "$DBZ_SRC_PORT" -c 1 -R "$DBZ_RATE" -T "$DBZ_SECONDS" -f "$work/work.pgbench" postgres \
+  >"$run/pgbench.out" 2>&1 &
+bench=$!
+workers_back() {
+  wait_until 60 "SELECT count(*) = 3 FROM eoingest.job_status WHERE name IN ('dbz_a', 'dbz_b', 'dbz_p') AND pid IS NOT NULL" || true
+}
+killed=0
+restarted=0
+truncated=0
+for ((k = 1; k <= DBZ_KILLS; k++)); do
+  sleep $((DBZ_SECONDS / (DBZ_KILLS + 2))).$((RANDOM % 10))
+  for pid in $(sql "SELECT pid FROM eoingest.job_status WHERE name IN ('dbz_a', 'dbz_b', 'dbz_p') AND pid IS NOT NULL" 2>/dev/null || true); do
+    kill -9 "$pid" 2>/dev/null && killed=$((killed + 1))
+  done
+  workers_back
+  if [ "$k" -eq $((DBZ_KILLS / 2)) ]; then
+    src "TRUNCATE dbz_b" >/dev/null && truncated=1
+    # Only once the server is out of the crash recovery of the kill: a fast shutdown that arrives
+    # during it was seen to hang for a minute (PostgreSQL 15).
+    "$EOINGEST_TEST_DIR/pg.sh" restart >/dev/null && restarted=1
+    workers_back
+  fi
+done
+bench_status=0
+wait "$bench" || bench_status=$?
+ok "$bench_status" "the workload ran (pgbench: $(grep -E 'number of transactions actually processed' "$run/pgbench.out" || tail -n 3 "$run/pgbench.out"))"
+# (three workers a round; one may not be back yet when the next round comes)
+ok $([ "$killed" -ge $((2 * DBZ_KILLS)) ] && echo 0 || echo 1) "workers SIGKILLed $killed times in $DBZ_KILLS rounds"
+ok $([ "$restarted" = 1 ] && [ "$truncated" = 1 ] && echo 0 || echo 1) "the target restarted once and dbz_b was truncated"
+
+# ---- the workload did what it should
+stats=$(src "SELECT string_agg(tbl || ' ' || op || ' ' || n, ', ' ORDER BY tbl, op) FROM dbz_stats")
+diag "source changes: $stats"
+is "$(src "SELECT count(*) FROM dbz_stats WHERE n >= 20")" 8 \
+  "each table had at least 20 inserts, updates, key changes and deletes"
+ok $([ "$(src "SELECT count(*) FROM dbz_a")" -ge 300 ] && [ "$(src "SELECT count(*) FROM dbz_b")" -ge 50 ] && echo 0 || echo 1) \
+  "the source tables are not empty ($(src "SELECT (SELECT count(*) FROM dbz_a) || ' and ' || (SELECT count(*) FROM dbz_b)") rows)"
+is "$(src "SELECT count(*) FROM dbz_b WHERE id < 1000000")" 0 "dbz_b holds only rows inserted after the truncate"
+
+# dbz_t (replica identity default): two updates that leave the TOASTed value unchanged, whose after image
+# has Debezium's placeholder instead of it, and one that changes it.
+src "UPDATE dbz_t SET n = 1 WHERE id <= 2; UPDATE dbz_t SET big = dbz_big(), n = 2 WHERE id = 3" >/dev/null
+
+# ---- catch-up: the source's last transaction is a fence row; Debezium streams in commit order
+src "BEGIN; INSERT INTO dbz_t VALUES (100, 'fence', 0); INSERT INTO dbz_a SELECT * FROM dbz_rows(2000000000, 1); COMMIT" >/dev/null
+check "the source's last change arrives" wait_until 180 "SELECT (SELECT count(*) FROM dbz_t WHERE id = 100) = 1
+  AND (SELECT count(*) FROM dbz_a WHERE id = 2000000000) = 1 AND (SELECT count(*) FROM dbz_a_plain WHERE id = 2000000000) = 1"
+
+offsets_at_end() {
+  local job=$1 topic=$2
+  eoi-kafka watermarks "$topic" | awk -v job="$job" '{printf "(%d, %d),", $1, $3}' | sed 's/,$//' |
+    { read -r v; echo "SELECT count(*) = (SELECT count(*) FROM eoingest.offsets WHERE job = '$job')
+         AND bool_and(o.next_offset = w.high) FROM (VALUES $v) AS w(p, high)
+         JOIN eoingest.offsets o ON o.job = '$job' AND o.partition = w.p"; }
+}
+check "dbz_a's offsets reach the log end of every partition" wait_until 180 "$(offsets_at_end dbz_a dbz.public.dbz_a)"
+check "dbz_b's offsets reach the log end" wait_until 180 "$(offsets_at_end dbz_b dbz.public.dbz_b)"
+check "dbz_t's offsets reach the log end" wait_until 60 "$(offsets_at_end dbz_t dbz.public.dbz_t)"
+check "dbz_p's offsets reach the log end of every partition" wait_until 180 "$(offsets_at_end dbz_p dbzp.public.dbz_a)"
+is "$(sql "SELECT count(*) FROM dbz_t WHERE big = '__debezium_unavailable_value'")" 0 \
+  "dbz_t: no row holds Debezium's placeholder for an unchanged TOASTed value"
+is "$(sql "SELECT count(*) FILTER (WHERE error LIKE '%placeholder%') || ' of ' || count(*) FROM eoingest.dead_letters WHERE job = 'dbz_t'") $(sql "SELECT string_agg(id || ':' || n || ':' || md5(big), ',' ORDER BY id) FROM dbz_t")" \
+  "2 of 2 $(src "SELECT string_agg(id || ':' || CASE WHEN id <= 2 THEN 0 ELSE n END || ':' || md5(big), ',' ORDER BY id) FROM dbz_t")" \
+  "dbz_t: those two updates are dead letters naming the placeholder; the rest is applied"
+
+failed=$(sql "SELECT string_agg(name || ': ' || coalesce(last_error, ''), '; ') FROM eoingest.job_status WHERE name IN ('dbz_a', 'dbz_b', 'dbz_t', 'dbz_p') AND state = 'failed'")
+[ -z "$failed" ] || diag "failed: $failed"
+
+# ---- every column of every row
+dump() {
+  local tbl=$1
+  shift
+  PGTZ=UTC psql -XAtq -v ON_ERROR_STOP=1 "$@" -c "COPY (SELECT * FROM $tbl ORDER BY id) TO STDOUT"
+}
+for pair in dbz_a:dbz_a dbz_b:dbz_b dbz_a:dbz_a_plain; do
+  tbl=${pair#*:}
+  dump "${pair%%:*}" -p "$DBZ_SRC_PORT" | sort >"$run/$tbl.source"
+  dump "$tbl" | sort >"$run/$tbl.target"
+  only_src=$(comm -23 "$run/$tbl.source" "$run/$tbl.target" | wc -l)
+  only_tgt=$(comm -13 "$run/$tbl.source" "$run/$tbl.target" | wc -l)
+  if [ "$only_src$only_tgt" != 00 ]; then
+    diag "$(diff "$run/$tbl.source" "$run/$tbl.target" | head -n 20)"
+  fi
+  is "$only_src" 0 "$tbl: source EXCEPT target is empty ($(wc -l <"$run/$tbl.source") rows)"
+  is "$only_tgt" 0 "$tbl: target EXCEPT source is empty"
+done
+is "$(sql "SELECT count(*) FROM eoingest.dead_letters WHERE job IN ('dbz_a', 'dbz_b', 'dbz_p')") $(sql "SELECT string_agg(DISTINCT state, ',') FROM eoingest.job_status WHERE name IN ('dbz_a', 'dbz_b', 'dbz_p')")" \
+  "0 running" "no dead letters, the three jobs running"
+
+diag "48-debezium: $((SECONDS)) s in all"
+sql "SELECT eoingest.drop_job('dbz_a'); SELECT eoingest.drop_job('dbz_b'); SELECT eoingest.drop_job('dbz_t'); SELECT eoingest.drop_job('dbz_p')" >/dev/null
+sql "DROP TABLE dbz_a, dbz_b, dbz_t, dbz_a_plain; DROP TYPE dbz_mood" >/dev/null
+done_testing
