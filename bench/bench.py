@@ -211,6 +211,12 @@ def target_lines(summary, lat, paired=()):
             if e and naive[pk]:
                 r = e["rate"] / naive[pk]["rate"]
                 add(f"exactly_once b=10000 par={par} ≥ 100 × naive consumer ({tag})", r, 100, f"{r:.0f} × naive")
+    binary = find(summary, method="copy_binary", pk="no")
+    e = find(summary, method="eoingest", mode="exactly_once", batch="10000", par="1", pk="no",
+             format="csv", parts="4")
+    if e and binary:
+        r = e["rate"] / binary["rate"]
+        add("exactly_once b=10000 par=1 ≥ 0.7 × COPY BINARY (no PK; issue 17)", r, 0.7, f"{r:.2f} × COPY BINARY")
     tuned = [t for t in summary if t["method"] == "eoingest" and t["options"] and t.get("rate")
              and t["batch"] == "10000" and t["pk"] == "no"]
     for t in tuned:
@@ -258,7 +264,7 @@ def chart(summary, path, meta):
     if not rows:
         return False
     rows = list(reversed(rows))
-    colors = {"copy": "#555555", "kcat_tx": "#8c6d31", "kcat_chunked": "#bd9e39",
+    colors = {"copy": "#555555", "copy_binary": "#333333", "kcat_tx": "#8c6d31", "kcat_chunked": "#bd9e39",
               "naive": "#d62728", "eoingest": "#1f77b4"}
     fig_h = max(3.5, 0.28 * len(rows) + 1.6)
     fig, ax = plt.subplots(figsize=(13, fig_h))
@@ -311,31 +317,36 @@ def report(d):
     w(f"- PostgreSQL settings: {meta.get('pg_settings', '')}\n")
 
     w("## Throughput\n")
-    w("| variant | rows/s | × COPY | CPU µs/row (all) | CPU µs/row (ingesting process) | Kafka broker "
+    w("| variant | rows/s | × COPY | × COPY BINARY | CPU µs/row (all) | CPU µs/row (ingesting process) | Kafka broker "
       "CPU µs/row | WAL B/row | peak RSS MB (private / HWM) | other load (cores) | runs |")
-    w("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    w("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     copy_rate = {pk: (find(summary, method="copy", pk=pk) or {}).get("rate") for pk in ("no", "yes")}
+    binary_rate = {pk: (find(summary, method="copy_binary", pk=pk) or {}).get("rate") for pk in ("no", "yes")}
     group = None
     for s in summary:
         if s["group"] != group:
             group = s["group"]
-            w(f"| **{group.replace('|', chr(92) + '|')}** | | | | | | | | | |")
+            w(f"| **{group.replace('|', chr(92) + '|')}** | | | | | | | | | | |")
         label = (s["label"] + (" [PK]" if s["pk"] == "yes" else "")).replace("|", "\\|")
         if not s.get("rate"):
             state = "not available" if s["na"] else "**FAILED**"
-            w(f"| {label} | {state} | | | | | | | | {s['note'][:160]} |")
+            w(f"| {label} | {state} | | | | | | | | | {s['note'][:160]} |")
             continue
         ratio = s["rate"] / copy_rate[s["pk"]] if copy_rate.get(s["pk"]) else None
+        bratio = s["rate"] / binary_rate[s["pk"]] if binary_rate.get(s["pk"]) else None
         rss = "—"
         if s.get("rss_mb"):
             rss = f"{s['rss_mb']:.1f} / {s['hwm_mb']:.0f}" if s.get("hwm_mb") else f"{s['rss_mb']:.1f}"
         runs = f"{s['runs']}" + (f" (+{s['failed']} FAILED)" if s["failed"] else "")
-        w(f"| {label} | {fmt_int(s['rate'])} | {fmt(ratio, 2 if ratio is None or ratio >= 0.1 else 4)} | {fmt(s['cpu_all_us'])} | "
+        w(f"| {label} | {fmt_int(s['rate'])} | {fmt(ratio, 2 if ratio is None or ratio >= 0.1 else 4)} | "
+          f"{fmt(bratio, 2 if bratio is None or bratio >= 0.1 else 4)} | {fmt(s['cpu_all_us'])} | "
           f"{fmt(s['cpu_proc_us'])} | {fmt(s['broker_us'])} | {fmt_int(s['wal_b'])} | {rss} | "
           f"{fmt(s['other_load'], 2)} | {runs} |")
     w("")
     w("Columns: *rows/s* = rows ÷ (start → commit of the last row, from `pg_xact_commit_timestamp`); "
-      "*× COPY* = ratio to `COPY FROM` a file on the same table (PK or not); *CPU µs/row (all)* = CPU "
+      "*× COPY* = ratio to `COPY FROM` a CSV file on the same table (PK or not); *× COPY BINARY* = the same "
+      "ratio to `COPY FROM` a file of the same rows in COPY's binary format (the second ceiling: no text "
+      "parsing); *CPU µs/row (all)* = CPU "
       "of every PostgreSQL process (including the WAL writer, checkpointer, the bench's own short "
       "sessions) plus the client processes (kcat, psql, split, the naive consumer), the Kafka broker "
       "excluded; *(ingesting process)* = the eoingest worker(s), or the backend running COPY; "

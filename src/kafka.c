@@ -47,6 +47,7 @@ struct EoiKafka
 	/* The message that would have overflowed the last batch: the next one's first. */
 	rd_kafka_message_t *held;
 	bool		seek_wake;		/* wake_starved_fetcher is on */
+	bool		end_at_watermark;	/* a poll ends once caught up (two_phase) */
 };
 
 /*
@@ -969,6 +970,48 @@ wake_starved_fetcher(EoiKafka *kafka)
 }
 
 /*
+ * Has the consumer read everything the broker had, as of the last fetch
+ * response of each assigned partition (its cached high watermark)?  False
+ * while a partition has no watermark yet or nothing is assigned.  A
+ * transaction marker at a partition's end keeps it false: the caller then
+ * waits for its poll timeout as before.
+ */
+bool
+eoi_kafka_caught_up(EoiKafka *kafka)
+{
+	rd_kafka_topic_partition_list_t *assigned = NULL;
+	bool		caught_up;
+
+	if (rd_kafka_assignment(kafka->rk, &assigned) != RD_KAFKA_RESP_ERR_NO_ERROR)
+		return false;
+	caught_up = assigned->cnt > 0 &&
+		rd_kafka_position(kafka->rk, assigned) == RD_KAFKA_RESP_ERR_NO_ERROR;
+	for (int i = 0; caught_up && i < assigned->cnt; i++)
+	{
+		rd_kafka_topic_partition_t *p = &assigned->elems[i];
+		int64		low;
+		int64		high;
+
+		caught_up = p->offset >= 0 &&
+			eoi_kafka_cached_watermarks(kafka, p->topic, p->partition, &low, &high) &&
+			p->offset >= high;
+	}
+	rd_kafka_topic_partition_list_destroy(assigned);
+	return caught_up;
+}
+
+/*
+ * two_phase: end a poll with what it has as soon as the consumer caught up
+ * to the watermarks it saw, instead of waiting out its timeout for a full
+ * batch (the last epoch of a backlog would otherwise wait that long).
+ */
+void
+eoi_kafka_end_polls_at_watermark(EoiKafka *kafka, bool on)
+{
+	kafka->end_at_watermark = on;
+}
+
+/*
  * A worker polls librdkafka, not a latch, so WL_EXIT_ON_PM_DEATH does not
  * cover it: without its postmaster it must not go on committing.
  */
@@ -1012,6 +1055,8 @@ eoi_kafka_poll(EoiKafka *kafka, rd_kafka_message_t **messages, int max_messages,
 		kafka->held = NULL;
 		if (msg == NULL)
 			msg = rd_kafka_consumer_poll(kafka->rk, 0);
+		if (msg == NULL && n > 0 && kafka->end_at_watermark && eoi_kafka_caught_up(kafka))
+			break;
 		if (msg == NULL)
 		{
 			remaining = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);

@@ -51,6 +51,8 @@ extern bool eoi_kafka_positions(EoiKafka *kafka, const EoiPosition *owned, int n
 								int64 *positions);
 extern int	eoi_kafka_poll(EoiKafka *kafka, rd_kafka_message_t **messages,
 						   int max_messages, int64 max_bytes, int timeout_ms);
+extern bool eoi_kafka_caught_up(EoiKafka *kafka);
+extern void eoi_kafka_end_polls_at_watermark(EoiKafka *kafka, bool on);
 extern const char *eoi_kafka_last_error(EoiKafka *kafka);
 
 #endif

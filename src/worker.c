@@ -854,10 +854,12 @@ run_epoch(void)
 					 errdetail("Another worker of the job ended or failed during the epoch, or the coordinator restarted.")));
 
 		/*
-		 * Caught up (a poll of batch_timeout_ms brought nothing): end the
-		 * epoch now rather than hold its rows back until the deadline.
+		 * Caught up (a poll of batch_timeout_ms brought nothing, or the
+		 * worker read up to the high watermarks it saw): end the epoch now
+		 * rather than hold its rows back until the deadline or one more
+		 * poll timeout.
 		 */
-		if (polled == 0 && nmessages > 0)
+		if (nmessages > 0 && (polled == 0 || eoi_kafka_caught_up(w.kafka)))
 			break;
 		if (w.job->on_error == EOI_ON_ERROR_DEAD_LETTER && ++batches >= EPOCH_MAX_SUBXACT_BATCHES)
 			break;
@@ -1059,6 +1061,7 @@ open_kafka(void)
 	eoi_begin_work("opening the Kafka client");
 	old = MemoryContextSwitchTo(TopMemoryContext);
 	w.kafka = eoi_kafka_open(w.job, w.index);
+	eoi_kafka_end_polls_at_watermark(w.kafka, w.job->mode == EOI_MODE_TWO_PHASE);
 	MemoryContextSwitchTo(old);
 	eoi_commit_work();
 }
