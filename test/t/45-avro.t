@@ -9,7 +9,7 @@
 set -euo pipefail
 . "$(dirname "$0")/../lib/tap.sh"
 
-plan 40
+plan 42
 
 venv=$EOINGEST_CACHE/avro-venv
 if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import confluent_kafka.schema_registry.avro' 2>/dev/null; then
@@ -274,12 +274,14 @@ produce "$topic" simple="$work/simple.avsc" >/dev/null <<EOF
 {"raw": b'\x00\x00\x00\x00' + bytes([$raw_bad]) + b'\x02'}
 {"raw": b'\x00\x00\x00\x00' + bytes([$raw_proto]) + b'\x02'}
 {"schema": "simple", "value": {"id": 2, "name": "good \u00e9"}}
+{"schema": "simple", "value": {"id": 3, "name": "by GUID"}, "guid": True}
+{"raw": b'\x01' + bytes(16) + b'\x02\x02x'}
 EOF
 sql "SELECT eoingest.create_job(name => 'av_bad', brokers => '$KAFKA_BROKERS', topic => '$topic', target => 'av_bad',
        format => 'avro', schema_registry => '$reg_url', options => '$auth_options');
      SELECT eoingest.start_job('av_bad')" >/dev/null
 check "the good records arrive, the bad ones become dead letters" \
-  wait_until 60 "SELECT (SELECT count(*) = 2 FROM av_bad) AND (SELECT count(*) = 9 FROM eoingest.dead_letters WHERE job = 'av_bad')"
+  wait_until 60 "SELECT (SELECT count(*) = 3 FROM av_bad) AND (SELECT count(*) = 10 FROM eoingest.dead_letters WHERE job = 'av_bad')"
 errors=$(sql "SELECT \"offset\" || ': ' || error FROM eoingest.dead_letters WHERE job = 'av_bad' ORDER BY \"offset\"")
 diag "$errors"
 like "$errors" "1: schema id 10000 is not in the schema registry" "an unknown schema id names the id"
@@ -290,6 +292,8 @@ ok "$(case "$errors" in *"memory buffer"*"Varint too long"*) echo 1 ;; *) echo 0
 like "$errors" "4: Avro record written with schema id" "bytes after the record"
 like "$errors" "5: Avro message does not start with Confluent's magic byte 0 (schema id) or 1 (schema GUID), but with 0x05" \
   "another magic byte names the variants"
+is "$(sql "SELECT name FROM av_bad WHERE id = 3")" "by GUID" "magic byte 1 + the schema's GUID (confluent-kafka's guid_to_bytes) reads by GUID"
+like "$errors" "12: schema GUID 00000000-0000-0000-0000-000000000000 is not in the schema registry" "an unknown GUID names it"
 like "$errors" "8: schema id $raw_bad cannot be parsed as an Avro schema" "an unparseable schema"
 like "$errors" "9: schema id $raw_proto is a PROTOBUF schema, not an Avro schema" "a Protobuf schema"
 
