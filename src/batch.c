@@ -241,6 +241,13 @@ static Datum
 message_text(EoiFormat format, const void *data, size_t len, bool *isnull, char **json)
 {
 	*json = NULL;
+	if (data != NULL && format == EOI_FORMAT_JSON)
+	{
+		const char *text = data;
+
+		eoi_json_unframe(&text, &len);	/* a JSON Schema record: its JSON */
+		return bytes_as_text(text, len, isnull);
+	}
 	if (data == NULL || format != EOI_FORMAT_AVRO)
 		return bytes_as_text(data, len, isnull);
 	*isnull = false;

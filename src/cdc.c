@@ -200,6 +200,7 @@ json_get_string(JsonbContainer *object, const char *name)
 static Jsonb *
 parse_json(const char *data, size_t len)
 {
+	eoi_json_unframe(&data, &len);	/* Confluent's JsonSchemaConverter */
 	(void) pg_verifymbstr(data, (int) len, false);
 	return DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(pnstrdup(data, len))));
 }

@@ -696,6 +696,27 @@ eoi_decode_json_object(EoiColumns *cols, JsonbContainer *object, EoiRowWriter *w
 }
 
 /*
+ * A JSON Schema record in Confluent's wire format (magic byte 0, a 4-byte
+ * schema id, then the JSON text) is read as its JSON: a JSON text never
+ * starts with byte 0, and the schema is not needed to read it (it is not
+ * validated).  The prefix goes before the encoding check, which refuses
+ * the NUL byte.  A value that starts with byte 0 but is shorter than the
+ * prefix is a record error.
+ */
+void
+eoi_json_unframe(const char **data, size_t *len)
+{
+	if (*data == NULL || *len == 0 || (*data)[0] != '\0')
+		return;
+	if (*len < 5)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
+				 errmsg("JSON message of %zu bytes starts with byte 0 but is too short for Confluent's JSON Schema framing (magic byte 0 and a 4-byte schema id)", *len)));
+	*data += 5;
+	*len -= 5;
+}
+
+/*
  * Decode one message value into one row for `writer`; false if it makes
  * no row (a CSV header).  The value must be valid in the database
  * encoding, without NUL bytes: anything else is an error that names the
@@ -720,6 +741,8 @@ eoi_decode_message(EoiColumns *cols, const char *value, size_t len, EoiRowWriter
 		MemoryContextSwitchTo(old);
 		return true;
 	}
+	if (cols->format == EOI_FORMAT_JSON)
+		eoi_json_unframe(&value, &len);
 	(void) pg_verifymbstr(value, (int) len, false);
 
 	switch (cols->format)

@@ -76,6 +76,7 @@ extern void eoi_write_default(EoiColumns *cols, int c, EoiRowWriter *writer,
 extern EoiColumns *eoi_columns_for(Relation rel, const EoiMapping *mapping, EState *estate);
 extern EoiColumns *eoi_columns_named(Relation rel, EoiFormat format, List *names);
 extern void eoi_copy_writer_init(EoiCopyWriter *cw, StringInfo out);
+extern void eoi_json_unframe(const char **data, size_t *len);
 extern bool eoi_decode_message(EoiColumns *cols, const char *value, size_t len,
 							   EoiRowWriter *writer, ExprContext *econtext);
 extern void eoi_decode_json_object(EoiColumns *cols, JsonbContainer *object,

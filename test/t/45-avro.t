@@ -9,13 +9,18 @@
 set -euo pipefail
 . "$(dirname "$0")/../lib/tap.sh"
 
-plan 36
+plan 42
 
 venv=$EOINGEST_CACHE/avro-venv
 if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import confluent_kafka.schema_registry.avro' 2>/dev/null; then
   rm -rf "$venv"
   { python3 -m venv "$venv" && "$venv/bin/pip" install -q 'confluent-kafka[avro,schemaregistry]'; } </dev/null >"$EOINGEST_RUN/avro-venv.log" 2>&1 ||
     { cat "$EOINGEST_RUN/avro-venv.log" >&2; eoi_die "could not install confluent-kafka into $venv"; }
+fi
+# JSONSerializer (JSON Schema records) needs jsonschema, which venvs made before it was used lack
+if ! "$venv/bin/python" -c 'import jsonschema, confluent_kafka.schema_registry.json_schema' 2>/dev/null; then
+  "$venv/bin/pip" install -q jsonschema </dev/null >>"$EOINGEST_RUN/avro-venv.log" 2>&1 ||
+    { cat "$EOINGEST_RUN/avro-venv.log" >&2; eoi_die "could not install jsonschema into $venv"; }
 fi
 py=$venv/bin/python
 tools=$EOINGEST_TEST_DIR/tools
@@ -55,6 +60,7 @@ produce() {
 }
 schema() { cat >"$work/$1.avsc"; }
 json_id() { python3 -c 'import json, sys; print(json.load(sys.stdin)["id"])'; }
+like() { case "$1" in *$2*) ok 0 "$3" ;; *) ok 1 "$3"; diag "got: $1" "expected to contain: $2" ;; esac; }
 auth_options="{\"schema.registry.basic.auth.user.info\": \"$reg_user\"}"
 
 sql "CREATE EXTENSION IF NOT EXISTS eoingest" >/dev/null 2>&1
@@ -202,6 +208,51 @@ sql "SELECT eoingest.create_job(name => 'av_kv', brokers => '$KAFKA_BROKERS', to
 check "upsert with Avro keys: updates, and a tombstone deletes" \
   wait_until 60 "SELECT string_agg(id || '=' || name, ' ' ORDER BY id) = '1=a2 3=c' FROM av_kv"
 
+# ---- JSON Schema records (magic 0 + id + JSON) read by format json ----
+cat >"$work/js.json" <<'EOF'
+{"type": "object", "properties": {"id": {"type": "integer"}, "name": {"type": "string"}}, "required": ["id"]}
+EOF
+cat >"$work/jskey.json" <<'EOF'
+{"type": "object", "properties": {"id": {"type": "integer"}}}
+EOF
+cat >"$work/jsenv.json" <<'EOF'
+{"type": "object", "properties": {"op": {"type": "string"}}}
+EOF
+js_produce() { "$py" "$tools/json_schema_produce.py" "$KAFKA_BROKERS" "http://$reg_user@127.0.0.1:$reg_port" "$@"; }
+sql "CREATE TABLE js (id int, name text)" >/dev/null
+topic=json_schema_$$
+eoi-kafka create-topic "$topic" 1 >/dev/null
+js_produce "$topic" "$work/js.json" >/dev/null <<'EOF'
+{"value": {"id": 1, "name": "one \u00e9"}}
+{"raw_hex": "0000"}
+{"value": {"id": 2, "name": "two", "extra": [1, 2]}}
+EOF
+sql "SELECT eoingest.create_job(name => 'js', brokers => '$KAFKA_BROKERS', topic => '$topic', target => 'js',
+       format => 'json', batch_timeout_ms => 100);
+     SELECT eoingest.start_job('js')" >/dev/null
+check "JSON Schema records of JSONSerializer arrive through format json" \
+  wait_until 60 "SELECT (SELECT count(*) = 2 FROM js) AND (SELECT count(*) = 1 FROM eoingest.dead_letters WHERE job = 'js')"
+is "$(sql "SELECT string_agg(id || '=' || name, ' ' ORDER BY id) FROM js")" "1=one é 2=two" \
+  "the JSON after the 5-byte prefix fills the columns by key"
+like "$(sql "SELECT error FROM eoingest.dead_letters WHERE job = 'js'")" \
+  "JSON message of 2 bytes starts with byte 0 but is too short for Confluent's JSON Schema framing" \
+  "a frame shorter than the prefix is a record error that names the framing"
+# Debezium with Confluent's JsonSchemaConverter: key and value framed
+sql "CREATE TABLE js_cdc (id int PRIMARY KEY, name text)" >/dev/null
+topic=json_schema_cdc_$$
+eoi-kafka create-topic "$topic" 1 >/dev/null
+js_produce "$topic" "$work/jsenv.json" "$work/jskey.json" >/dev/null <<'EOF'
+{"key": {"id": 1}, "value": {"before": null, "after": {"id": 1, "name": "a"}, "op": "c"}}
+{"key": {"id": 2}, "value": {"before": null, "after": {"id": 2, "name": "b"}, "op": "c"}}
+{"key": {"id": 1}, "value": {"before": {"id": 1, "name": "a"}, "after": {"id": 1, "name": "a2"}, "op": "u"}}
+{"key": {"id": 2}, "value": {"before": {"id": 2, "name": "b"}, "after": null, "op": "d"}}
+EOF
+sql "SELECT eoingest.create_job(name => 'js_cdc', brokers => '$KAFKA_BROKERS', topic => '$topic', target => 'js_cdc',
+       format => 'json', envelope => 'debezium', on_error => 'fail', batch_timeout_ms => 100);
+     SELECT eoingest.start_job('js_cdc')" >/dev/null
+check "Debezium events in JSON Schema framing (JsonSchemaConverter) apply" \
+  wait_until 60 "SELECT string_agg(id || '=' || name, ' ' ORDER BY id) = '1=a2' FROM js_cdc"
+
 # ---- bad records: dead letters that say what is wrong ----
 raw_bad=$(curl -s -u "$reg_user" -X POST -H 'Content-Type: application/json' "$reg_url/test/raw" \
   -d '{"subject": "bad", "schema": "{\"type\": \"recordx\"}"}' | json_id)
@@ -223,15 +274,16 @@ produce "$topic" simple="$work/simple.avsc" >/dev/null <<EOF
 {"raw": b'\x00\x00\x00\x00' + bytes([$raw_bad]) + b'\x02'}
 {"raw": b'\x00\x00\x00\x00' + bytes([$raw_proto]) + b'\x02'}
 {"schema": "simple", "value": {"id": 2, "name": "good \u00e9"}}
+{"schema": "simple", "value": {"id": 3, "name": "by GUID"}, "guid": True}
+{"raw": b'\x01' + bytes(16) + b'\x02\x02x'}
 EOF
 sql "SELECT eoingest.create_job(name => 'av_bad', brokers => '$KAFKA_BROKERS', topic => '$topic', target => 'av_bad',
        format => 'avro', schema_registry => '$reg_url', options => '$auth_options');
      SELECT eoingest.start_job('av_bad')" >/dev/null
 check "the good records arrive, the bad ones become dead letters" \
-  wait_until 60 "SELECT (SELECT count(*) = 2 FROM av_bad) AND (SELECT count(*) = 9 FROM eoingest.dead_letters WHERE job = 'av_bad')"
+  wait_until 60 "SELECT (SELECT count(*) = 3 FROM av_bad) AND (SELECT count(*) = 10 FROM eoingest.dead_letters WHERE job = 'av_bad')"
 errors=$(sql "SELECT \"offset\" || ': ' || error FROM eoingest.dead_letters WHERE job = 'av_bad' ORDER BY \"offset\"")
 diag "$errors"
-like() { case "$1" in *$2*) ok 0 "$3" ;; *) ok 1 "$3"; diag "got: $1" "expected to contain: $2" ;; esac; }
 like "$errors" "1: schema id 10000 is not in the schema registry" "an unknown schema id names the id"
 like "$errors" "2: Avro record does not decode with schema id" "garbage after the header"
 like "$errors" "3: Avro record does not decode with schema id" "a truncated record"
@@ -240,6 +292,8 @@ ok "$(case "$errors" in *"memory buffer"*"Varint too long"*) echo 1 ;; *) echo 0
 like "$errors" "4: Avro record written with schema id" "bytes after the record"
 like "$errors" "5: Avro message does not start with Confluent's magic byte 0 (schema id) or 1 (schema GUID), but with 0x05" \
   "another magic byte names the variants"
+is "$(sql "SELECT name FROM av_bad WHERE id = 3")" "by GUID" "magic byte 1 + the schema's GUID (confluent-kafka's guid_to_bytes) reads by GUID"
+like "$errors" "12: schema GUID 00000000-0000-0000-0000-000000000000 is not in the schema registry" "an unknown GUID names it"
 like "$errors" "8: schema id $raw_bad cannot be parsed as an Avro schema" "an unparseable schema"
 like "$errors" "9: schema id $raw_proto is a PROTOBUF schema, not an Avro schema" "a Protobuf schema"
 
@@ -345,6 +399,6 @@ log_end=$(eoi-kafka watermarks "$topic" | awk '{n += $3} END {print n}')
 is "$(sql "SELECT count(*) || ' ' || count(DISTINCT id) || ' ' || (SELECT sum(next_offset) FROM eoingest.offsets WHERE job = 'av_crash') FROM av_crash")" \
   "$total $total $log_end" "each record exactly once, the offsets at the log end"
 
-for j in av av_evo av_tr av_kv av_bad av_wrong av_down av_fz av_crash; do sql "SELECT eoingest.drop_job('$j')" >/dev/null 2>&1 || true; done
-sql "DROP TABLE av, av_evo, av_tr, av_kv, av_bad, av_wrong, av_down, av_fz, av_crash" >/dev/null
+for j in js js_cdc av av_evo av_tr av_kv av_bad av_wrong av_down av_fz av_crash; do sql "SELECT eoingest.drop_job('$j')" >/dev/null 2>&1 || true; done
+sql "DROP TABLE js, js_cdc, av, av_evo, av_tr, av_kv, av_bad, av_wrong, av_down, av_fz, av_crash" >/dev/null
 done_testing

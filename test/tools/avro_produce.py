@@ -58,6 +58,11 @@ def main():
     client = SchemaRegistryClient(conf)
     serializers = {name: AvroSerializer(client, text, conf={"auto.register.schemas": True})
                    for name, text in schemas.items()}
+    # magic byte 1 + the schema's 16-byte GUID in front (confluent-kafka's own SchemaId.guid_to_bytes)
+    guid_serializers = {name: AvroSerializer(client, text, conf={
+                            "auto.register.schemas": True,
+                            "schema.id.serializer": lambda payload, ctx, sid: sid.guid_to_bytes() + payload})
+                        for name, text in schemas.items()}
     producer = Producer({"bootstrap.servers": brokers, "linger.ms": 20})
     env = {"D": Decimal, "U": uuid.UUID, "dt": datetime.datetime, "date": datetime.date,
            "tz": datetime.timezone, "td": datetime.timedelta, "float": float, "bytes": bytes,
@@ -85,7 +90,8 @@ def main():
         elif r.get("value") is None:
             value = None
         else:
-            value = serializers[r["schema"]](r["value"], SerializationContext(topic, MessageField.VALUE))
+            chosen = guid_serializers if r.get("guid") else serializers
+            value = chosen[r["schema"]](r["value"], SerializationContext(topic, MessageField.VALUE))
             if "body" in r:
                 value = value[:5] + r["body"]
             if r.get("cut"):

@@ -141,7 +141,10 @@ class Handler(BaseHTTPRequestHandler):
             if len(parts) == 3 and parts[:2] == ["schemas", "guids"]:
                 for e in by_id.values():
                     if e["guid"] == parts[2]:
-                        return self.reply(200, {"schema": e["schema"]})
+                        out = {"schema": e["schema"]}
+                        if e["schemaType"] != "AVRO":
+                            out["schemaType"] = e["schemaType"]
+                        return self.reply(200, out)
                 return self.reply(*not_found())
             if parts == ["subjects"]:
                 return self.reply(200, sorted(subjects))
