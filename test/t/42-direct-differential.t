@@ -30,7 +30,8 @@ done
 cols="{a,b,c,d,e,f,g,h,i,j,k,l,p,n,u}"
 run_job() {
   local job=$1 table=$2 path=$3
-  sql "ALTER SYSTEM SET eoingest.insert_path = '$path'; SELECT pg_reload_conf()" >/dev/null
+  sql "ALTER SYSTEM SET eoingest.insert_path = '$path'" >/dev/null
+  sql "SELECT pg_reload_conf()" >/dev/null
   sql "SELECT eoingest.create_job(name => '$job', brokers => '$KAFKA_BROKERS', topic => '$topic', target => '$table',
          columns => '$cols', batch_size => 500, batch_timeout_ms => 200)" >/dev/null
   sql "SELECT eoingest.start_job('$job')" >/dev/null
@@ -40,7 +41,8 @@ run_job() {
 }
 check "through COPY's text: every message consumed" run_job dx_c dx_copy copy
 check "straight into tuples: every message consumed" run_job dx_d dx_direct direct
-sql "ALTER SYSTEM RESET eoingest.insert_path; SELECT pg_reload_conf()" >/dev/null
+sql "ALTER SYSTEM RESET eoingest.insert_path" >/dev/null
+sql "SELECT pg_reload_conf()" >/dev/null
 
 rows=$(sql "SELECT count(*) FROM dx_direct")
 dead=$(sql "SELECT count(*) FROM eoingest.dead_letters WHERE job = 'dx_d'")
