@@ -2,11 +2,17 @@
 """Random CSV messages for 42-direct-differential.t: one message a line on
 stdout, for the columns (a, b, c, d, e, f, g, h, i, j, k, l, p, n, u) of its
 table; good values, bad ones of every kind, NULLs, quoting, headers, wrong
-field counts.  argv: count seed."""
+field counts.  argv: count seed [json]: with json, the same rows as JSON
+objects (values as strings, integers as numbers half of the time, null for
+an empty field, a key left out now and then, a few messages no object)."""
+import csv
+import io
+import json
 import random
 import sys
 
 count, seed = int(sys.argv[1]), int(sys.argv[2])
+as_json = len(sys.argv) > 3 and sys.argv[3] == "json"
 rnd = random.Random(seed)
 
 POOLS = {
@@ -53,4 +59,29 @@ for _ in range(count):
         else:
             fields.append(rnd.choice(POOLS[col]))
     out.append(','.join(fields))
+
+
+def to_json(line):
+    try:
+        rows = list(csv.reader(io.StringIO(line), skipinitialspace=True, strict=True))
+    except csv.Error:
+        return '{"a": '
+    if len(rows) != 1 or len(rows[0]) != len(COLS):
+        return '[1, 2, 3]'
+    obj = {}
+    for col, v in zip(COLS, rows[0]):
+        if rnd.random() < 0.03:
+            continue                                      # absent: the column's default
+        v = v.strip()
+        if v == '':
+            obj[col] = None
+        elif rnd.random() < 0.5 and v.lstrip('-').isdigit():
+            obj[col] = int(v)
+        else:
+            obj[col] = v
+    return json.dumps(obj, ensure_ascii=False)
+
+
+if as_json:
+    out = [to_json(line) for line in out]
 sys.stdout.write('\n'.join(out) + '\n')
