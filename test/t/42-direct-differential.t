@@ -21,7 +21,8 @@ sql "DROP DOMAIN IF EXISTS dx_pos CASCADE; DROP DOMAIN IF EXISTS dx_nn CASCADE;
      CREATE DOMAIN dx_nn AS text NOT NULL" >/dev/null
 for format in csv json; do
 topic=dx_${format}_$$
-eoi-kafka create-topic "$topic" 2 >/dev/null
+# One partition: which of two rows of the same key is refused depends on their order.
+eoi-kafka create-topic "$topic" 1 >/dev/null
 python3 "$(dirname "$0")/../fuzz/direct_messages.py" "$n" "$seed" "$format" | eoi-kafka produce "$topic" >/dev/null
 for t in dx_direct dx_copy; do
   sql "CREATE TABLE $t (a int NOT NULL, b bigint, c smallint CHECK (c >= 0), d numeric(8,2), e text,
