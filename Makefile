@@ -11,6 +11,7 @@ OBJS = \
 	src/decode.o \
 	src/jsonvalue.o \
 	src/sink.o \
+	src/direct.o \
 	src/batch.o \
 	src/offsets.o \
 	src/csv.o \

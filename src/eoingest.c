@@ -22,6 +22,7 @@
 #include "utils/memutils.h"
 
 #include "eoingest.h"
+#include "direct.h"
 #include "launcher.h"
 #include "policy.h"
 #include "shmem.h"
@@ -38,6 +39,12 @@ int			eoingest_fault_sleep_ms = 5000;
 int			eoingest_lock_timeout = 10000;
 static int	eoingest_stall_after = 30000;
 int			eoingest_test_batch_text_limit = 0;
+
+static const struct config_enum_entry insert_path_options[] = {
+	{"copy", EOI_INSERT_PATH_COPY, false},
+	{"direct", EOI_INSERT_PATH_DIRECT, false},
+	{NULL, 0, false}
+};
 
 #if PG_VERSION_NUM >= 150000
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
@@ -153,6 +160,15 @@ eoi_define_settings(void)
 							PGC_SUSET,
 							GUC_UNIT_BYTE | GUC_NOT_IN_SAMPLE,
 							NULL, NULL, NULL);
+
+	DefineCustomEnumVariable("eoingest.insert_path",
+							 "For tests: how rows without a transform go into the target.",
+							 "direct builds tuples when the target allows it (src/direct.c says when), copy always goes through COPY's text.",
+							 &eoingest_insert_path,
+							 EOI_INSERT_PATH_DIRECT, insert_path_options,
+							 PGC_SUSET,
+							 GUC_NO_SHOW_ALL | GUC_NOT_IN_SAMPLE,
+							 NULL, NULL, NULL);
 
 #if PG_VERSION_NUM >= 150000
 	MarkGUCPrefixReserved("eoingest");

@@ -41,6 +41,7 @@
 #include "cdc.h"
 #include "deadletter.h"
 #include "decode.h"
+#include "direct.h"
 #include "job.h"
 #include "sink.h"
 #include "upsert.h"
@@ -85,6 +86,13 @@ message_error_callback(void *arg)
 			 copy_is_on_a_line(mc)) ?
 			mc->lines[mc->cstate->cur_lineno - 1] : -1;
 	eoi_message_errcontext(mc->batch, i);
+}
+
+/* direct.c's report of the message it works on. */
+static void
+set_message_position(void *arg, int message)
+{
+	((MessagePosition *) arg)->current = message;
 }
 
 static int
@@ -436,15 +444,29 @@ copy_into_target(const EoiJob *job, EoiBatch *batch)
 	List	   *options;
 	uint64		processed;
 
+	RangeTblEntry *rte;
+
 	eoi_check_target_kind(rel, job->mode);
 	eoi_check_target_unchanged(rel, cols);
-	(void) add_target_rte(pstate, rel, cols->names);
+	rte = add_target_rte(pstate, rel, cols->names);
 	check_insert(pstate, rel);
 
 	errcb.callback = message_error_callback;
 	errcb.arg = &mc;
 	errcb.previous = error_context_stack;
 	error_context_stack = &errcb;
+
+	/* Straight into tuples where direct.c handles the target; COPY otherwise. */
+	if (eoi_direct_fits(rel, cols))
+	{
+		processed = eoi_direct_insert(rel, rte, cols, batch, estate,
+									  set_message_position, &mc);
+		error_context_stack = errcb.previous;
+		FreeExecutorState(estate);
+		free_parsestate(pstate);
+		table_close(rel, NoLock);
+		return processed;
+	}
 
 	initStringInfo(&lines);
 	PG_TRY();

@@ -1,0 +1,37 @@
+/*-------------------------------------------------------------------------
+ *
+ * direct.h
+ *	  Writing decoded messages straight into the target as tuples, without
+ *	  the COPY text round trip.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef EOI_DIRECT_H
+#define EOI_DIRECT_H
+
+#include "eoingest.h"
+
+#include "nodes/parsenodes.h"
+#include "utils/relcache.h"
+
+#include "batch.h"
+#include "decode.h"
+
+/* eoingest.insert_path (hidden, for tests): direct when the target allows, or always COPY. */
+typedef enum EoiInsertPath
+{
+	EOI_INSERT_PATH_COPY,
+	EOI_INSERT_PATH_DIRECT
+} EoiInsertPath;
+
+extern int	eoingest_insert_path;
+
+/* Called with the message being decoded or inserted (-1: none). */
+typedef void (*EoiDirectPositionFn) (void *arg, int message);
+
+extern bool eoi_direct_fits(Relation rel, EoiColumns *cols);
+extern uint64 eoi_direct_insert(Relation rel, RangeTblEntry *rte, EoiColumns *cols,
+								EoiBatch *batch, EState *estate,
+								EoiDirectPositionFn position, void *arg);
+
+#endif
