@@ -120,7 +120,7 @@ SELECT ok((SELECT last_error LIKE '%unknown op "z"%offset 1%' FROM eoingest.job_
 SELECT is((SELECT count(*) FROM cdc_fail WHERE id = 3), 0::bigint, 'fail: nothing after the bad event is applied');
 
 SELECT throws_ok(format($$SELECT eoingest.create_job(name => 'x', brokers => %L, topic => 'x', target => 'cdc_plain', envelope => 'debezium')$$, :'brokers'),
-    '22023', 'envelope debezium needs format json, not csv', 'debezium needs json');
+    '22023', 'envelope debezium needs format json or avro, not csv', 'debezium needs json');
 SELECT * FROM finish();
 
 -- What create_job refuses.

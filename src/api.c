@@ -485,8 +485,8 @@ check_transform_with_path(const char *transform, const char *search_path)
 
 /*
  * The Debezium envelope applies change events to a target by key, whatever
- * the mode: json only, no transform; the keys of change events are JSON
- * objects.
+ * the mode: json or avro, no transform; the keys of change events are
+ * records in the value's format.
  */
 static void
 check_envelope(JobDefinition *def)
@@ -495,18 +495,19 @@ check_envelope(JobDefinition *def)
 	(void) eoi_parse_on_truncate(def->on_truncate_s);
 	if (def->envelope != EOI_ENVELOPE_DEBEZIUM)
 		return;
-	if (def->format != EOI_FORMAT_JSON)
+	if (def->format != EOI_FORMAT_JSON && def->format != EOI_FORMAT_AVRO)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("envelope debezium needs format json, not %s", def->format_s),
-				 errhint("Debezium's JsonConverter writes JSON change events: pass format => 'json'.")));
+				 errmsg("envelope debezium needs format json or avro, not %s", def->format_s),
+				 errhint("Debezium's JsonConverter writes JSON change events, an Avro converter Avro ones: pass format => 'json' or 'avro'.")));
 	if (def->transform != NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("envelope debezium applies change events to a target, not through a transform"),
 				 errhint("Pass target => 'table'; a transform reads the raw events with eoingest.batch() and envelope none.")));
-	def->key_format = EOI_FORMAT_JSON;
-	def->key_format_s = "json";
+	/* the key is a record of the key columns, in the value's format */
+	def->key_format = def->format;
+	def->key_format_s = def->format_s;
 }
 
 /*

@@ -190,6 +190,41 @@ json_int(JsonbValue *obj, const char *key, int fallback)
 }
 
 /*
+ * Kafka Connect's AvroConverter marks Debezium's time types with a
+ * "connect.name" property and no logicalType (io.debezium.time.Date is an
+ * int of days, MicroTimestamp a long of microseconds, ...): read them as
+ * the logical type of the same unit, so that they come out as dates and
+ * times, not as numbers.  Debezium's timestamps count from the epoch in
+ * UTC, with or without a zone in the source: rendered with "+00", they are
+ * right for timestamp and timestamptz columns alike.
+ */
+static Logical
+connect_logical_of(JsonbValue *json, avro_type_t kind)
+{
+	static const struct
+	{
+		const char *name;
+		avro_type_t kind;
+		Logical		logical;
+	}			names[] = {
+		{"io.debezium.time.Date", AVRO_INT32, L_DATE},
+		{"io.debezium.time.Time", AVRO_INT32, L_TIME_MILLIS},
+		{"io.debezium.time.MicroTime", AVRO_INT64, L_TIME_MICROS},
+		{"io.debezium.time.Timestamp", AVRO_INT64, L_TIMESTAMP_MILLIS},
+		{"io.debezium.time.MicroTimestamp", AVRO_INT64, L_TIMESTAMP_MICROS},
+		{"io.debezium.time.NanoTimestamp", AVRO_INT64, L_TIMESTAMP_NANOS},
+	};
+	JsonbValue	cn;
+
+	if (!json_key(json, "connect.name", &cn) || cn.type != jbvString)
+		return L_NONE;
+	for (int i = 0; i < lengthof(names); i++)
+		if (names[i].kind == kind && json_is(&cn, names[i].name))
+			return names[i].logical;
+	return L_NONE;
+}
+
+/*
  * The logical type `json` annotates on a node of kind `kind`.  One that
  * does not fit its base type is ignored, as the Avro specification says.
  */
@@ -199,7 +234,7 @@ logical_of(JsonbValue *json, avro_schema_t s, avro_type_t kind, int *scale)
 	JsonbValue	lt;
 
 	if (!json_key(json, "logicalType", &lt) || lt.type != jbvString)
-		return L_NONE;
+		return connect_logical_of(json, kind);
 	if (json_is(&lt, "decimal") && (kind == AVRO_BYTES || kind == AVRO_FIXED))
 	{
 		*scale = json_int(json, "scale", 0);

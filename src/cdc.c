@@ -53,6 +53,7 @@
 #include "utils/rel.h"
 #include "utils/timestamp.h"
 
+#include "avro.h"
 #include "cdc.h"
 #include "decode.h"
 #include "sink.h"
@@ -203,6 +204,27 @@ parse_json(const char *data, size_t len)
 	eoi_json_unframe(&data, &len);	/* Confluent's JsonSchemaConverter */
 	(void) pg_verifymbstr(data, (int) len, false);
 	return DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(pnstrdup(data, len))));
+}
+
+/*
+ * A message (value or key) of the job's format as JSON.  Format avro
+ * (Debezium with an Avro converter): avro.c renders the record with the
+ * writer's schema as JSON, its logical types (decimal, date, timestamps,
+ * uuid), Debezium's time types named by "connect.name", and bytes already
+ * as PostgreSQL's text of them; from then on the event is a bare JSON
+ * event, through the same code as format json.  That is less code than a
+ * second path for decoded Avro values, and keeps one set of semantics.
+ */
+static Jsonb *
+message_json(const EoiJob *job, const char *data, size_t len)
+{
+	if (job->format == EOI_FORMAT_AVRO)
+	{
+		char	   *json = eoi_avro_json(data, len);
+
+		return parse_json(json, strlen(json));
+	}
+	return parse_json(data, len);
 }
 
 /*
@@ -723,7 +745,14 @@ image_codecs(CdcContext *cx, EoiColumns *cols, FieldCodec *codecs,
 		JsonbContainer *field = schema_field(struct_schema, cols->colnames[c]);
 		JsonbValue	v;
 
-		if (field != NULL)
+		if (cx->job->format == EOI_FORMAT_AVRO)
+		{
+			/* avro.c wrote each value as the column type reads it */
+			FieldCodec	none = {CONV_NONE, 0, false};
+
+			codecs[c] = none;
+		}
+		else if (field != NULL)
 			codecs[c] = codec_from_schema(field, att->atttypid);
 		else
 			codecs[c] = codec_from_column(att->atttypid, att->atttypmod,
@@ -790,14 +819,14 @@ decode_key(CdcContext *cx, JsonbContainer *object, JsonbContainer *struct_schema
 
 /* The message key as a JSON object, and its schema; NULL without one. */
 static JsonbContainer *
-message_key(rd_kafka_message_t *msg, JsonbContainer **schema)
+message_key(CdcContext *cx, rd_kafka_message_t *msg, JsonbContainer **schema)
 {
 	Jsonb	   *jb;
 
 	*schema = NULL;
 	if (msg->key == NULL || msg->key_len == 0)
 		return NULL;
-	jb = parse_json(msg->key, msg->key_len);
+	jb = message_json(cx->job, msg->key, msg->key_len);
 	return unwrap(jb, schema);
 }
 
@@ -815,7 +844,7 @@ old_key(CdcContext *cx, rd_kafka_message_t *msg, JsonbContainer *before,
 	if (before != NULL &&
 		decode_key(cx, before, schema_field(value_schema, "before"), cw))
 		return true;
-	key = message_key(msg, &key_schema);
+	key = message_key(cx, msg, &key_schema);
 	return key != NULL && decode_key(cx, key, key_schema, cw);
 }
 
@@ -938,7 +967,7 @@ truncate_target(CdcContext *cx)
 static void
 apply_event(CdcContext *cx, rd_kafka_message_t *msg)
 {
-	Jsonb	   *jb = parse_json(msg->payload, msg->len);
+	Jsonb	   *jb = message_json(cx->job, msg->payload, msg->len);
 	JsonbContainer *schema;
 	JsonbContainer *event = unwrap(jb, &schema);
 	JsonbContainer *before;
