@@ -162,10 +162,10 @@ eoi_define_settings(void)
 							NULL, NULL, NULL);
 
 	DefineCustomEnumVariable("eoingest.insert_path",
-							 "How rows without a transform go into the target: copy (COPY's text) or direct (tuples; experimental).",
-							 "direct builds tuples from the decoded fields when the target allows it (src/direct.c says when) and uses COPY otherwise; it takes less CPU per row, but its throughput is not settled yet.",
+							 "How rows without a transform go into the target: direct (tuples) or copy (COPY's text).",
+							 "direct builds tuples from the decoded fields when the target allows it (src/direct.c says when) and uses COPY otherwise; copy always goes through COPY's text.",
 							 &eoingest_insert_path,
-							 EOI_INSERT_PATH_COPY, insert_path_options,
+							 EOI_INSERT_PATH_DIRECT, insert_path_options,
 							 PGC_SUSET,
 							 GUC_NOT_IN_SAMPLE,
 							 NULL, NULL, NULL);
