@@ -40,6 +40,7 @@
 #include "utils/memutils.h"
 
 #include "cdctxn.h"
+#include "kafka.h"
 
 #define TXID_LEN 128
 #define TXN_TOPIC_SUFFIX ".transaction"
@@ -501,6 +502,92 @@ explain(Cut *cut, Part *txn, int from)
 	return pstrdup("");
 }
 
+/* ---- fetching aligned: partitions that ran ahead wait ---- */
+
+typedef struct PartitionId
+{
+	char	   *topic;
+	int32		partition;
+} PartitionId;
+
+static PartitionId *blocked = NULL;	/* of the last cut */
+static int	nblocked = 0;
+static PartitionId *paused = NULL;
+static int	npaused = 0;
+static int	id_capacity = 0;
+
+static void
+ids_reserve(int n)
+{
+	if (n <= id_capacity)
+		return;
+	id_capacity = Max(n, 64);
+	blocked = blocked ? repalloc(blocked, sizeof(PartitionId) * id_capacity) :
+		MemoryContextAlloc(TopMemoryContext, sizeof(PartitionId) * id_capacity);
+	paused = paused ? repalloc(paused, sizeof(PartitionId) * id_capacity) :
+		MemoryContextAlloc(TopMemoryContext, sizeof(PartitionId) * id_capacity);
+}
+
+static bool
+ids_contain(PartitionId *ids, int n, const char *topic, int32 partition)
+{
+	for (int i = 0; i < n; i++)
+		if (ids[i].partition == partition && strcmp(ids[i].topic, topic) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * With every END of the batch counted, a data partition whose events stop
+ * at one of a transaction not yet ended has delivered every event of the
+ * transactions before it (each partition is in commit order): it need not
+ * be read until that END comes.  And while an END in the batch waits for
+ * its events, the transaction topic need not be read further.  Fetching only
+ * the others keeps one partition's backlog from filling the batch while
+ * another holds the rest of a transaction.
+ */
+static void
+note_blocked(Cut *cut)
+{
+	for (int i = 0; i < nblocked; i++)
+		pfree(blocked[i].topic);
+	nblocked = 0;
+	ids_reserve(cut->nparts + npaused);
+	for (int p = 0; p < cut->nparts; p++)
+		if (cut->parts[p].is_txn ? cut->incomplete > 0 : cut->parts[p].ptr < cut->parts[p].len)
+		{
+			blocked[nblocked].topic = MemoryContextStrdup(TopMemoryContext, cut->parts[p].topic);
+			blocked[nblocked++].partition = cut->parts[p].partition;
+		}
+}
+
+/* Pause the partitions the last cut found blocked, resume the others paused. */
+void
+eoi_txn_align_fetching(EoiKafka *kafka)
+{
+	int			kept = 0;
+
+	ids_reserve(npaused + nblocked);
+	for (int i = 0; i < npaused; i++)
+	{
+		if (ids_contain(blocked, nblocked, paused[i].topic, paused[i].partition))
+		{
+			paused[kept++] = paused[i];
+			continue;
+		}
+		eoi_kafka_pause(kafka, paused[i].topic, paused[i].partition, false);
+		pfree(paused[i].topic);
+	}
+	npaused = kept;
+	for (int i = 0; i < nblocked; i++)
+		if (!ids_contain(paused, npaused, blocked[i].topic, blocked[i].partition))
+		{
+			eoi_kafka_pause(kafka, blocked[i].topic, blocked[i].partition, true);
+			paused[npaused].topic = MemoryContextStrdup(TopMemoryContext, blocked[i].topic);
+			paused[npaused++].partition = blocked[i].partition;
+		}
+}
+
 /*
  * Move the messages the batch may commit (whole source transactions, and
  * what stands alone before them) to its front, each partition's in order;
@@ -568,6 +655,7 @@ eoi_txn_cut(const EoiJob *job, EoiBatch *batch, char **why)
 	}
 	if (txn != NULL)
 		best[txn - cut.parts] = best_txn;
+	note_blocked(&cut);
 
 	/* the cut first, then the rest, each in the batch's order */
 	in = palloc0(sizeof(bool) * Max(batch->n, 1));
@@ -639,4 +727,7 @@ eoi_txn_forget_pending(void)
 	for (int i = 0; i < npending; i++)
 		rd_kafka_message_destroy(pending[i]);
 	npending = 0;
+	for (int i = 0; i < nblocked; i++)
+		pfree(blocked[i].topic);
+	nblocked = 0;				/* the next align resumes every partition paused */
 }

@@ -30,6 +30,8 @@ extern int	eoi_txn_cut(const EoiJob *job, EoiBatch *batch, char **why);
 extern int	eoi_txn_take_pending(rd_kafka_message_t **into, int max);
 extern void eoi_txn_keep_pending(EoiBatch *batch, int from);
 extern void eoi_txn_forget_pending(void);
+struct EoiKafka;
+extern void eoi_txn_align_fetching(struct EoiKafka *kafka);
 extern int	eoi_txn_pending_count(void);
 
 #endif

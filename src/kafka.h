@@ -53,4 +53,6 @@ extern int	eoi_kafka_poll(EoiKafka *kafka, rd_kafka_message_t **messages,
 						   int max_messages, int64 max_bytes, int timeout_ms);
 extern const char *eoi_kafka_last_error(EoiKafka *kafka);
 
+extern void eoi_kafka_pause(EoiKafka *kafka, const char *topic, int32 partition, bool pause);
+
 #endif

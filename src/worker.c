@@ -259,6 +259,8 @@ assign_partitions(void)
 		pfree(w.noted);
 	w.noted = NULL;				/* write every partition's log end anew */
 	eoi_txn_forget_pending();	/* read again from the stored offsets */
+	if (w.job->source_transactions)
+		eoi_txn_align_fetching(w.kafka);	/* resume what was paused */
 	w.assigned = true;
 	return true;
 }
@@ -725,6 +727,7 @@ write_source_transactions(void)
 		if (polled == 0)
 			break;				/* nothing new: wait for it in the next iteration */
 		CHECK_FOR_INTERRUPTS();
+		eoi_txn_align_fetching(w.kafka);
 		/* extend the batch: the transaction's other events, or its END */
 		polled = eoi_kafka_poll(w.kafka, batch->messages + batch->n,
 								Min(w.job->batch_size, cap - batch->n), batch_byte_limit(),
@@ -732,6 +735,7 @@ write_source_transactions(void)
 		batch->n += polled;
 	}
 	eoi_txn_keep_pending(batch, k);
+	eoi_txn_align_fetching(w.kafka);
 	if (k == 0 && eoi_txn_pending_count() > 0)
 		slot_set_state(EOI_WORKER_WAITING,
 					   psprintf("waiting for the rest of a source transaction (%d messages read): %s",

@@ -102,10 +102,23 @@ produce_wave() {
   if [ $((w % 2)) = 1 ]; then eoi-kafka produce -K -p 0 "$pfx.transaction" <"$dir/w$w-tx.events"; fi
 }
 
-secs=$(awk -v w=$WAVES -v p=$PAUSE 'BEGIN { print w * p * 2 + 4 }')
-sql "SELECT st_reader('src', $secs)" >"$dir/reader_src" &
+# reader JOB SECS: st_reader in one-second rounds (a round cut short by the
+# crash restart that the SIGKILL causes is retried), the rounds summed.
+reader() {
+  local job=$1 until=$((SECONDS + $2)) polls=0 broken=0 states=0 p b s
+  while [ $SECONDS -lt $until ]; do
+    if read -r p b s < <(sql "SELECT st_reader('$job', 1)" 2>/dev/null) && [ -n "$s" ]; then
+      polls=$((polls + p)) broken=$((broken + b)) states=$((states + s - 1))
+    else
+      sleep 0.5
+    fi
+  done
+  echo "$polls $broken $states"
+}
+secs=$(awk -v w=$WAVES -v p=$PAUSE 'BEGIN { printf "%d", w * p * 2 + 6 }')
+reader src "$secs" >"$dir/reader_src" &
 rs=$!
-sql "SELECT st_reader('ctl', $secs)" >"$dir/reader_ctl" &
+reader ctl "$secs" >"$dir/reader_ctl" &
 rc=$!
 for ((w = 0; w < WAVES; w++)); do
   produce_wave $w
@@ -117,9 +130,9 @@ for ((w = 0; w < WAVES; w++)); do
 done
 wait $rs $rc
 read -r polls broken states <"$dir/reader_src"
-diag "src reader: $polls polls, $broken broke the invariant, $states states seen"
+diag "src reader: $polls polls, $broken broke the invariant, $states changes of the transfer count seen within rounds"
 is "$broken" 0 "source transactions: no poll of the targets saw part of a source transaction"
-check "source transactions: the reader saw the targets move (several states)" test "$states" -ge 5
+check "source transactions: the reader saw the targets move (several states)" test "$states" -ge 3
 read -r cpolls cbroken cstates <"$dir/reader_ctl"
 diag "ctl reader: $cpolls polls, $cbroken broke the invariant, $cstates states seen"
 check "the control (transactions batch): the reader saw parts of source transactions" test "$cbroken" -gt 0
