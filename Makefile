@@ -18,6 +18,7 @@ OBJS = \
 	src/twophase.o \
 	src/upsert.o \
 	src/cdc.o \
+	src/cdctxn.o \
 	src/deadletter.o \
 	src/positions.o \
 	src/partitions.o \
@@ -31,7 +32,7 @@ OBJS = \
 
 DATA = $(wildcard sql/eoingest--*.sql)
 
-REGRESS = setup api formats mappings transform upsert deadletters batchbytes operations multitopic cdc
+REGRESS = setup api formats mappings transform upsert deadletters batchbytes operations multitopic cdc cdctxn
 REGRESS_OPTS = --use-existing
 
 PG_CPPFLAGS = -I$(srcdir)/src -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare

@@ -84,3 +84,78 @@ REVOKE ALL ON @extschema@.job_status FROM PUBLIC;
 COMMENT ON VIEW @extschema@.job_status IS
     'One row per job and worker: state (''stalled'' past eoingest.stall_after; ''waiting'' without a free slot, the reason in last_error), counters, last commit, last error, current wait and step, heap in use (the jobs the current role may see; all for pg_monitor).';
 
+-- ---- Issue 16, item 5 and routing: source transactions and several targets ----
+-- targets: a Debezium job's routing, {"schema.table": "target table", ...}:
+-- each change event goes to the target of its source.schema.table (stored
+-- with the targets schema-qualified); NULL: every event goes to target.
+-- transactions: 'batch' (commits at batch boundaries) or 'source' (commits
+-- only at the source's transaction boundaries, read from Debezium's
+-- transaction topic; see README "Source transactions").
+ALTER TABLE @extschema@.jobs ADD COLUMN targets jsonb;
+ALTER TABLE @extschema@.jobs ADD COLUMN transactions text NOT NULL DEFAULT 'batch'
+    CHECK (transactions IN ('batch', 'source'));
+
+-- create_job and alter_job are created again with targets and transactions
+-- at the end; EXECUTE granted on them must be granted again.
+DROP FUNCTION @extschema@.create_job(text, text, text, "any", text, text, text, text, integer, integer, integer, jsonb, text, integer, text[], text, integer, integer, boolean, integer[], integer, text[], text, text, text, text);
+CREATE FUNCTION @extschema@.create_job(
+    name              text,
+    brokers           text,
+    topic             text,
+    target            "any" DEFAULT NULL,
+    format            text DEFAULT 'csv',
+    mode              text DEFAULT 'exactly_once',
+    transform         text DEFAULT NULL,
+    start_offset      text DEFAULT 'earliest',
+    batch_size        integer DEFAULT 10000,
+    batch_timeout_ms  integer DEFAULT 1000,
+    parallelism       integer DEFAULT 1,
+    options           jsonb DEFAULT '{}',
+    on_error          text DEFAULT 'dead_letter',
+    checkpoint_interval_ms integer DEFAULT 1000,
+    key_columns       text[] DEFAULT NULL,
+    key_format        text DEFAULT NULL,
+    offset_commit_interval_ms integer DEFAULT 1000,
+    max_message_bytes integer DEFAULT 10485760,
+    commit_to_kafka   boolean DEFAULT false,
+    partitions        integer[] DEFAULT NULL,
+    batch_max_bytes   integer DEFAULT 67108864,
+    columns           text[] DEFAULT NULL,
+    timestamp_unit    text DEFAULT 'auto',
+    envelope          text DEFAULT 'none',
+    on_truncate       text DEFAULT 'refuse',
+    schema_registry   text DEFAULT NULL,
+    targets           jsonb DEFAULT NULL,
+    transactions      text DEFAULT 'batch')
+RETURNS void
+LANGUAGE C VOLATILE
+AS 'MODULE_PATHNAME', 'eoingest_create_job';
+REVOKE ALL ON FUNCTION @extschema@.create_job FROM PUBLIC;
+
+DROP FUNCTION @extschema@.alter_job(text, integer, integer, jsonb, text, text, "any", text, integer, text[], text, text, text, text);
+CREATE FUNCTION @extschema@.alter_job(
+    name              text,
+    batch_size        integer DEFAULT NULL,
+    batch_timeout_ms  integer DEFAULT NULL,
+    options           jsonb DEFAULT NULL,
+    transform         text DEFAULT NULL,
+    on_error          text DEFAULT NULL,
+    target            "any" DEFAULT NULL,
+    mode              text DEFAULT NULL,
+    batch_max_bytes   integer DEFAULT NULL,
+    columns           text[] DEFAULT NULL,
+    timestamp_unit    text DEFAULT NULL,
+    envelope          text DEFAULT NULL,
+    on_truncate       text DEFAULT NULL,
+    schema_registry   text DEFAULT NULL,
+    targets           jsonb DEFAULT NULL,
+    transactions      text DEFAULT NULL)
+RETURNS void
+LANGUAGE C VOLATILE
+AS 'MODULE_PATHNAME', 'eoingest_alter_job';
+REVOKE ALL ON FUNCTION @extschema@.alter_job FROM PUBLIC;
+
+COMMENT ON FUNCTION @extschema@.create_job IS
+    'Defines a job (stopped) owned by the calling role: Kafka topic(s) into a target table (or, for Debezium change events, several targets by source table) or through a transform, in one of the modes exactly_once, two_phase, upsert, at_least_once, at_most_once.';
+COMMENT ON FUNCTION @extschema@.alter_job IS
+    'Changes what is given of a job (NULL keeps it), checked as create_job checks a definition; a running job''s workers restart with it.';

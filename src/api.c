@@ -36,6 +36,7 @@
 
 #include "batch.h"
 #include "cdc.h"
+#include "cdctxn.h"
 #include "deadletter.h"
 #include "decode.h"
 #include "job.h"
@@ -436,6 +437,8 @@ typedef struct JobDefinition
 	const char *envelope_s;		/* none, debezium */
 	const char *on_truncate_s;	/* debezium: refuse, truncate */
 	const char *schema_registry;	/* avro: the registry's URLs, or NULL */
+	Jsonb	   *targets;		/* debezium: {"schema.table": target}, NULL or {}: none */
+	const char *transactions_s; /* debezium: batch, source */
 
 	/* set by check_definition */
 	EoiFormat	format;
@@ -443,6 +446,7 @@ typedef struct JobDefinition
 	EoiFormat	key_format;
 	const char *qualified_target;
 	EoiEnvelope envelope;
+	Jsonb	   *qualified_targets;	/* targets with their names schema-qualified, or NULL */
 } JobDefinition;
 
 static void check_can_start_mode(int32 job_id, const char *name, EoiMode mode, int parallelism);
@@ -511,6 +515,152 @@ check_envelope(JobDefinition *def)
 }
 
 /*
+ * targets: a Debezium job's routing, {"schema.table": "target", ...}.  Each
+ * target is checked as target is (a table of this database, not temporary,
+ * not UNLOGGED in the exact modes, the privileges to insert, update and
+ * delete, its primary key backed by a unique index), and stored
+ * schema-qualified.  Each is keyed by its primary key.
+ */
+static void
+check_targets(JobDefinition *def, const EoiMapping *mapping)
+{
+	JsonbIterator *it;
+	JsonbValue	v;
+	JsonbIteratorToken tok;
+	JsonbParseState *state = NULL;
+	char	   *key = NULL;
+	int			n = 0;
+
+	def->qualified_targets = NULL;
+	if (def->targets == NULL)
+		return;
+	if (!JB_ROOT_IS_OBJECT(def->targets) || JB_ROOT_IS_SCALAR(def->targets))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("targets must be a JSON object"),
+				 errhint("Map each source table to its target: targets => '{\"public.accounts\": \"accounts_copy\"}'.")));
+	if (JsonContainerSize(&def->targets->root) == 0)
+	{
+		def->targets = NULL;	/* '{}': no routing */
+		return;
+	}
+	if (def->envelope != EOI_ENVELOPE_DEBEZIUM)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("targets routes Debezium change events, and the job has envelope %s", def->envelope_s),
+				 errhint("Pass envelope => 'debezium', or a single target.")));
+	if (def->target != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("target and targets cannot both be given"),
+				 errhint("With targets every source table names its target; leave target out (alter_job: targets => '{}' goes back to one target).")));
+	if (def->key_columns != NIL || def->columns != NIL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("key_columns and columns apply to one target, and the job has targets"),
+				 errhint("With targets each target is keyed by its primary key and takes the fields of its events by name.")));
+
+	(void) pushJsonbValue(&state, WJB_BEGIN_OBJECT, NULL);
+	it = JsonbIteratorInit(&def->targets->root);
+	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+	{
+		if (tok == WJB_KEY)
+		{
+			key = pnstrdup(v.val.string.val, v.val.string.len);
+			if (v.val.string.len == 0 || v.val.string.len > 2 * NAMEDATALEN ||
+				strchr(key, '.') == NULL || strchr(key, '.') == key)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("targets key \"%s\" is not a source table", key),
+						 errhint("Name each source table as schema.table, as Debezium's source block has it (source.schema and source.table), e.g. \"public.accounts\".")));
+			continue;
+		}
+		if (tok != WJB_VALUE)
+			continue;
+		if (v.type != jbvString || v.val.string.len == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("target of \"%s\" in targets is not a table name", key),
+					 errhint("Each value of targets names a table, e.g. \"accounts_copy\" or \"copy.accounts\".")));
+		{
+			char	   *qualified = resolve_target(pnstrdup(v.val.string.val, v.val.string.len),
+												   mapping, def->mode);
+			JsonbValue	kv;
+			JsonbValue	tv;
+
+			(void) check_upsert(qualified, mapping, EOI_FORMAT_JSON, NIL, "envelope debezium");
+			kv.type = jbvString;
+			kv.val.string.val = key;
+			kv.val.string.len = strlen(key);
+			tv.type = jbvString;
+			tv.val.string.val = qualified;
+			tv.val.string.len = strlen(qualified);
+			(void) pushJsonbValue(&state, WJB_KEY, &kv);
+			(void) pushJsonbValue(&state, WJB_VALUE, &tv);
+			n++;
+		}
+	}
+	def->qualified_targets = JsonbValueToJsonb(pushJsonbValue(&state, WJB_END_OBJECT, NULL));
+}
+
+/*
+ * transactions => 'source': the job commits whole source transactions
+ * (cdctxn.c), which it can only tell with Debezium's transaction topic and
+ * every data topic in one worker, and one local transaction per commit.
+ */
+static void
+check_transactions(JobDefinition *def)
+{
+	List	   *topics;
+	char	   *txn_topic;
+
+	if (!eoi_parse_transactions(def->transactions_s))
+		return;
+	if (def->envelope != EOI_ENVELOPE_DEBEZIUM || def->qualified_targets == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("transactions source needs envelope debezium and targets"),
+				 errhint("Pass envelope => 'debezium' and targets => '{\"public.t\": \"t\", ...}': the ENDs of the transaction topic count events per source table, and targets names the tables the job applies.")));
+	if (def->format != EOI_FORMAT_JSON)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("transactions source needs format json, not %s", def->format_s),
+				 errdetail("The transaction topic's BEGIN and END events are read as JSON; Avro transaction metadata is not read yet."),
+				 errhint("Use Kafka Connect's JsonConverter for the connector, or transactions => 'batch'.")));
+	if (def->mode != EOI_MODE_EXACTLY_ONCE)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("transactions source needs mode exactly_once, not %s", def->mode_s),
+				 errdetail("upsert and at_least_once apply batches again after a crash, which shows a reader older images beside newer ones; two_phase adds nothing with the one worker that source transactions need."),
+				 errhint("Use mode => 'exactly_once'.")));
+	if (def->parallelism != 1 || def->partitions != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("transactions source needs parallelism 1 and every partition"),
+				 errdetail("A source transaction spans topics and partitions: one worker must read the transaction topic and every partition of every data topic."),
+				 errhint("Leave parallelism and partitions out.")));
+	topics = eoi_split_topics(def->topic);
+	txn_topic = eoi_transaction_topic(topics);
+	if (txn_topic == NULL || list_length(topics) < 2)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("transactions source needs Debezium's transaction topic and the data topics"),
+				 errhint("Name the transaction topic (topic.prefix.transaction, from provide.transaction.metadata=true) and each table's topic: topic => 'src.transaction, src.public.accounts, src.public.transfers'.")));
+	{
+		ListCell   *lc;
+		int			ntxn = 0;
+
+		foreach(lc, topics)
+			ntxn += (eoi_transaction_topic(list_make1(lfirst(lc))) != NULL);
+		if (ntxn > 1)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("transactions source needs one transaction topic, and %d topics end in \".transaction\"", ntxn),
+					 errhint("Name the transaction topic of one connector only.")));
+	}
+}
+
+/*
  * Check a whole definition, as the job's owner will run it; fill in the
  * parsed fields, the qualified target, the key columns and key format.
  * The caller acts as the owner (create_job is called by it).
@@ -534,7 +684,8 @@ check_definition(JobDefinition *def)
 	eoi_check_start_offset(def->start_offset);
 	check_schema_registry(def);
 
-	if (def->target == NULL && def->transform == NULL)
+	if (def->target == NULL && def->transform == NULL &&
+		(def->targets == NULL || JsonContainerSize(&def->targets->root) == 0))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("a job needs a target table or a transform"),
@@ -552,10 +703,12 @@ check_definition(JobDefinition *def)
 	def->qualified_target = NULL;
 	if (def->target != NULL)
 		def->qualified_target = resolve_target(def->target, &mapping, def->mode);
-	else
+	else if (def->transform != NULL)
 		check_transform_with_path(def->transform, def->search_path);
 
 	check_envelope(def);
+	check_targets(def, &mapping);
+	check_transactions(def);
 	if ((def->mode == EOI_MODE_UPSERT || def->envelope == EOI_ENVELOPE_DEBEZIUM) && def->target != NULL)
 	{
 		Relation	rel = eoi_open_target(def->qualified_target, AccessShareLock);
@@ -623,6 +776,10 @@ eoingest_create_job(PG_FUNCTION_ARGS)
 	/* ... nor schema_registry (issue 15) */
 	bool		v04_registry = PG_NARGS() > 25;
 	char	   *schema_registry = v04_registry ? optional_text(fcinfo, 25) : NULL;
+	/* ... nor targets and transactions (issue 16, item 5) */
+	bool		v04_txn = PG_NARGS() > 27;
+	Jsonb	   *targets = (v04_txn && !PG_ARGISNULL(26)) ? PG_GETARG_JSONB_P(26) : NULL;
+	char	   *transactions_s = v04_txn ? required_text(fcinfo, 27, "transactions") : "batch";
 	EoiSavedUser saved;
 	/* The transform's names resolve as they do for the caller now. */
 	const char *search_path = pstrdup(GetConfigOption("search_path", false, false));
@@ -650,6 +807,8 @@ eoingest_create_job(PG_FUNCTION_ARGS)
 	def.envelope_s = envelope_s;
 	def.on_truncate_s = on_truncate_s;
 	def.schema_registry = schema_registry;
+	def.targets = targets;
+	def.transactions_s = transactions_s;
 	check_definition(&def);
 	qualified_target = (char *) def.qualified_target;
 	key_columns = def.key_columns;
@@ -664,12 +823,12 @@ eoingest_create_job(PG_FUNCTION_ARGS)
 				 errmsg("eoingest job \"%s\" already exists", name),
 				 errhint("Choose another name, or drop the existing job with eoingest.drop_job('%s').", name)));
 	{
-		Oid			types[28] = {TEXTOID, OIDOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
+		Oid			types[30] = {TEXTOID, OIDOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
 			TEXTOID, TEXTOID, INT4OID, INT4OID, INT4OID, JSONBOID, TEXTOID, INT4OID,
 			TEXTARRAYOID, TEXTOID, INT4OID, TEXTOID, INT4OID, BOOLOID, INT4ARRAYOID, INT4OID,
-		TEXTARRAYOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID};
-		Datum		args[28];
-		char		nulls[28];
+		TEXTARRAYOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, TEXTOID};
+		Datum		args[30];
+		char		nulls[30];
 		/* Called through the 0.1 definition, there is no commit_to_kafka. */
 		bool		v02 = PG_NARGS() > 18;
 
@@ -717,20 +876,25 @@ eoingest_create_job(PG_FUNCTION_ARGS)
 		args[26] = CStringGetTextDatum(on_truncate_s);
 		args[27] = schema_registry ? CStringGetTextDatum(schema_registry) : (Datum) 0;
 		nulls[27] = schema_registry ? ' ' : 'n';
+		args[28] = def.qualified_targets ? JsonbPGetDatum(def.qualified_targets) : (Datum) 0;
+		nulls[28] = def.qualified_targets ? ' ' : 'n';
+		args[29] = CStringGetTextDatum(transactions_s);
 
 		if (SPI_execute_with_args(psprintf("INSERT INTO eoingest.jobs (name, owner, brokers, topic, target,"
 										   " format, mode, transform, start_offset, batch_size, batch_timeout_ms,"
 										   " parallelism, options, on_error, search_path, checkpoint_interval_ms,"
-										   " key_columns, key_format, offset_commit_interval_ms, max_message_bytes%s%s%s%s%s)"
+										   " key_columns, key_format, offset_commit_interval_ms, max_message_bytes%s%s%s%s%s%s)"
 										   " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $19, $14, $15,"
-										   "         $16, $17, $18, $20%s%s%s%s%s)",
+										   "         $16, $17, $18, $20%s%s%s%s%s%s)",
 										   v02 ? ", commit_to_kafka, partitions" : "", v03 ? ", batch_max_bytes" : "",
 										   v04 ? ", columns, timestamp_unit" : "",
 										   v04_envelope ? ", envelope, on_truncate" : "",
 										   v04_registry ? ", schema_registry" : "",
+										   v04_txn ? ", targets, transactions" : "",
 										   v02 ? ", $21, $22" : "", v03 ? ", $23" : "", v04 ? ", $24, $25" : "",
-										   v04_envelope ? ", $26, $27" : "", v04_registry ? ", $28" : ""),
-								  v04_registry ? 28 : v04_envelope ? 27 : v04 ? 25 : v03 ? 23 : v02 ? 22 : 20,
+										   v04_envelope ? ", $26, $27" : "", v04_registry ? ", $28" : "",
+										   v04_txn ? ", $29, $30" : ""),
+								  v04_txn ? 30 : v04_registry ? 28 : v04_envelope ? 27 : v04 ? 25 : v03 ? 23 : v02 ? 22 : 20,
 								  types, args, nulls, false, 0) != SPI_OK_INSERT)
 			elog(ERROR, "could not insert into eoingest.jobs");
 	}
@@ -1219,7 +1383,56 @@ stored_definition(const EoiJob *job)
 	def.envelope_s = eoi_envelope_name(job->envelope);
 	def.on_truncate_s = job->cdc_truncate ? "truncate" : "refuse";
 	def.schema_registry = job->schema_registry;
+	def.targets = job->targets;
+	def.transactions_s = eoi_transactions_name(job->source_transactions);
 	return def;
+}
+
+/*
+ * A job with committed offsets may gain source tables in its targets, but
+ * not lose one or send it elsewhere: its offsets account for rows written
+ * into those tables (as for target).
+ */
+static void
+check_targets_kept(const EoiJob *job, Jsonb *targets)
+{
+	JsonbIterator *it;
+	JsonbValue	v;
+	JsonbIteratorToken tok;
+	char	   *key = NULL;
+
+	if (job->targets == NULL)
+	{
+		if (job->target != NULL && targets != NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("the target of job \"%s\" cannot change to targets: it has committed offsets", job->name),
+					 errdetail("The stored offsets account for rows written into %s.", job->target),
+					 errhint("Create a new job with targets, or drop this one.")));
+		return;
+	}
+	it = JsonbIteratorInit(&job->targets->root);
+	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+	{
+		JsonbValue	now;
+
+		if (tok == WJB_KEY)
+		{
+			key = pnstrdup(v.val.string.val, v.val.string.len);
+			continue;
+		}
+		if (tok != WJB_VALUE)
+			continue;
+		if (targets == NULL ||
+			getKeyJsonValueFromContainer(&targets->root, key, strlen(key), &now) == NULL ||
+			now.type != jbvString || now.val.string.len != v.val.string.len ||
+			memcmp(now.val.string.val, v.val.string.val, v.val.string.len) != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("the target of source table \"%s\" in job \"%s\" cannot change: the job has committed offsets", key, job->name),
+					 errdetail("The stored offsets account for rows written into %.*s.", (int) v.val.string.len, v.val.string.val),
+					 errhint("Keep every source table of targets with its target; adding source tables is allowed.")));
+	}
 }
 
 /*
@@ -1242,10 +1455,13 @@ eoingest_alter_job(PG_FUNCTION_ARGS)
 	EoiJob	   *job;
 	JobDefinition def;
 	StringInfoData sql;
-	Datum		args[16];
-	Oid			types[16] = {TEXTOID, INT4OID, INT4OID, JSONBOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
-	TEXTOID, TEXTARRAYOID, INT4OID, TEXTARRAYOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID};
-	char		nulls[16] = "                ";
+	Datum		args[18];
+	Oid			types[18] = {TEXTOID, INT4OID, INT4OID, JSONBOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
+	TEXTOID, TEXTARRAYOID, INT4OID, TEXTARRAYOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, TEXTOID};
+	char		nulls[18] = "                  ";
+	/* targets and transactions (issue 16, item 5): the last two */
+	bool		has_targets = PG_NARGS() > 14 && !PG_ARGISNULL(14);
+	bool		has_transactions = PG_NARGS() > 15 && !PG_ARGISNULL(15);
 	/* envelope and on_truncate (issue 16), where the definition has them */
 	bool		has_envelope = PG_NARGS() > 12;
 	/* Called through an older definition, there is no batch_max_bytes. */
@@ -1322,12 +1538,25 @@ eoingest_alter_job(PG_FUNCTION_ARGS)
 	}
 	if (has_envelope && !PG_ARGISNULL(12))
 		def.on_truncate_s = text_to_cstring(PG_GETARG_TEXT_PP(12));
+	if (has_targets)
+	{
+		def.targets = PG_GETARG_JSONB_P(14);
+		/* a target given replaces the targets; targets given replace the target */
+		if (PG_ARGISNULL(6) && JsonContainerSize(&def.targets->root) > 0)
+			def.target = NULL;
+	}
+	else if (!PG_ARGISNULL(6))
+		def.targets = NULL;
+	if (has_transactions)
+		def.transactions_s = text_to_cstring(PG_GETARG_TEXT_PP(15));
 
 	/* Checked as the owner's worker will run it (target privileges). */
 	GetUserIdAndSecContext(&caller, &sec_context);
 	SetUserIdAndSecContext(job->owner, sec_context | SECURITY_LOCAL_USERID_CHANGE);
 	check_definition(&def);
 	SetUserIdAndSecContext(caller, sec_context);
+	if (has_targets && eoi_offsets_any(job))
+		check_targets_kept(job, def.qualified_targets);
 
 	args[0] = CStringGetTextDatum(name);
 	for (int i = 1; i < 6; i++)
@@ -1350,6 +1579,9 @@ eoingest_alter_job(PG_FUNCTION_ARGS)
 	args[14] = CStringGetTextDatum(def.on_truncate_s);
 	nulls[15] = has_schema_registry ? ' ' : 'n';
 	args[15] = has_schema_registry ? PG_GETARG_DATUM(13) : (Datum) 0;
+	nulls[16] = def.qualified_targets ? ' ' : 'n';
+	args[16] = def.qualified_targets ? JsonbPGetDatum(def.qualified_targets) : (Datum) 0;
+	args[17] = CStringGetTextDatum(def.transactions_s);
 
 	initStringInfo(&sql);
 	appendStringInfoString(&sql,
@@ -1369,12 +1601,14 @@ eoingest_alter_job(PG_FUNCTION_ARGS)
 						   " envelope = $14,"
 						   " on_truncate = $15,"
 						   " schema_registry = coalesce($16, schema_registry),"
+						   " targets = $17,"
+						   " transactions = $18,"
 						   " config_version = config_version + 1"
 						   " WHERE name = $1");
 	eoi_become_extension_owner(&saved);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute_with_args(sql.data, 16, types, args, nulls, false, 0) != SPI_OK_UPDATE)
+	if (SPI_execute_with_args(sql.data, 18, types, args, nulls, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not update eoingest.jobs");
 	SPI_finish();
 	eoi_restore_user(&saved);

@@ -55,6 +55,7 @@
 
 #include "avro.h"
 #include "cdc.h"
+#include "cdctxn.h"
 #include "decode.h"
 #include "sink.h"
 #include "upsert.h"
@@ -109,6 +110,7 @@ typedef struct EventPosition
 typedef struct CdcContext
 {
 	const EoiJob *job;
+	const char *target;			/* the schema-qualified target of this context */
 	Relation	rel;
 	EoiMapping	mapping;		/* the job's columns and timestamp_unit */
 	EoiColumns *cols;			/* the target's columns, for after images */
@@ -120,6 +122,18 @@ typedef struct CdcContext
 	FieldCodec *key_codecs;
 	EventPosition *position;	/* for errors: the event being applied */
 } CdcContext;
+
+/* The targets of one batch: a context for each target it has events for. */
+typedef struct CdcRoutes
+{
+	const EoiJob *job;
+	EState	   *estate;			/* shared by the contexts */
+	EventPosition *position;
+	MemoryContext cxt;			/* the batch's */
+	CdcContext **contexts;
+	int			ncontexts;
+	int			capacity;
+} CdcRoutes;
 
 EoiEnvelope
 eoi_parse_envelope(const char *envelope)
@@ -958,22 +972,25 @@ truncate_target(CdcContext *cx)
 	cx->position->current = current;
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute(psprintf("DELETE FROM %s", cx->job->target), false, 0) != SPI_OK_DELETE)
-		elog(ERROR, "could not empty %s", cx->job->target);
+	if (SPI_execute(psprintf("DELETE FROM %s", cx->target), false, 0) != SPI_OK_DELETE)
+		elog(ERROR, "could not empty %s", cx->target);
 	SPI_finish();
 }
 
-/* Add one change event to the change set. */
+static CdcContext *route_event(CdcRoutes *routes, JsonbContainer *event);
+
+/* Add one change event to the change set of its target. */
 static void
-apply_event(CdcContext *cx, rd_kafka_message_t *msg)
+apply_event(CdcRoutes *routes, rd_kafka_message_t *msg)
 {
-	Jsonb	   *jb = message_json(cx->job, msg->payload, msg->len);
+	Jsonb	   *jb = message_json(routes->job, msg->payload, msg->len);
 	JsonbContainer *schema;
 	JsonbContainer *event = unwrap(jb, &schema);
 	JsonbContainer *before;
 	JsonbContainer *after;
 	char	   *op;
 	char	  **row;
+	CdcContext *cx;
 
 	if (event == NULL)
 	{
@@ -990,6 +1007,14 @@ apply_event(CdcContext *cx, rd_kafka_message_t *msg)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("change event has no \"op\""),
 				 errhint("A Debezium change event has op c, r, u, d or t.")));
+	cx = route_event(routes, event);
+	/* a snapshot read stands alone; a change belongs to a source transaction */
+	if (routes->job->source_transactions && strcmp(op, "r") != 0 && !eoi_cdc_has_transaction(event))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_EXCEPTION),
+				 errmsg("change event of op \"%s\" has no transaction block, and job \"%s\" commits at source transaction boundaries",
+						op, routes->job->name),
+				 errhint("Set provide.transaction.metadata=true in the Debezium connector, or alter the job with transactions => 'batch'.")));
 	before = json_get_object(event, "before");
 	after = json_get_object(event, "after");
 
@@ -1051,41 +1076,123 @@ event_error_callback(void *arg)
 }
 
 /*
- * Apply a batch of change events to the job's target.  Returns the rows
- * deleted, inserted and updated.
+ * A context per target, opened when the batch first has an event for it
+ * (targets), or the job's one target, opened at once.
  */
-uint64
-eoi_cdc_batch(const EoiJob *job, EoiBatch *batch)
+static CdcContext *
+open_target(CdcRoutes *routes, const char *target)
 {
-	CdcContext	cx = {0};
-	EState	   *estate = CreateExecutorState();
-	EventPosition ep = {batch, -1};
-	ErrorContextCallback errcb;
-	uint64		processed;
+	const EoiJob *job = routes->job;
+	CdcContext *cx = palloc0(sizeof(CdcContext));
+	EoiJob	   *tjob = palloc(sizeof(EoiJob));
+	List	   *key_columns;
 
-	cx.job = job;
-	cx.position = &ep;
-	cx.rel = eoi_open_job_target(job, RowExclusiveLock);
-	cx.econtext = GetPerTupleExprContext(estate);
-	cx.mapping = eoi_job_mapping(job);
+	/* the same checks and messages as the job's one target */
+	*tjob = *job;
+	tjob->target = (char *) target;
+	cx->job = job;
+	cx->target = target;
+	cx->position = routes->position;
+	cx->rel = eoi_open_job_target(tjob, RowExclusiveLock);
+	cx->econtext = GetPerTupleExprContext(routes->estate);
+	cx->mapping = eoi_job_mapping(job);
 	/*
 	 * A change event's time fields count in the unit their schema names
 	 * (Timestamp: ms, MicroTimestamp: µs, ...), which the field codecs
 	 * below apply; format json's guess by magnitude must not run first.
 	 */
-	cx.mapping.timestamp_unit = EOI_TS_NONE;
-	cx.cols = eoi_columns_for(cx.rel, &cx.mapping, estate);
-	cx.keys = eoi_columns_named(cx.rel, EOI_FORMAT_JSON, job->key_columns);
-	eoi_check_target_kind(cx.rel, job->mode);
-	eoi_check_target_unchanged(cx.rel, cx.cols);
-	cx.changes = eoi_changes_begin(cx.rel, job->target, cx.cols, cx.keys, job->key_columns);
-	cx.col_codecs = palloc0(sizeof(FieldCodec) * cx.cols->ncolumns);
-	cx.key_codecs = palloc0(sizeof(FieldCodec) * Max(cx.keys->ncolumns, 1));
-	cx.keypos = palloc(sizeof(int) * Max(cx.keys->ncolumns, 1));
-	for (int k = 0; k < cx.keys->ncolumns; k++)
-		for (int c = 0; c < cx.cols->ncolumns; c++)
-			if (strcmp(cx.cols->colnames[c], cx.keys->colnames[k]) == 0)
-				cx.keypos[k] = c;
+	cx->mapping.timestamp_unit = EOI_TS_NONE;
+	/* with targets, each target's key is its primary key */
+	key_columns = job->targets != NULL ? eoi_primary_key_columns(cx->rel) : job->key_columns;
+	if (key_columns == NIL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_COLUMN_REFERENCE),
+				 errmsg("target \"%s\" of job \"%s\" has no primary key", target, job->name),
+				 errhint("Change events are applied by key: give the table its primary key again.")));
+	cx->cols = eoi_columns_for(cx->rel, &cx->mapping, routes->estate);
+	cx->keys = eoi_columns_named(cx->rel, EOI_FORMAT_JSON, key_columns);
+	eoi_check_target_kind(cx->rel, job->mode);
+	eoi_check_target_unchanged(cx->rel, cx->cols);
+	cx->changes = eoi_changes_begin(cx->rel, target, cx->cols, cx->keys, key_columns);
+	cx->col_codecs = palloc0(sizeof(FieldCodec) * cx->cols->ncolumns);
+	cx->key_codecs = palloc0(sizeof(FieldCodec) * Max(cx->keys->ncolumns, 1));
+	cx->keypos = palloc(sizeof(int) * Max(cx->keys->ncolumns, 1));
+	for (int k = 0; k < cx->keys->ncolumns; k++)
+		for (int c = 0; c < cx->cols->ncolumns; c++)
+			if (strcmp(cx->cols->colnames[c], cx->keys->colnames[k]) == 0)
+				cx->keypos[k] = c;
+	if (routes->ncontexts >= routes->capacity)
+	{
+		routes->capacity = Max(routes->capacity * 2, 8);
+		routes->contexts = routes->contexts == NULL ?
+			palloc(sizeof(CdcContext *) * routes->capacity) :
+			repalloc(routes->contexts, sizeof(CdcContext *) * routes->capacity);
+	}
+	routes->contexts[routes->ncontexts++] = cx;
+	return cx;
+}
+
+/*
+ * The context of the event's target: the job's target, or the one that
+ * targets maps the event's source table (source.schema.table) to.
+ */
+static CdcContext *
+route_event(CdcRoutes *routes, JsonbContainer *event)
+{
+	char	   *table;
+	JsonbValue	v;
+	char	   *target;
+	MemoryContext old;
+	CdcContext *cx;
+
+	if (routes->job->targets == NULL)
+		return routes->contexts[0];
+	table = eoi_cdc_source_table(event);
+	if (table == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_EXCEPTION),
+				 errmsg("change event names no source table"),
+				 errhint("Job \"%s\" routes change events by their source.schema and source.table, which this event lacks.",
+						 routes->job->name)));
+	if (getKeyJsonValueFromContainer(&routes->job->targets->root, table, strlen(table), &v) == NULL ||
+		v.type != jbvString)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_EXCEPTION),
+				 errmsg("change event of source table \"%s\" has no target in job \"%s\"",
+						table, routes->job->name),
+				 errhint("Map the table to a target with eoingest.alter_job(%s, targets => ...), then replay its dead letters with eoingest.replay_dead_letters().",
+						 quote_literal_cstr(routes->job->name))));
+	target = pnstrdup(v.val.string.val, v.val.string.len);
+	for (int i = 0; i < routes->ncontexts; i++)
+		if (strcmp(routes->contexts[i]->target, target) == 0)
+			return routes->contexts[i];
+	/* what the contexts hold lives as long as the batch, not the event */
+	old = MemoryContextSwitchTo(routes->cxt);
+	cx = open_target(routes, pstrdup(target));
+	MemoryContextSwitchTo(old);
+	return cx;
+}
+
+/*
+ * Apply a batch of change events to the job's target, or targets.  Returns
+ * the rows deleted, inserted and updated.  With transactions => 'source',
+ * the batch holds whole source transactions (cdctxn.c), and the messages of
+ * the transaction topic are skipped here.
+ */
+uint64
+eoi_cdc_batch(const EoiJob *job, EoiBatch *batch)
+{
+	CdcRoutes	routes = {0};
+	EventPosition ep = {batch, -1};
+	ErrorContextCallback errcb;
+	uint64		processed = 0;
+
+	routes.job = job;
+	routes.position = &ep;
+	routes.estate = CreateExecutorState();
+	routes.cxt = CurrentMemoryContext;
+	if (job->targets == NULL)
+		(void) open_target(&routes, job->target);
 
 	errcb.callback = event_error_callback;
 	errcb.arg = &ep;
@@ -1094,23 +1201,28 @@ eoi_cdc_batch(const EoiJob *job, EoiBatch *batch)
 	for (int i = 0; i < batch->n; i++)
 	{
 		rd_kafka_message_t *msg = batch->messages[i];
+		ExprContext *econtext = GetPerTupleExprContext(routes.estate);
 		MemoryContext old;
 
 		ep.current = i;
 		/* a tombstone follows a delete, for compaction: nothing to do */
 		if (msg->payload == NULL)
 			continue;
-		old = MemoryContextSwitchTo(cx.econtext->ecxt_per_tuple_memory);
-		apply_event(&cx, msg);
+		if (job->txn_topic != NULL && strcmp(eoi_message_topic(batch, i), job->txn_topic) == 0)
+			continue;
+		old = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
+		apply_event(&routes, msg);
 		MemoryContextSwitchTo(old);
-		ResetExprContext(cx.econtext);
+		ResetExprContext(econtext);
 	}
 	ep.current = -1;
 	error_context_stack = errcb.previous;
 
-	processed = eoi_changes_apply(cx.changes);
+	for (int i = 0; i < routes.ncontexts; i++)
+		processed += eoi_changes_apply(routes.contexts[i]->changes);
 
-	FreeExecutorState(estate);
-	table_close(cx.rel, NoLock);
+	FreeExecutorState(routes.estate);
+	for (int i = 0; i < routes.ncontexts; i++)
+		table_close(routes.contexts[i]->rel, NoLock);
 	return processed;
 }

@@ -103,6 +103,9 @@ typedef struct EoiJob
 	int32		config_version;	/* bumped by alter_job */
 	EoiEnvelope envelope;		/* debezium: change events by key_columns */
 	bool		cdc_truncate;	/* debezium: a truncate event truncates the target */
+	Jsonb	   *targets;		/* debezium: {"schema.table": qualified target}, or NULL */
+	bool		source_transactions;	/* debezium: commit at source transaction boundaries */
+	char	   *txn_topic;		/* with source_transactions: Debezium's transaction topic */
 } EoiJob;
 
 /* An error as one line: message, detail, hint, context (eoingest.c). */

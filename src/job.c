@@ -22,6 +22,7 @@
 
 #include "cdc.h"
 #include "job.h"
+#include "cdctxn.h"
 
 static const char *const mode_names[] = {
 	[EOI_MODE_EXACTLY_ONCE] = "exactly_once",
@@ -342,7 +343,8 @@ job_load(const char *where, Oid argtype, Datum arg)
 				   "       parallelism, options, on_error, search_path, state, checkpoint_interval_ms,"
 				   "       key_columns, key_format, offset_commit_interval_ms, max_message_bytes,"
 				   "       commit_to_kafka, partitions, config_version, batch_max_bytes,"
-				   "       columns, timestamp_unit, envelope, on_truncate, schema_registry"
+				   "       columns, timestamp_unit, envelope, on_truncate, schema_registry,"
+				   "       targets, transactions"
 				   "  FROM eoingest.jobs WHERE %s", where);
 	ret = SPI_execute_with_args(sql, 1, argtypes, args, NULL, true, 1);
 	if (ret != SPI_OK_SELECT)
@@ -423,6 +425,15 @@ job_load(const char *where, Oid argtype, Datum arg)
 		job->envelope = eoi_parse_envelope(text_column(tup, desc, 29, cxt));
 		job->cdc_truncate = eoi_parse_on_truncate(text_column(tup, desc, 30, cxt));
 		job->schema_registry = text_column(tup, desc, 31, cxt);
+		{
+			Datum		d = SPI_getbinval(tup, desc, 32, &isnull);
+			MemoryContext old = MemoryContextSwitchTo(cxt);
+
+			job->targets = isnull ? NULL : DatumGetJsonbPCopy(d);
+			job->source_transactions = eoi_parse_transactions(text_column(tup, desc, 33, cxt));
+			job->txn_topic = job->source_transactions ? eoi_transaction_topic(job->topics) : NULL;
+			MemoryContextSwitchTo(old);
+		}
 	}
 	SPI_finish();
 	eoi_restore_user(&saved);

@@ -631,6 +631,28 @@ eoi_kafka_assign(EoiKafka *kafka, const EoiPosition *positions, int n)
 				 errmsg("could not assign the job's partitions: %s", rd_kafka_err2str(err))));
 }
 
+/*
+ * Stop (pause) or go on (resume) fetching one partition; a resumed
+ * partition fetches from the message after the last one handed out.  For
+ * source transactions (cdctxn.c): a partition that has run ahead of the
+ * others waits while they catch up.
+ */
+void
+eoi_kafka_pause(EoiKafka *kafka, const char *topic, int32 partition, bool pause)
+{
+	rd_kafka_topic_partition_list_t *list = rd_kafka_topic_partition_list_new(1);
+	rd_kafka_resp_err_t err;
+
+	rd_kafka_topic_partition_list_add(list, topic, partition);
+	err = pause ? rd_kafka_pause_partitions(kafka->rk, list) : rd_kafka_resume_partitions(kafka->rk, list);
+	rd_kafka_topic_partition_list_destroy(list);
+	if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("could not %s partition %d of topic \"%s\": %s", pause ? "pause" : "resume",
+						partition, topic, rd_kafka_err2str(err))));
+}
+
 /* Commit `metadata` (or nothing, if NULL) with each partition of `list`. */
 static void
 set_metadata(rd_kafka_topic_partition_list_t *list, const char *metadata)

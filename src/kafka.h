@@ -55,4 +55,6 @@ extern bool eoi_kafka_caught_up(EoiKafka *kafka);
 extern void eoi_kafka_end_polls_at_watermark(EoiKafka *kafka, bool on);
 extern const char *eoi_kafka_last_error(EoiKafka *kafka);
 
+extern void eoi_kafka_pause(EoiKafka *kafka, const char *topic, int32 partition, bool pause);
+
 #endif

@@ -381,14 +381,27 @@ same_shape(const TargetShape *a, const TargetShape *b)
 void
 eoi_check_target_unchanged(Relation rel, EoiColumns *cols)
 {
-	static TargetShape *first = NULL;
+	/* a Debezium job with targets writes into several: one shape each, by name */
+	static List *firsts = NIL;
+	static List *first_names = NIL;
+	TargetShape *first = NULL;
 	TargetShape *now;
+	ListCell   *lc;
+	const char *name = RelationGetRelationName(rel);
+	Oid			nsp = RelationGetNamespace(rel);
 
 	if (!IsBackgroundWorker)
 		return;					/* replay_dead_letters: the table as it is now */
+	foreach(lc, first_names)
+		if (strcmp(strVal(lfirst(lc)), psprintf("%u.%s", nsp, name)) == 0)
+			first = list_nth(firsts, foreach_current_index(lc));
 	if (first == NULL)
 	{
-		first = target_shape(rel, cols, TopMemoryContext);
+		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+		firsts = lappend(firsts, target_shape(rel, cols, TopMemoryContext));
+		first_names = lappend(first_names, makeString(psprintf("%u.%s", nsp, name)));
+		MemoryContextSwitchTo(old);
 		return;
 	}
 	now = target_shape(rel, cols, CurrentMemoryContext);

@@ -43,6 +43,7 @@
 #include "utils/timestamp.h"
 
 #include "batch.h"
+#include "cdctxn.h"
 #include "fence.h"
 #include "job.h"
 #include "kafka.h"
@@ -258,6 +259,9 @@ assign_partitions(void)
 	if (w.noted)
 		pfree(w.noted);
 	w.noted = NULL;				/* write every partition's log end anew */
+	eoi_txn_forget_pending();	/* read again from the stored offsets */
+	if (w.job->source_transactions)
+		eoi_txn_align_fetching(w.kafka);	/* resume what was paused */
 	w.assigned = true;
 	return true;
 }
@@ -689,6 +693,80 @@ write_batch(EoiBatch *batch)
 	slot_count_batch(nmessages, rows, bytes, dead);
 	batch_committed();
 	w.failures = 0;
+}
+
+/* ---- source transactions (transactions => 'source', cdctxn.c) ---- */
+
+/*
+ * A job that commits at source transaction boundaries: the batch is what
+ * was kept from the last one plus what the poll brings, and commits only
+ * its whole source transactions (eoi_txn_cut); the rest is kept for the
+ * next batch.  While not even one transaction is whole, the batch grows,
+ * up to EOI_TXN_BATCH_FACTOR times batch_size messages (and batch_max_bytes
+ * bytes, at most EOI_TXN_MAX_BYTES): there the job fails, never commits
+ * part of a transaction.  Exactly_once only (api.c checks), so one
+ * transaction holds the rows and the offsets.
+ */
+static void
+write_source_transactions(void)
+{
+	int			cap = (int) Min((int64) EOI_TXN_BATCH_FACTOR * w.job->batch_size, 1000000);
+	int64		cap_bytes = Min((int64) EOI_TXN_BATCH_FACTOR * w.job->batch_max_bytes, EOI_TXN_MAX_BYTES);
+	EoiBatch   *batch = eoi_batch_create(w.batch_context, Max(cap, w.job->batch_size));
+	int			polled;
+	int			k;
+	char	   *why;
+	int			ntxn = 0;
+
+	for (int i = 0; i < w.own.nowned; i++)
+		ntxn += strcmp(w.own.owned[i].topic, w.job->txn_topic) == 0;
+	if (ntxn > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("transaction topic \"%s\" has %d partitions", w.job->txn_topic, ntxn),
+				 errdetail("Only a topic of one partition keeps Debezium's BEGIN and END events in commit order."),
+				 errhint("Create the transaction topic with one partition before the connector starts, or use transactions => 'batch'.")));
+
+	batch->n = eoi_txn_take_pending(batch->messages, cap);
+	polled = eoi_kafka_poll(w.kafka, batch->messages + batch->n,
+							Max(Min(batch_message_limit(), cap - batch->n), 0),
+							batch_byte_limit(), w.job->batch_timeout_ms);
+	batch->n += polled;
+	release_memory_when_idle(polled);
+	for (;;)
+	{
+		k = eoi_txn_cut(w.job, batch, &why);
+		if (k > 0 || batch->n == 0)
+			break;
+		if (batch->n >= cap || (int64) batch_bytes(batch) >= cap_bytes)
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("job \"%s\" read %d messages (" UINT64_FORMAT " bytes) without a whole source transaction",
+							w.job->name, batch->n, batch_bytes(batch)),
+					 errdetail("%s With transactions => 'source' a batch grows until it holds a whole transaction, up to %d times batch_size messages and batch_max_bytes bytes (at most 1 GB); it never commits part of one.",
+							   why, EOI_TXN_BATCH_FACTOR),
+					 errhint("If the transaction is that large, raise batch_size (eoingest.alter_job) to more than its events / %d; if its events are in a topic the job does not read, add that topic; if the transaction topic lags, check the connector.",
+							 EOI_TXN_BATCH_FACTOR)));
+		if (polled == 0)
+			break;				/* nothing new: wait for it in the next iteration */
+		CHECK_FOR_INTERRUPTS();
+		eoi_txn_align_fetching(w.kafka);
+		/* extend the batch: the transaction's other events, or its END */
+		polled = eoi_kafka_poll(w.kafka, batch->messages + batch->n,
+								Min(w.job->batch_size, cap - batch->n), batch_byte_limit(),
+								w.job->batch_timeout_ms);
+		batch->n += polled;
+	}
+	eoi_txn_keep_pending(batch, k);
+	eoi_txn_align_fetching(w.kafka);
+	if (k == 0 && eoi_txn_pending_count() > 0)
+		slot_set_state(EOI_WORKER_WAITING,
+					   psprintf("waiting for the rest of a source transaction (%d messages read): %s",
+								eoi_txn_pending_count(), why));
+	if (k > 0)
+		write_batch(batch);
+	else if (eoi_txn_pending_count() == 0)
+		store_positions_past_markers();
 }
 
 /* ---- two_phase epochs ---- */
@@ -1215,6 +1293,11 @@ one_iteration(void)
 	}
 
 	slot_set_state(EOI_WORKER_RUNNING, NULL);
+	if (w.job->source_transactions)
+	{
+		write_source_transactions();
+		return;
+	}
 	batch = eoi_batch_create(w.batch_context, w.job->batch_size);
 	pgstat_report_activity(STATE_IDLE, NULL);
 	batch->n = eoi_kafka_poll(w.kafka, batch->messages, batch_message_limit(),
