@@ -18,7 +18,7 @@
  * about 35 bytes longer:  {"id":"sensor_<i>_xxx…","ts":<i>,"temperature":<i*0.5>}
  * The connect variant is the json row in Kafka Connect's JSON converter envelope
  * (schemas.enable=true): {"schema": {struct id string, ts int64, temperature
- * double}, "payload": <the json row>}, about 366 bytes, what Kafka Connect's
+ * double}, "payload": <the json row>}, about 370 bytes, what Kafka Connect's
  * sinks read.
  * The avro variant is the same row in Confluent's wire format: magic 0, the
  * schema id (--schema-id, of the record {id: string, ts: long, temperature:
