@@ -3,7 +3,7 @@
 # naive consume-insert-commit loop, on the same rows and the same tables.
 #
 #   bash bench/run.sh [--records N | --big] [--runs K] [--quick] [--full]
-#                     [--no-install] [--no-profile] [--keep] [--out DIR] [--only ERE]
+#                     [--no-install] [--no-profile] [--keep] [--out DIR] [--only ERE] [--peers]
 #
 #   --records N    records per topic (default 1,000,000); --big = 10,000,000
 #   --runs K       runs per variant, the median is reported (default 3; 1 with --quick)
@@ -20,6 +20,11 @@
 #   --only ERE     run only the variants whose label matches the extended regular
 #                  expression (e.g. 'COPY|exactly_once b=10000 par=1$'); the latency
 #                  and back-to-back runs only if it matches "latency" / "back to back"
+#   --peers        also the peers: Kafka Connect standalone with Debezium's JDBC sink
+#                  (test/connect.sh fetch debezium-jdbc; REST port 18083, worker in
+#                  $EOINGEST_RUN/bench/connect) on a second topic of the same rows in
+#                  Connect's JSON schema envelope, insert and upsert, 1 and 2 tasks, and
+#                  eoingest on that topic (a transform over value_json->'payload')
 #
 # Run as root, no stdin needed. It uses its own run directory and ports, never the
 # test bed's: EOINGEST_RUN=/tmp/eoingest-bench, Kafka 127.0.0.1:49092 (controller
@@ -31,9 +36,9 @@ BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$BENCH_DIR/.." && pwd)
 CMDLINE="bash bench/run.sh${*:+ $*}"
 
-usage() { sed -n '2,27p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit "${1:-2}"; }
+usage() { sed -n '2,32p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit "${1:-2}"; }
 
-RECORDS='' RUNS='' QUICK=0 FULL=0 INSTALL=1 PROFILE=1 KEEP=0 OUT='' ONLY=''
+RECORDS='' RUNS='' QUICK=0 FULL=0 INSTALL=1 PROFILE=1 KEEP=0 OUT='' ONLY='' PEERS=0
 while [ $# -gt 0 ]; do
   case $1 in
     --records) [ $# -ge 2 ] || usage; RECORDS=$2; shift 2 ;;
@@ -44,6 +49,7 @@ while [ $# -gt 0 ]; do
     --no-install) INSTALL=0; shift ;;
     --no-profile) PROFILE=0; shift ;;
     --keep) KEEP=1; shift ;;
+    --peers) PEERS=1; shift ;;
     --out) [ $# -ge 2 ] || usage; OUT=$2; shift 2 ;;
     --only) [ $# -ge 2 ] || usage; ONLY=$2; shift 2 ;;
     -h | --help) usage 0 ;;
@@ -107,6 +113,7 @@ cleanup() {
   local rc=$?
   if [ -n "$SAMPLER_PID" ]; then kill "$SAMPLER_PID" 2>/dev/null || true; fi
   if [ -n "$REGISTRY_PID" ]; then kill "$REGISTRY_PID" 2>/dev/null || true; fi
+  if [ "$PEERS" = 1 ]; then bash "$REPO/test/connect.sh" stop >/dev/null 2>&1 || true; fi
   if [ -n "$PERF_PID" ]; then kill -INT "$PERF_PID" 2>/dev/null || true; fi
   if [ "$KEEP" = 0 ]; then
     bash "$REPO/test/pg.sh" stop >/dev/null 2>&1 || bash "$REPO/test/pg.sh" stop-immediate || true
@@ -174,6 +181,9 @@ track_commit_timestamp = on
 log_checkpoints = on
 log_min_messages = warning
 max_connections = 50"
+# The JDBC sink connects over TCP (the test bed's servers listen on the socket only).
+[ "$PEERS" = 1 ] && PG_CONF+="
+listen_addresses = '127.0.0.1'"
 PG_SHOWN=(shared_buffers max_wal_size min_wal_size checkpoint_timeout checkpoint_completion_target
   synchronous_commit fsync full_page_writes wal_level wal_compression wal_buffers
   track_commit_timestamp max_prepared_transactions autovacuum work_mem maintenance_work_mem)
@@ -282,6 +292,7 @@ prepare_data() {
   preload json 4
   start_registry
   preload avro 4
+  [ "$PEERS" = 1 ] && preload connect 4
   ROWS_FILE=$WORK/rows_n${RECORDS}_s${RECORD_BYTES}.csv
   if [ ! -s "$ROWS_FILE" ]; then
     bench-kafka rows --count "$RECORDS" --size "$RECORD_BYTES" >"$ROWS_FILE.tmp"
@@ -479,13 +490,17 @@ eoi_once() {
     upsert_*) real_mode=upsert extra=", key_columns => ARRAY['ts']" ;;
   esac
   [ "$fmt" = avro ] && extra+=", schema_registry => '$BENCH_REGISTRY'"
+  local target="'$table'"
+  if [ -n "${VARIANT_TRANSFORM:-}" ]; then
+    target=NULL extra+=", transform => \$eoi\$$VARIANT_TRANSFORM\$eoi\$"
+  fi
   job_drop
   q "TRUNCATE $table" >/dev/null
   if [ "$conflicts" = 100 ]; then
     q "COPY $table FROM '$ROWS_FILE' (FORMAT csv)" >/dev/null
   fi
   if ! err=$(q "SELECT eoingest.create_job(name => '$JOB', brokers => '$KAFKA_BROKERS', topic => '$topic',
-        target => '$table', format => '$fmt', mode => '$real_mode', batch_size => $batch,
+        target => $target, format => '$fmt', mode => '$real_mode', batch_size => $batch,
         batch_timeout_ms => $BATCH_TIMEOUT_MS, parallelism => $par,
         options => '${VARIANT_OPTIONS:-"{}"}'::jsonb$extra)" 2>&1); then
     err=$(echo "$err" | sed -e 's/^psql:[^E]*ERROR:  //' -e 's/^ERROR:  //' \
@@ -726,6 +741,114 @@ run_eoingest() {
   done
 }
 
+# ---- the peers (--peers): Kafka Connect + Debezium's JDBC sink, and eoingest, on the wrapped topic ----
+CONNECT_BENCH_PORT=${BENCH_CONNECT_PORT:-18083}
+connect_sh() {
+  CONNECT_PORT=$CONNECT_BENCH_PORT CONNECT_DIR=$WORK/connect CONNECT_HEAP=${BENCH_CONNECT_HEAP:-2g} \
+    CONNECT_PLUGIN_NAMES=debezium-jdbc \
+    CONNECT_WORKER_EXTRA="connector.client.config.override.policy=All" bash "$REPO/test/connect.sh" "$@"
+}
+CONNECT_RUN=0
+# connect_props TABLE INSERT_MODE TASKS: the sink connector's properties; a new name (a new consumer
+# group) for every run, so that each reads the wrapped topic from the beginning.
+connect_props() {
+  local table=$1 imode=$2 tasks=$3
+  CONNECT_RUN=$((CONNECT_RUN + 1))
+  printf '%s\n' "name=bench-jdbc-$CONNECT_RUN-$$" \
+    "connector.class=io.debezium.connector.jdbc.JdbcSinkConnector" \
+    "tasks.max=$tasks" \
+    "topics=$(topic_name connect 4)" \
+    "connection.url=jdbc:postgresql://127.0.0.1:$PGPORT/postgres" \
+    "connection.username=postgres" \
+    "connection.password=unused" \
+    "insert.mode=$imode" \
+    "collection.name.format=$table" \
+    "schema.evolution=none" \
+    "batch.size=10000" \
+    "dialect.postgres.unnest.insert.enabled=true" \
+    "consumer.override.max.poll.records=10000"
+  if [ "$imode" = upsert ]; then
+    printf '%s\n' "primary.key.mode=record_value" "primary.key.fields=ts"
+  else
+    printf '%s\n' "primary.key.mode=none"
+  fi
+}
+
+# connect_once TABLE INSERT_MODE TASKS: one fresh worker and connector; timed from the worker's start to
+# the last row's commit, so the JVM's start (4-6 s) is in it. CPU: the JVM's utime + stime (/proc/PID/stat);
+# memory: its VmHWM and the sampled RssAnon peak.
+connect_once() {
+  local table=$1 imode=$2 tasks=$3 props=$WORK/connect-sink.properties pid t0 lsn0 limit t_start n ticks
+  connect_props "$table" "$imode" "$tasks" >"$props"
+  job_drop
+  q "TRUNCATE $table; CHECKPOINT" >/dev/null
+  lsn0=$(q "SELECT pg_current_wal_lsn()")
+  snap_begin
+  t0=$EPOCHREALTIME
+  if ! connect_sh start "$props" >"$WORK/connect-start.log" 2>&1; then
+    R_STATUS=FAILED
+    R_NOTE="connect.sh start: $(grep -m1 -iE 'error|exception|failed' "$WORK/connect-start.log" | cut -c1-300)"
+    connect_sh kill >/dev/null 2>&1 || true
+    return
+  fi
+  pid=$(cat "$WORK/connect/connect.pid")
+  rm -f "$WORK/rss"
+  rss_sampler "$WORK/rss" "$pid" &
+  SAMPLER_PID=$!
+  limit=$((120 + RECORDS / 1000)) t_start=$SECONDS
+  until [ "$(q "SELECT count(*) FROM $table")" -ge "$RECORDS" ]; do
+    if [ $((SECONDS - t_start)) -ge "$limit" ] || ! [ -r "/proc/$pid/stat" ]; then
+      R_STATUS=FAILED R_NOTE="$(q "SELECT count(*) FROM $table") of $RECORDS rows after $((SECONDS - t_start)) s"
+      break
+    fi
+    sleep 0.2
+  done
+  ticks=$(sed 's/^.*) //' "/proc/$pid/stat" 2>/dev/null | awk '{print $12 + $13}')
+  R_PCPU=$(awk -v t="${ticks:-0}" -v c="$(getconf CLK_TCK)" 'BEGIN {printf "%.2f", t / c}')
+  R_CCPU=$R_PCPU  # the JVM is the client here
+  R_HWM=$(awk '/^VmHWM:/ {print $2}' "/proc/$pid/status" 2>/dev/null || true)
+  kill "$SAMPLER_PID" 2>/dev/null || true
+  wait "$SAMPLER_PID" 2>/dev/null || true
+  SAMPLER_PID=
+  R_RSS=$(cat "$WORK/rss" 2>/dev/null || true)
+  snap_end
+  R_WAL=$(wal_since "$lsn0")
+  connect_sh stop >/dev/null 2>&1 || connect_sh kill >/dev/null 2>&1 || true
+  [ "$R_STATUS" = ok ] || return
+  verify_rows "$table" "$RECORDS" "$t0" || return
+  n=$(grep -c ' ERROR ' "$WORK/connect/connect.log" 2>/dev/null || true)
+  [ "${n:-0}" = 0 ] || R_NOTE="connect.log has $n ERROR line(s)"
+}
+
+# eoingest on the same bytes: format json decodes each wrapped value once, the transform takes its payload.
+WRAPPED_ROW="p->>'id', (p->>'ts')::bigint, (p->>'temperature')::double precision
+  FROM (SELECT value_json->'payload' AS p FROM eoingest.batch()) b"
+run_peers() {
+  [ "$PEERS" = 1 ] || return 0
+  local topic tasks group="(e) peers, Connect JSON envelope"
+  topic=$(topic_name connect 4)
+  # method eoingest_wrapped: a transform job, kept out of the report's goals for the plain eoingest runs.
+  VARIANT_TRANSFORM="INSERT INTO public.bench_nopk SELECT $WRAPPED_ROW"
+  variant "$group" "eoingest exactly_once b=10000 par=1 wrapped (transform)" eoingest_wrapped \
+    connect 4 no exactly_once 10000 1 -- eoi_once "$topic" bench_nopk json exactly_once 10000 1
+  VARIANT_TRANSFORM="INSERT INTO public.bench_pk SELECT $WRAPPED_ROW
+    ON CONFLICT (ts) DO UPDATE SET id = excluded.id, temperature = excluded.temperature"
+  variant "$group" "eoingest upsert b=10000 par=1 wrapped (transform ON CONFLICT)" eoingest_wrapped \
+    connect 4 yes upsert 10000 1 -- eoi_once "$topic" bench_pk json exactly_once 10000 1
+  VARIANT_TRANSFORM=''
+  if [ -z "$ONLY" ] || [[ "Kafka Connect" =~ $ONLY ]] || [[ "Connect" =~ $ONLY ]]; then
+    connect_sh fetch debezium-jdbc
+  fi
+  for tasks in 1 2; do
+    variant "$group" "Kafka Connect + Debezium JDBC sink insert (unnest) tasks=$tasks" connect \
+      connect 4 no insert 10000 "$tasks" -- connect_once bench_nopk insert "$tasks"
+  done
+  for tasks in 1 2; do
+    variant "$group" "Kafka Connect + Debezium JDBC sink upsert tasks=$tasks" connect \
+      connect 4 yes upsert 10000 "$tasks" -- connect_once bench_pk upsert "$tasks"
+  done
+}
+
 # ---- COPY and exactly_once back to back ----
 # The machine's speed drifts over minutes, and the main table measures COPY
 # and eoingest minutes apart.  Here each round runs COPY, then exactly_once
@@ -877,6 +1000,7 @@ start_servers
 prepare_data
 run_baselines
 run_eoingest
+run_peers
 if [ -z "$ONLY" ] || [[ "back to back" =~ $ONLY ]]; then
   run_paired
 fi

@@ -2,7 +2,7 @@
  * bench-kafka: the benchmark's record generator and producer (librdkafka).
  *
  *   bench-kafka [-b BROKERS] rows    --count N [--size B]
- *   bench-kafka [-b BROKERS] preload TOPIC --count N [--size B] [--format csv|json|avro] [--schema-id ID]
+ *   bench-kafka [-b BROKERS] preload TOPIC --count N [--size B] [--format csv|json|connect|avro] [--schema-id ID]
  *   bench-kafka [-b BROKERS] paced   TOPIC --rate R --seconds S [--size B]
  *
  * rows:    prints the N records as CSV lines on stdout (the file for COPY).
@@ -16,6 +16,10 @@
  * padded with 'x' so that the CSV line is B bytes (default 100) whatever i.
  * The json variant carries the same three values (the same row), so it is
  * about 35 bytes longer:  {"id":"sensor_<i>_xxx…","ts":<i>,"temperature":<i*0.5>}
+ * The connect variant is the json row in Kafka Connect's JSON converter envelope
+ * (schemas.enable=true): {"schema": {struct id string, ts int64, temperature
+ * double}, "payload": <the json row>}, about 370 bytes, what Kafka Connect's
+ * sinks read.
  * The avro variant is the same row in Confluent's wire format: magic 0, the
  * schema id (--schema-id, of the record {id: string, ts: long, temperature:
  * double} in the registry), then the Avro binary encoding.
@@ -104,6 +108,13 @@ format_avro(char *buf, const char *id, int idlen, long long ts, double temperatu
 	return n + 8;
 }
 
+/* Kafka Connect's JSON envelope of the row: the schema, then "payload". */
+#define CONNECT_SCHEMA "{\"schema\":{\"type\":\"struct\",\"fields\":[" \
+	"{\"type\":\"string\",\"optional\":false,\"field\":\"id\"}," \
+	"{\"type\":\"int64\",\"optional\":false,\"field\":\"ts\"}," \
+	"{\"type\":\"double\",\"optional\":false,\"field\":\"temperature\"}]," \
+	"\"optional\":false,\"name\":\"bench.SensorReading\"},\"payload\":"
+
 /* The id of record i, padded so that the CSV line has `size` bytes. */
 static int
 format_record(char *buf, size_t cap, int json, long long i, long long ts, int size)
@@ -134,6 +145,9 @@ format_record(char *buf, size_t cap, int json, long long i, long long ts, int si
 	}
 	if (!json)
 		return snprintf(buf, cap, "%s%s", id, tail);
+	if (json == 3)
+		return snprintf(buf, cap, (i % 2) ? CONNECT_SCHEMA "{\"id\":\"%s\",\"ts\":%lld,\"temperature\":%lld.5}}"
+						: CONNECT_SCHEMA "{\"id\":\"%s\",\"ts\":%lld,\"temperature\":%lld}}", id, ts, i / 2);
 	return snprintf(buf, cap, (i % 2) ? "{\"id\":\"%s\",\"ts\":%lld,\"temperature\":%lld.5}"
 					: "{\"id\":\"%s\",\"ts\":%lld,\"temperature\":%lld}", id, ts, i / 2);
 }
@@ -261,7 +275,7 @@ usage(void)
 {
 	fprintf(stderr,
 			"usage: bench-kafka [-b BROKERS] rows --count N [--size B]\n"
-			"       bench-kafka [-b BROKERS] preload TOPIC --count N [--size B] [--format csv|json|avro] [--schema-id ID]\n"
+			"       bench-kafka [-b BROKERS] preload TOPIC --count N [--size B] [--format csv|json|connect|avro] [--schema-id ID]\n"
 			"       bench-kafka [-b BROKERS] paced TOPIC --rate R --seconds S [--size B]\n");
 	exit(2);
 }
@@ -302,6 +316,8 @@ main(int argc, char **argv)
 				json = 1;
 			else if (strcmp(argv[i], "avro") == 0)
 				json = 2;
+			else if (strcmp(argv[i], "connect") == 0)
+				json = 3;
 			else if (strcmp(argv[i], "csv") != 0)
 				die("unknown format '%s'", argv[i]);
 		}
