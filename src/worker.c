@@ -759,10 +759,17 @@ write_source_transactions(void)
 	}
 	eoi_txn_keep_pending(batch, k);
 	eoi_txn_align_fetching(w.kafka);
+	/*
+	 * The state stays 'waiting' from one iteration to the next while a
+	 * transaction waits for its other events (not 'running' through each
+	 * poll); a commit sets it 'running' again.
+	 */
 	if (k == 0 && eoi_txn_pending_count() > 0)
 		slot_set_state(EOI_WORKER_WAITING,
 					   psprintf("waiting for the rest of a source transaction (%d messages read): %s",
 								eoi_txn_pending_count(), why));
+	else if (k == 0)
+		slot_set_state(EOI_WORKER_RUNNING, NULL);
 	if (k > 0)
 		write_batch(batch);
 	else if (eoi_txn_pending_count() == 0)
@@ -1292,12 +1299,12 @@ one_iteration(void)
 		return;
 	}
 
-	slot_set_state(EOI_WORKER_RUNNING, NULL);
 	if (w.job->source_transactions)
 	{
-		write_source_transactions();
+		write_source_transactions();	/* sets its own state */
 		return;
 	}
+	slot_set_state(EOI_WORKER_RUNNING, NULL);
 	batch = eoi_batch_create(w.batch_context, w.job->batch_size);
 	pgstat_report_activity(STATE_IDLE, NULL);
 	batch->n = eoi_kafka_poll(w.kafka, batch->messages, batch_message_limit(),
