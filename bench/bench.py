@@ -233,6 +233,19 @@ def target_lines(summary, lat, paired=()):
             na = [s for s in summary if s["mode"] == mode and s["na"]]
             why = na[0]["note"] if na else "not run"
             lines.append(f"| {mode} ≥ {goal} × COPY | — | **not measured**: {why} |")
+    # Issue 16: the CDC stream (--cdc / --peers), events/s to the final state.
+    cdc = find(summary, method="eoingest_cdc", format="cdc_debezium")
+    cdc_upsert = find(summary, method="eoingest_cdc", format="cdc_upsert")
+    sinks = [s for s in summary if s["method"] == "connect_cdc" and s.get("rate")]
+    if cdc and cdc_upsert:
+        r = cdc["rate"] / cdc_upsert["rate"]
+        add("eoingest cdc envelope=debezium ≥ 0.5 × eoingest upsert of the same changes (issue 16)", r, 0.5,
+            f"{r:.2f} × upsert")
+    if cdc and sinks:
+        best = max(sinks, key=lambda s: s["rate"])
+        r = cdc["rate"] / best["rate"]
+        add(f"eoingest cdc envelope=debezium ≥ 10 × Debezium JDBC sink, its best ({best['label']}; issue 16)",
+            r, 10, f"{r:.1f} × JDBC sink")
     rss = [(s["rss_mb"], s["label"]) for s in summary if s["method"] == "eoingest" and s.get("rss_mb")
            and not s["options"]]
     if rss:

@@ -24,7 +24,12 @@
 #                  (test/connect.sh fetch debezium-jdbc; REST port 18083, worker in
 #                  $EOINGEST_RUN/bench/connect) on a second topic of the same rows in
 #                  Connect's JSON schema envelope, insert and upsert, 1 and 2 tasks, and
-#                  eoingest on that topic (a transform over value_json->'payload')
+#                  eoingest on that topic (a transform over value_json->'payload');
+#                  implies --cdc, and adds the JDBC sink on the CDC topic (tasks 1 and 2)
+#   --cdc          the CDC variants: RECORDS Debezium change events (70% updates, 20%
+#                  inserts, 10% deletes over RECORDS/10 keys) applied by eoingest's
+#                  envelope => 'debezium', and the same changes as plain records in
+#                  mode upsert; events/s until the table equals the expected final state
 #
 # Run as root, no stdin needed. It uses its own run directory and ports, never the
 # test bed's: EOINGEST_RUN=/tmp/eoingest-bench, Kafka 127.0.0.1:49092 (controller
@@ -36,9 +41,9 @@ BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$BENCH_DIR/.." && pwd)
 CMDLINE="bash bench/run.sh${*:+ $*}"
 
-usage() { sed -n '2,32p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit "${1:-2}"; }
+usage() { sed -n '2,36p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit "${1:-2}"; }
 
-RECORDS='' RUNS='' QUICK=0 FULL=0 INSTALL=1 PROFILE=1 KEEP=0 OUT='' ONLY='' PEERS=0
+RECORDS='' RUNS='' QUICK=0 FULL=0 INSTALL=1 PROFILE=1 KEEP=0 OUT='' ONLY='' PEERS=0 CDC=0
 while [ $# -gt 0 ]; do
   case $1 in
     --records) [ $# -ge 2 ] || usage; RECORDS=$2; shift 2 ;;
@@ -49,7 +54,8 @@ while [ $# -gt 0 ]; do
     --no-install) INSTALL=0; shift ;;
     --no-profile) PROFILE=0; shift ;;
     --keep) KEEP=1; shift ;;
-    --peers) PEERS=1; shift ;;
+    --peers) PEERS=1 CDC=1; shift ;;
+    --cdc) CDC=1; shift ;;
     --out) [ $# -ge 2 ] || usage; OUT=$2; shift 2 ;;
     --only) [ $# -ge 2 ] || usage; ONLY=$2; shift 2 ;;
     -h | --help) usage 0 ;;
@@ -293,6 +299,7 @@ prepare_data() {
   start_registry
   preload avro 4
   [ "$PEERS" = 1 ] && preload connect 4
+  if [ "$CDC" = 1 ]; then prepare_cdc; fi
   ROWS_FILE=$WORK/rows_n${RECORDS}_s${RECORD_BYTES}.csv
   if [ ! -s "$ROWS_FILE" ]; then
     bench-kafka rows --count "$RECORDS" --size "$RECORD_BYTES" >"$ROWS_FILE.tmp"
@@ -849,6 +856,171 @@ run_peers() {
   done
 }
 
+# ---- CDC (--cdc, --peers): Debezium change events, and the same changes as plain upsert records ----
+CDC_KEYS=0 CDC_ROWS='' CDC_TS_SUM=''
+# preload_cdc FORMAT: debezium (Connect-wrapped events and keys) or upsert-csv (key text, CSV, tombstones).
+preload_cdc() {
+  local fmt=$1 topic wm
+  topic=$(topic_name "cdc_$fmt" 4)
+  if wm=$(eoi-kafka -t 3 watermarks "$topic" 2>/dev/null) &&
+    [ "$(awk '{n += $3} END {print n + 0}' <<<"$wm")" = "$RECORDS" ] && [ "$(wc -l <<<"$wm")" = 4 ]; then
+    log "topic $topic: already holds the $RECORDS changes"
+  else
+    eoi-kafka delete-topic "$topic" >/dev/null 2>&1 || true
+    eoi-kafka create-topic "$topic" 4 >/dev/null
+    log "preloading $RECORDS $fmt changes over $CDC_KEYS keys into $topic (4 partitions, key % 4)"
+    bench-kafka preload "$topic" --count "$RECORDS" --keys "$CDC_KEYS" --format "$fmt"
+  fi
+  wm=$(eoi-kafka watermarks "$topic")
+  [ "$(awk '{n += $3} END {print n + 0}' <<<"$wm")" = "$RECORDS" ] ||
+    eoi_die "topic $topic does not hold the $RECORDS changes: $(tr '\n' ' ' <<<"$wm")"
+}
+prepare_cdc() {
+  local file=$WORK/cdc_expected_n${RECORDS}.csv
+  CDC_KEYS=$((RECORDS / 10))
+  preload_cdc debezium
+  preload_cdc upsert-csv
+  bench-kafka cdc-expected --count "$RECORDS" --keys "$CDC_KEYS" >"$file"
+  chmod 644 "$file"
+  read -r CDC_ROWS CDC_TS_SUM <<<"$(awk -F, '{n++; s += $3} END {printf "%d %.0f\n", n, s}' "$file")"
+  psql -X -q -v ON_ERROR_STOP=1 <<SQL
+DROP TABLE IF EXISTS bench_cdc, bench_cdc_expected;
+CREATE TABLE bench_cdc (pk int PRIMARY KEY, id text, ts bigint, temperature double precision) WITH (autovacuum_enabled = off);
+CREATE TABLE bench_cdc_expected (pk int PRIMARY KEY, id text, ts bigint, temperature double precision);
+COPY bench_cdc_expected FROM '$file' (FORMAT csv);
+SQL
+  log "CDC: the final state has $CDC_ROWS rows, sum(ts) $CDC_TS_SUM (bench_cdc_expected, from $file)"
+}
+
+# cdc_wait T0 PIDS...: until bench_cdc holds the expected count and sum(ts) (polled every 0.1 s), then
+# compares it row by row with bench_cdc_expected; sets R_SECONDS (T0 -> the poll that saw the final state).
+cdc_wait() {
+  local t0=$1 limit t_start diff
+  shift
+  limit=$((120 + RECORDS / 500)) t_start=$SECONDS
+  until [ "$(q "SELECT count(*) = $CDC_ROWS AND coalesce(sum(ts), 0) = $CDC_TS_SUM FROM bench_cdc")" = t ]; do
+    if [ $((SECONDS - t_start)) -ge "$limit" ]; then
+      R_STATUS=FAILED R_NOTE="not at the final state after $limit s: $(q "SELECT count(*) || ' rows, sum(ts) ' || coalesce(sum(ts), 0) FROM bench_cdc")"
+      return 1
+    fi
+    if [ -n "${1:-}" ] && ! [ -r "/proc/$1/stat" ]; then R_STATUS=FAILED R_NOTE="process $1 exited"; return 1; fi
+    if [ -z "${1:-}" ] && [ "$(q "SELECT count(*) FROM eoingest.job_status WHERE name = '$JOB' AND state = 'failed'")" != 0 ]; then
+      R_STATUS=FAILED R_NOTE="job failed: $(q "SELECT string_agg(last_error, '; ') FROM eoingest.job_status WHERE name = '$JOB'")"
+      return 1
+    fi
+    sleep 0.1
+  done
+  R_SECONDS=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN {printf "%.3f", b - a}')
+  R_ROWS=$RECORDS
+  diff=$(q "SELECT (SELECT count(*) FROM (TABLE bench_cdc EXCEPT TABLE bench_cdc_expected) a) +
+                   (SELECT count(*) FROM (TABLE bench_cdc_expected EXCEPT TABLE bench_cdc) b)")
+  [ "$diff" = 0 ] || { R_STATUS=FAILED R_NOTE="bench_cdc differs from the expected final state in $diff row(s)"; return 1; }
+}
+
+# cdc_eoi_once KIND: debezium (envelope => 'debezium', exactly_once) or upsert (mode upsert, CSV, tombstones).
+cdc_eoi_once() {
+  local kind=$1 topic args lsn0 t0 pids pid_list err
+  if [ "$kind" = debezium ]; then
+    topic=$(topic_name cdc_debezium 4)
+    args="format => 'json', mode => 'exactly_once', envelope => 'debezium'"
+  else
+    topic=$(topic_name cdc_upsert-csv 4)
+    args="format => 'csv', mode => 'upsert', key_columns => ARRAY['pk']"
+  fi
+  job_drop
+  q "TRUNCATE bench_cdc" >/dev/null
+  if ! err=$(q "SELECT eoingest.create_job(name => '$JOB', brokers => '$KAFKA_BROKERS', topic => '$topic',
+        target => 'bench_cdc', $args, batch_size => 10000, batch_timeout_ms => $BATCH_TIMEOUT_MS, parallelism => 1)" 2>&1); then
+    R_STATUS=FAILED R_NOTE="create_job: $(head -n 1 <<<"$err")"
+    return
+  fi
+  q "CHECKPOINT" >/dev/null
+  snap_begin
+  read -r lsn0 t0 _ <<<"$(q "SELECT pg_current_wal_lsn(), extract(epoch FROM clock_timestamp()), eoingest.start_job('$JOB')")"
+  if ! pids=$(job_pids 1); then R_STATUS=FAILED R_NOTE="the worker did not start"; return; fi
+  read -ra pid_list <<<"$pids"
+  rm -f "$WORK/rss"
+  rss_sampler "$WORK/rss" "${pid_list[@]}" &
+  SAMPLER_PID=$!
+  cdc_wait "$t0" || true
+  R_PCPU=$(bench_py cpu "${pid_list[@]}")
+  R_HWM=$(bench_py hwm "${pid_list[@]}")
+  snap_end
+  R_WAL=$(wal_since "$lsn0")
+  kill "$SAMPLER_PID" 2>/dev/null || true
+  wait "$SAMPLER_PID" 2>/dev/null || true
+  SAMPLER_PID=
+  R_RSS=$(cat "$WORK/rss" 2>/dev/null || true)
+  job_stop
+}
+
+# cdc_connect_once TASKS: Debezium's JDBC sink on the Debezium topic, upsert + delete by the record key.
+cdc_connect_once() {
+  local tasks=$1 props=$WORK/connect-cdc.properties pid t0 lsn0 ticks n
+  CONNECT_RUN=$((CONNECT_RUN + 1))
+  printf '%s\n' "name=bench-jdbc-cdc-$CONNECT_RUN-$$" \
+    "connector.class=io.debezium.connector.jdbc.JdbcSinkConnector" \
+    "tasks.max=$tasks" \
+    "topics=$(topic_name cdc_debezium 4)" \
+    "connection.url=jdbc:postgresql://127.0.0.1:$PGPORT/postgres" \
+    "connection.username=postgres" \
+    "connection.password=unused" \
+    "insert.mode=upsert" \
+    "delete.enabled=true" \
+    "primary.key.mode=record_key" \
+    "collection.name.format=bench_cdc" \
+    "schema.evolution=none" \
+    "batch.size=10000" \
+    "consumer.override.max.poll.records=10000" >"$props"
+  job_drop
+  q "TRUNCATE bench_cdc; CHECKPOINT" >/dev/null
+  lsn0=$(q "SELECT pg_current_wal_lsn()")
+  snap_begin
+  t0=$EPOCHREALTIME
+  if ! connect_sh start "$props" >"$WORK/connect-start.log" 2>&1; then
+    R_STATUS=FAILED
+    R_NOTE="connect.sh start: $(grep -m1 -iE 'error|exception|failed' "$WORK/connect-start.log" | cut -c1-300)"
+    connect_sh kill >/dev/null 2>&1 || true
+    return
+  fi
+  pid=$(cat "$WORK/connect/connect.pid")
+  rm -f "$WORK/rss"
+  rss_sampler "$WORK/rss" "$pid" &
+  SAMPLER_PID=$!
+  cdc_wait "$t0" "$pid" || true
+  ticks=$(sed 's/^.*) //' "/proc/$pid/stat" 2>/dev/null | awk '{print $12 + $13}')
+  R_PCPU=$(awk -v t="${ticks:-0}" -v c="$(getconf CLK_TCK)" 'BEGIN {printf "%.2f", t / c}')
+  R_CCPU=$R_PCPU
+  R_HWM=$(awk '/^VmHWM:/ {print $2}' "/proc/$pid/status" 2>/dev/null || true)
+  kill "$SAMPLER_PID" 2>/dev/null || true
+  wait "$SAMPLER_PID" 2>/dev/null || true
+  SAMPLER_PID=
+  R_RSS=$(cat "$WORK/rss" 2>/dev/null || true)
+  snap_end
+  R_WAL=$(wal_since "$lsn0")
+  connect_sh stop >/dev/null 2>&1 || connect_sh kill >/dev/null 2>&1 || true
+  [ "$R_STATUS" = ok ] || return
+  n=$(grep -c ' ERROR ' "$WORK/connect/connect.log" 2>/dev/null || true)
+  [ "${n:-0}" = 0 ] || R_NOTE="connect.log has $n ERROR line(s)"
+}
+
+run_cdc() {
+  [ "$CDC" = 1 ] || return 0
+  local tasks group="(f) CDC, $RECORDS changes over $CDC_KEYS keys"
+  variant "$group" "eoingest cdc envelope=debezium b=10000 par=1" eoingest_cdc \
+    cdc_debezium 4 yes exactly_once 10000 1 -- cdc_eoi_once debezium
+  variant "$group" "eoingest upsert b=10000 par=1 (same changes, CSV + tombstones)" eoingest_cdc \
+    cdc_upsert 4 yes upsert 10000 1 -- cdc_eoi_once upsert
+  [ "$PEERS" = 1 ] || return 0
+  if [ -z "$ONLY" ] || [[ "Connect + Debezium JDBC sink cdc" =~ $ONLY ]]; then
+    connect_sh fetch debezium-jdbc
+  fi
+  for tasks in 1 2; do
+    variant "$group" "Kafka Connect + Debezium JDBC sink cdc (upsert + delete) tasks=$tasks" connect_cdc \
+      cdc_debezium 4 yes upsert 10000 "$tasks" -- cdc_connect_once "$tasks"
+  done
+}
+
 # ---- COPY and exactly_once back to back ----
 # The machine's speed drifts over minutes, and the main table measures COPY
 # and eoingest minutes apart.  Here each round runs COPY, then exactly_once
@@ -1001,6 +1173,7 @@ prepare_data
 run_baselines
 run_eoingest
 run_peers
+run_cdc
 if [ -z "$ONLY" ] || [[ "back to back" =~ $ONLY ]]; then
   run_paired
 fi

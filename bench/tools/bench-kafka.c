@@ -2,7 +2,8 @@
  * bench-kafka: the benchmark's record generator and producer (librdkafka).
  *
  *   bench-kafka [-b BROKERS] rows    --count N [--size B]
- *   bench-kafka [-b BROKERS] preload TOPIC --count N [--size B] [--format csv|json|connect|avro] [--schema-id ID]
+ *   bench-kafka [-b BROKERS] preload TOPIC --count N [--size B] [--format csv|json|connect|avro|debezium|upsert-csv] [--keys K] [--schema-id ID]
+ *   bench-kafka cdc-expected --count N [--keys K]
  *   bench-kafka [-b BROKERS] paced   TOPIC --rate R --seconds S [--size B]
  *
  * rows:    prints the N records as CSV lines on stdout (the file for COPY).
@@ -152,6 +153,219 @@ format_record(char *buf, size_t cap, int json, long long i, long long ts, int si
 					: "{\"id\":\"%s\",\"ts\":%lld,\"temperature\":%lld}", id, ts, i / 2);
 }
 
+
+/*
+ * The CDC stream (--format debezium / upsert-csv, and the cdc-expected command):
+ * `count` changes to the table bench_cdc (pk int PRIMARY KEY, id text, ts bigint,
+ * temperature double precision) over `keys` keys.  Changes 0..keys-1 insert keys
+ * 0..keys-1 (a snapshot-like prefix); each later change is, by a fixed LCG, an
+ * update (7 in 9) of a present key, an insert (1 in 9) of an absent key (an update
+ * when none is absent) or a delete (1 in 9) of a present key: with count = 10 x keys,
+ * about 70% updates, 20% inserts, 10% deletes.  Change s writes the row
+ * (k, "sensor_<k>_<s>", s, s * 0.5); key k goes to partition k % partitions.
+ */
+struct cdc
+{
+	long long	keys;
+	long long	seq;
+	unsigned long long rng;
+	int		   *slot;			/* key -> index in order[] */
+	int		   *order;			/* order[0..present-1] present, the rest absent */
+	long long	present;
+	long long	n_ins, n_upd, n_del;
+};
+
+static void
+cdc_init(struct cdc *c, long long keys)
+{
+	memset(c, 0, sizeof(*c));
+	c->keys = keys;
+	c->rng = 0x9E3779B97F4A7C15ULL;
+	c->slot = malloc(sizeof(int) * (size_t) keys);
+	c->order = malloc(sizeof(int) * (size_t) keys);
+	if (!c->slot || !c->order)
+		die("out of memory");
+	for (long long k = 0; k < keys; k++)
+		c->slot[k] = (int) k, c->order[k] = (int) k;
+}
+
+static unsigned long long
+cdc_rand(struct cdc *c)
+{
+	c->rng = c->rng * 6364136223846793005ULL + 1442695040888963407ULL;
+	return c->rng >> 17;
+}
+
+static void
+cdc_swap(struct cdc *c, long long a, long long b)
+{
+	int			ka = c->order[a], kb = c->order[b];
+
+	c->order[a] = kb, c->slot[kb] = (int) a;
+	c->order[b] = ka, c->slot[ka] = (int) b;
+}
+
+/* The next change: its op ('c', 'u', 'd') and key. */
+static char
+cdc_next(struct cdc *c, long long *key)
+{
+	long long	s = c->seq++;
+	unsigned long long r;
+	long long	i;
+
+	if (s < c->keys)
+	{
+		*key = s;
+		c->present++;
+		c->n_ins++;
+		return 'c';
+	}
+	r = cdc_rand(c) % 9;
+	if (r == 7 && c->present < c->keys)
+	{
+		i = c->present + (long long) (cdc_rand(c) % (unsigned long long) (c->keys - c->present));
+		*key = c->order[i];
+		cdc_swap(c, i, c->present++);
+		c->n_ins++;
+		return 'c';
+	}
+	if (r == 8 && c->present > 1)
+	{
+		i = (long long) (cdc_rand(c) % (unsigned long long) c->present);
+		*key = c->order[i];
+		cdc_swap(c, i, --c->present);
+		c->n_del++;
+		return 'd';
+	}
+	i = (long long) (cdc_rand(c) % (unsigned long long) c->present);
+	*key = c->order[i];
+	c->n_upd++;
+	return 'u';
+}
+
+#define CDC_VALUE_FIELDS "[{\"type\":\"int32\",\"optional\":false,\"field\":\"pk\"}," \
+	"{\"type\":\"string\",\"optional\":true,\"field\":\"id\"}," \
+	"{\"type\":\"int64\",\"optional\":true,\"field\":\"ts\"}," \
+	"{\"type\":\"double\",\"optional\":true,\"field\":\"temperature\"}]"
+#define CDC_SCHEMA "{\"type\":\"struct\",\"fields\":[" \
+	"{\"type\":\"struct\",\"fields\":" CDC_VALUE_FIELDS ",\"optional\":true,\"name\":\"bench.public.bench_cdc.Value\",\"field\":\"before\"}," \
+	"{\"type\":\"struct\",\"fields\":" CDC_VALUE_FIELDS ",\"optional\":true,\"name\":\"bench.public.bench_cdc.Value\",\"field\":\"after\"}," \
+	"{\"type\":\"struct\",\"fields\":[{\"type\":\"string\",\"optional\":false,\"field\":\"version\"}," \
+	"{\"type\":\"string\",\"optional\":false,\"field\":\"connector\"},{\"type\":\"string\",\"optional\":false,\"field\":\"name\"}," \
+	"{\"type\":\"int64\",\"optional\":false,\"field\":\"ts_ms\"}," \
+	"{\"type\":\"string\",\"optional\":true,\"name\":\"io.debezium.data.Enum\",\"version\":1,\"parameters\":{\"allowed\":\"true,last,false,incremental\"},\"default\":\"false\",\"field\":\"snapshot\"}," \
+	"{\"type\":\"string\",\"optional\":false,\"field\":\"db\"},{\"type\":\"string\",\"optional\":false,\"field\":\"schema\"}," \
+	"{\"type\":\"string\",\"optional\":false,\"field\":\"table\"},{\"type\":\"int64\",\"optional\":true,\"field\":\"txId\"}," \
+	"{\"type\":\"int64\",\"optional\":true,\"field\":\"lsn\"}],\"optional\":false,\"name\":\"io.debezium.connector.postgresql.Source\",\"field\":\"source\"}," \
+	"{\"type\":\"string\",\"optional\":false,\"field\":\"op\"},{\"type\":\"int64\",\"optional\":true,\"field\":\"ts_ms\"}]," \
+	"\"optional\":false,\"name\":\"bench.public.bench_cdc.Envelope\",\"version\":1}"
+#define CDC_KEY_SCHEMA "{\"type\":\"struct\",\"fields\":[{\"type\":\"int32\",\"optional\":false,\"field\":\"pk\"}]," \
+	"\"optional\":false,\"name\":\"bench.public.bench_cdc.Key\"}"
+#define CDC_TS_MS 1767225600000LL	/* 2026-01-01, plus the change's number */
+
+/* The row image of change s to key k, as JSON. */
+static int
+cdc_image(char *buf, size_t cap, long long k, long long s)
+{
+	return snprintf(buf, cap, (s % 2) ? "{\"pk\":%lld,\"id\":\"sensor_%lld_%lld\",\"ts\":%lld,\"temperature\":%lld.5}"
+					: "{\"pk\":%lld,\"id\":\"sensor_%lld_%lld\",\"ts\":%lld,\"temperature\":%lld}",
+					k, k, s, s, s / 2);
+}
+
+/* Debezium's change event of change s (Connect's JsonConverter, schemas.enable=true). */
+static int
+cdc_debezium(char *buf, size_t cap, char op, long long k, long long s)
+{
+	char		img[256];
+	char		before[256];
+	const char *snap = "false";
+
+	cdc_image(img, sizeof(img), k, s);
+	/* REPLICA IDENTITY DEFAULT: no before image of an update, the key only in a delete's. */
+	snprintf(before, sizeof(before), "{\"pk\":%lld,\"id\":null,\"ts\":null,\"temperature\":null}", k);
+	return snprintf(buf, cap, "{\"schema\":" CDC_SCHEMA ",\"payload\":{\"before\":%s,\"after\":%s,"
+					"\"source\":{\"version\":\"3.0.0.Final\",\"connector\":\"postgresql\",\"name\":\"bench\","
+					"\"ts_ms\":%lld,\"snapshot\":\"%s\",\"db\":\"postgres\",\"schema\":\"public\",\"table\":\"bench_cdc\","
+					"\"txId\":%lld,\"lsn\":%lld},\"op\":\"%c\",\"ts_ms\":%lld}}",
+					op == 'd' ? before : "null", op == 'd' ? "null" : img,
+					CDC_TS_MS + s, snap, 1000 + s, 100000000 + s * 64, op, CDC_TS_MS + s + 5);
+}
+
+/* preload of the CDC stream: format 4 = debezium, 5 = upsert-csv (key text, CSV value, tombstones). */
+static void
+cdc_preload(rd_kafka_t *rk, const char *topic, int parts, long long count, long long keys, int fmt)
+{
+	struct cdc	c;
+	static char buf[8192];
+	char		key[256];
+
+	cdc_init(&c, keys);
+	for (long long s = 0; s < count; s++)
+	{
+		long long	k;
+		char		op = cdc_next(&c, &k);
+		int			len = 0, klen;
+		int32_t		part = (int32_t) (k % parts);
+		rd_kafka_resp_err_t err;
+
+		if (fmt == 4)
+		{
+			klen = snprintf(key, sizeof(key), "{\"schema\":" CDC_KEY_SCHEMA ",\"payload\":{\"pk\":%lld}}", k);
+			len = cdc_debezium(buf, sizeof(buf), op, k, s);
+		}
+		else
+		{
+			klen = snprintf(key, sizeof(key), "%lld", k);
+			if (op != 'd')
+				len = snprintf(buf, sizeof(buf), (s % 2) ? "%lld,sensor_%lld_%lld,%lld,%lld.5" : "%lld,sensor_%lld_%lld,%lld,%lld",
+							   k, k, s, s, s / 2);
+		}
+		for (;;)
+		{
+			err = rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_PARTITION(part),
+									RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+									RD_KAFKA_V_KEY(key, (size_t) klen),
+									RD_KAFKA_V_VALUE(len ? (void *) buf : NULL, (size_t) len), RD_KAFKA_V_END);
+			if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL)
+				break;
+			rd_kafka_poll(rk, 10);
+		}
+		if (err)
+			die("produce to %s [%d]: %s", topic, (int) part, rd_kafka_err2str(err));
+		if ((s & 4095) == 0)
+			rd_kafka_poll(rk, 0);
+	}
+	fprintf(stderr, "bench-kafka: %lld changes over %lld keys: %lld inserts, %lld updates, %lld deletes; %lld rows at the end\n",
+			count, keys, c.n_ins, c.n_upd, c.n_del, c.present);
+}
+
+/* cdc-expected: the final state of the CDC stream as CSV lines (pk,id,ts,temperature). */
+static void
+cdc_expected(long long count, long long keys)
+{
+	struct cdc	c;
+	long long  *last = malloc(sizeof(long long) * (size_t) keys);
+
+	if (!last)
+		die("out of memory");
+	cdc_init(&c, keys);
+	for (long long s = 0; s < count; s++)
+	{
+		long long	k;
+
+		cdc_next(&c, &k);
+		last[k] = s;
+	}
+	for (long long i = 0; i < c.present; i++)
+	{
+		long long	k = c.order[i], s = last[k];
+
+		printf((s % 2) ? "%lld,sensor_%lld_%lld,%lld,%lld.5\n" : "%lld,sensor_%lld_%lld,%lld,%lld\n", k, k, s, s, s / 2);
+	}
+	if (fflush(stdout))
+		die("write: %s", strerror(errno));
+}
+
 static void
 conf_set(rd_kafka_conf_t *conf, const char *k, const char *v)
 {
@@ -275,7 +489,8 @@ usage(void)
 {
 	fprintf(stderr,
 			"usage: bench-kafka [-b BROKERS] rows --count N [--size B]\n"
-			"       bench-kafka [-b BROKERS] preload TOPIC --count N [--size B] [--format csv|json|connect|avro] [--schema-id ID]\n"
+			"       bench-kafka [-b BROKERS] preload TOPIC --count N [--size B] [--format csv|json|connect|avro|debezium|upsert-csv] [--keys K] [--schema-id ID]\n"
+			"       bench-kafka cdc-expected --count N [--keys K]\n"
 			"       bench-kafka [-b BROKERS] paced TOPIC --rate R --seconds S [--size B]\n");
 	exit(2);
 }
@@ -290,6 +505,7 @@ main(int argc, char **argv)
 	long long	seconds = -1;
 	int			size = 100;
 	int			json = 0;
+	long long	keys = -1;
 	char		buf[1024];
 	int			i = 1;
 
@@ -318,9 +534,15 @@ main(int argc, char **argv)
 				json = 2;
 			else if (strcmp(argv[i], "connect") == 0)
 				json = 3;
+			else if (strcmp(argv[i], "debezium") == 0)
+				json = 4;
+			else if (strcmp(argv[i], "upsert-csv") == 0)
+				json = 5;
 			else if (strcmp(argv[i], "csv") != 0)
 				die("unknown format '%s'", argv[i]);
 		}
+		else if (strcmp(argv[i], "--keys") == 0 && i + 1 < argc)
+			keys = num(argv[++i], "keys");
 		else if (strcmp(argv[i], "--schema-id") == 0 && i + 1 < argc)
 			schema_id = (int) num(argv[++i], "schema id");
 		else if (argv[i][0] != '-' && topic == NULL)
@@ -345,6 +567,13 @@ main(int argc, char **argv)
 			die("write: %s", strerror(errno));
 		return 0;
 	}
+	if (strcmp(cmd, "cdc-expected") == 0)
+	{
+		if (count < 0)
+			usage();
+		cdc_expected(count, keys > 0 ? keys : (count + 9) / 10);
+		return 0;
+	}
 	if (!brokers || !*brokers)
 		die("no brokers: use -b or set KAFKA_BROKERS");
 
@@ -357,6 +586,12 @@ main(int argc, char **argv)
 			usage();
 		rk = producer(0);
 		parts = partition_count(rk, topic);
+		if (json >= 4)
+		{
+			cdc_preload(rk, topic, parts, count, keys > 0 ? keys : (count + 9) / 10, json);
+			finish(rk);
+			return 0;
+		}
 		for (long long r = 0; r < count; r++)
 		{
 			int			len = format_record(buf, sizeof(buf), json, r, r, size);
