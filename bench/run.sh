@@ -781,27 +781,57 @@ connect_props() {
   fi
 }
 
+# connect_begin PROPS: note the WAL position and the machine's counters, start the Connect worker with PROPS
+# and sample its memory; sets CONNECT_PID and CONNECT_T0 (the start), or the run FAILED and returns 1.
+connect_begin() {
+  CONNECT_LSN0=$(q "SELECT pg_current_wal_lsn()")
+  snap_begin
+  CONNECT_T0=$EPOCHREALTIME
+  if ! connect_sh start "$1" >"$WORK/connect-start.log" 2>&1; then
+    R_STATUS=FAILED
+    R_NOTE="connect.sh start: $(grep -m1 -iE 'error|exception|failed' "$WORK/connect-start.log" | cut -c1-300)"
+    connect_sh kill >/dev/null 2>&1 || true
+    return 1
+  fi
+  CONNECT_PID=$(cat "$WORK/connect/connect.pid")
+  rm -f "$WORK/rss"
+  rss_sampler "$WORK/rss" "$CONNECT_PID" &
+  SAMPLER_PID=$!
+}
+
+# connect_finish: the JVM's CPU (it is the client here), memory and the WAL since connect_begin; stops the worker.
+connect_finish() {
+  local ticks
+  ticks=$(sed 's/^.*) //' "/proc/$CONNECT_PID/stat" 2>/dev/null | awk '{print $12 + $13}')
+  R_PCPU=$(awk -v t="${ticks:-0}" -v c="$(getconf CLK_TCK)" 'BEGIN {printf "%.2f", t / c}')
+  R_CCPU=$R_PCPU
+  R_HWM=$(awk '/^VmHWM:/ {print $2}' "/proc/$CONNECT_PID/status" 2>/dev/null || true)
+  kill "$SAMPLER_PID" 2>/dev/null || true
+  wait "$SAMPLER_PID" 2>/dev/null || true
+  SAMPLER_PID=
+  R_RSS=$(cat "$WORK/rss" 2>/dev/null || true)
+  snap_end
+  R_WAL=$(wal_since "$CONNECT_LSN0")
+  connect_sh stop >/dev/null 2>&1 || connect_sh kill >/dev/null 2>&1 || true
+}
+
+# connect_log_errors: a note when the worker logged errors.
+connect_log_errors() {
+  local n
+  n=$(grep -c ' ERROR ' "$WORK/connect/connect.log" 2>/dev/null || true)
+  [ "${n:-0}" = 0 ] || R_NOTE="connect.log has $n ERROR line(s)"
+}
+
 # connect_once TABLE INSERT_MODE TASKS: one fresh worker and connector; timed from the worker's start to
 # the last row's commit, so the JVM's start (4-6 s) is in it. CPU: the JVM's utime + stime (/proc/PID/stat);
 # memory: its VmHWM and the sampled RssAnon peak.
 connect_once() {
-  local table=$1 imode=$2 tasks=$3 props=$WORK/connect-sink.properties pid t0 lsn0 limit t_start n ticks
+  local table=$1 imode=$2 tasks=$3 props=$WORK/connect-sink.properties pid t0 limit t_start
   connect_props "$table" "$imode" "$tasks" >"$props"
   job_drop
   q "TRUNCATE $table; CHECKPOINT" >/dev/null
-  lsn0=$(q "SELECT pg_current_wal_lsn()")
-  snap_begin
-  t0=$EPOCHREALTIME
-  if ! connect_sh start "$props" >"$WORK/connect-start.log" 2>&1; then
-    R_STATUS=FAILED
-    R_NOTE="connect.sh start: $(grep -m1 -iE 'error|exception|failed' "$WORK/connect-start.log" | cut -c1-300)"
-    connect_sh kill >/dev/null 2>&1 || true
-    return
-  fi
-  pid=$(cat "$WORK/connect/connect.pid")
-  rm -f "$WORK/rss"
-  rss_sampler "$WORK/rss" "$pid" &
-  SAMPLER_PID=$!
+  connect_begin "$props" || return 0
+  pid=$CONNECT_PID t0=$CONNECT_T0
   limit=$((120 + RECORDS / 1000)) t_start=$SECONDS
   until [ "$(q "SELECT count(*) FROM $table")" -ge "$RECORDS" ]; do
     if [ $((SECONDS - t_start)) -ge "$limit" ] || ! [ -r "/proc/$pid/stat" ]; then
@@ -810,21 +840,10 @@ connect_once() {
     fi
     sleep 0.2
   done
-  ticks=$(sed 's/^.*) //' "/proc/$pid/stat" 2>/dev/null | awk '{print $12 + $13}')
-  R_PCPU=$(awk -v t="${ticks:-0}" -v c="$(getconf CLK_TCK)" 'BEGIN {printf "%.2f", t / c}')
-  R_CCPU=$R_PCPU  # the JVM is the client here
-  R_HWM=$(awk '/^VmHWM:/ {print $2}' "/proc/$pid/status" 2>/dev/null || true)
-  kill "$SAMPLER_PID" 2>/dev/null || true
-  wait "$SAMPLER_PID" 2>/dev/null || true
-  SAMPLER_PID=
-  R_RSS=$(cat "$WORK/rss" 2>/dev/null || true)
-  snap_end
-  R_WAL=$(wal_since "$lsn0")
-  connect_sh stop >/dev/null 2>&1 || connect_sh kill >/dev/null 2>&1 || true
+  connect_finish
   [ "$R_STATUS" = ok ] || return
   verify_rows "$table" "$RECORDS" "$t0" || return
-  n=$(grep -c ' ERROR ' "$WORK/connect/connect.log" 2>/dev/null || true)
-  [ "${n:-0}" = 0 ] || R_NOTE="connect.log has $n ERROR line(s)"
+  connect_log_errors
 }
 
 # eoingest on the same bytes: format json decodes each wrapped value once, the transform takes its payload.
@@ -956,7 +975,7 @@ cdc_eoi_once() {
 
 # cdc_connect_once TASKS: Debezium's JDBC sink on the Debezium topic, upsert + delete by the record key.
 cdc_connect_once() {
-  local tasks=$1 props=$WORK/connect-cdc.properties pid t0 lsn0 ticks n
+  local tasks=$1 props=$WORK/connect-cdc.properties pid t0
   CONNECT_RUN=$((CONNECT_RUN + 1))
   printf '%s\n' "name=bench-jdbc-cdc-$CONNECT_RUN-$$" \
     "connector.class=io.debezium.connector.jdbc.JdbcSinkConnector" \
@@ -974,34 +993,12 @@ cdc_connect_once() {
     "consumer.override.max.poll.records=10000" >"$props"
   job_drop
   q "TRUNCATE bench_cdc; CHECKPOINT" >/dev/null
-  lsn0=$(q "SELECT pg_current_wal_lsn()")
-  snap_begin
-  t0=$EPOCHREALTIME
-  if ! connect_sh start "$props" >"$WORK/connect-start.log" 2>&1; then
-    R_STATUS=FAILED
-    R_NOTE="connect.sh start: $(grep -m1 -iE 'error|exception|failed' "$WORK/connect-start.log" | cut -c1-300)"
-    connect_sh kill >/dev/null 2>&1 || true
-    return
-  fi
-  pid=$(cat "$WORK/connect/connect.pid")
-  rm -f "$WORK/rss"
-  rss_sampler "$WORK/rss" "$pid" &
-  SAMPLER_PID=$!
+  connect_begin "$props" || return 0
+  pid=$CONNECT_PID t0=$CONNECT_T0
   cdc_wait "$t0" "$pid" || true
-  ticks=$(sed 's/^.*) //' "/proc/$pid/stat" 2>/dev/null | awk '{print $12 + $13}')
-  R_PCPU=$(awk -v t="${ticks:-0}" -v c="$(getconf CLK_TCK)" 'BEGIN {printf "%.2f", t / c}')
-  R_CCPU=$R_PCPU
-  R_HWM=$(awk '/^VmHWM:/ {print $2}' "/proc/$pid/status" 2>/dev/null || true)
-  kill "$SAMPLER_PID" 2>/dev/null || true
-  wait "$SAMPLER_PID" 2>/dev/null || true
-  SAMPLER_PID=
-  R_RSS=$(cat "$WORK/rss" 2>/dev/null || true)
-  snap_end
-  R_WAL=$(wal_since "$lsn0")
-  connect_sh stop >/dev/null 2>&1 || connect_sh kill >/dev/null 2>&1 || true
+  connect_finish
   [ "$R_STATUS" = ok ] || return
-  n=$(grep -c ' ERROR ' "$WORK/connect/connect.log" 2>/dev/null || true)
-  [ "${n:-0}" = 0 ] || R_NOTE="connect.log has $n ERROR line(s)"
+  connect_log_errors
 }
 
 run_cdc() {
