@@ -154,6 +154,9 @@ SELECT eoingest.create_job(name => 'x', brokers => :'brokers', topic => 'a.trans
                            envelope => 'debezium', targets => '{"public.t": "acc_a"}', transactions => 'source', mode => 'upsert');
 SELECT eoingest.create_job(name => 'x', brokers => :'brokers', topic => 'a.transaction, a.public.t', format => 'json',
                            envelope => 'debezium', targets => '{"public.t": "acc_a"}', transactions => 'source', mode => 'two_phase');
+SELECT eoingest.create_job(name => 'x', brokers => :'brokers', topic => 'a.transaction, a.public.t', format => 'avro',
+                           schema_registry => 'http://127.0.0.1:29102',
+                           envelope => 'debezium', targets => '{"public.t": "acc_a"}', transactions => 'source');
 SELECT eoingest.create_job(name => 'x', brokers => :'brokers', topic => 'a.transaction, a.public.t', format => 'json',
                            envelope => 'debezium', targets => '{"public.t": "acc_a"}', transactions => 'source', parallelism => 2);
 SELECT eoingest.create_job(name => 'x', brokers => :'brokers', topic => 'a.public.t', format => 'json',
