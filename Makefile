@@ -28,6 +28,7 @@ OBJS = \
 	src/txn.o \
 	src/api.o \
 	src/avro.o \
+	src/avrocheck.o \
 	src/registry.o
 
 DATA = $(wildcard sql/eoingest--*.sql)

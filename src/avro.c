@@ -23,8 +23,10 @@
  * here, since a binary message cannot be checked as a whole.
  *
  * Every fault of a record (a bad header, an unknown schema, bytes that do
- * not decode, a value out of range) is a record error (class 22): it goes
- * to the dead letters with the schema id in its message.
+ * not decode, a value out of range) is a record error (class 22; 54000
+ * for a record beyond the limits of avrocheck.c): it goes to the dead
+ * letters with the schema id in its message.  Avro C is given a record
+ * only once avrocheck.c has walked it: it trusts the lengths it reads.
  *
  *-------------------------------------------------------------------------
  */
@@ -51,6 +53,7 @@
 #include "utils/timestamp.h"
 
 #include "avro.h"
+#include "avrocheck.h"
 #include "registry.h"
 
 /* Logical types, as the schema's JSON names them. */
@@ -1029,6 +1032,42 @@ bad_message(const char *message, const char *hint)
 }
 
 /*
+ * Refuse a record that Avro C must not be given (avrocheck.c): one that
+ * does not decode, and one within the encoding but beyond what a worker
+ * reads (nested too deep, too many items that take no bytes).
+ */
+static void
+check_record(SchemaEntry *e, const unsigned char *body, size_t len, const char *what)
+{
+	char		why[256];
+
+	switch (eoi_avro_check(e->schema, body, len, why, sizeof(why)))
+	{
+		case EOI_AVRO_OK:
+			return;
+		case EOI_AVRO_MALFORMED:
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
+					 errmsg("Avro record does not decode with %s: %s", what, why)));
+			break;
+		case EOI_AVRO_TRAILING:
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
+					 errmsg("Avro record written with %s is followed by bytes that are not part of it (%s)",
+							what, why)));
+			break;
+		case EOI_AVRO_TOO_DEEP:
+		case EOI_AVRO_TOO_MANY_ITEMS:
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("Avro record written with %s is beyond what eoingest reads: %s", what, why),
+					 errhint("eoingest reads Avro values nested at most %d levels deep, with at most %d array items that take no bytes in one record.",
+							 EOI_AVRO_MAX_DEPTH, EOI_AVRO_MAX_FREE_ITEMS)));
+			break;
+	}
+}
+
+/*
  * Read one message: its header, its writer's schema (from the cache or the
  * registry), its record.  Returns the schema's entry, whose value holds
  * the record until the next message; *what names the schema for errors.
@@ -1086,6 +1125,7 @@ read_message(const char *value, size_t len, char **what_out)
 					(errcode(ERRCODE_OUT_OF_MEMORY),
 					 errmsg("out of memory for an Avro reader")));
 	}
+	check_record(e, p + header, len - header, what);
 	avro_reader_memory_set_source(reader, value + header, (int64_t) (len - header));
 	avro_value_reset(&e->value);
 	/* Avro C prefixes each error to the last one: start from nothing */

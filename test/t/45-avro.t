@@ -9,7 +9,7 @@
 set -euo pipefail
 . "$(dirname "$0")/../lib/tap.sh"
 
-plan 42
+plan 48
 
 venv=$EOINGEST_CACHE/avro-venv
 if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import confluent_kafka.schema_registry.avro' 2>/dev/null; then
@@ -259,6 +259,10 @@ raw_bad=$(curl -s -u "$reg_user" -X POST -H 'Content-Type: application/json' "$r
 raw_proto=$(curl -s -u "$reg_user" -X POST -H 'Content-Type: application/json' "$reg_url/test/raw" \
   -d '{"subject": "proto", "schema": "syntax = \"proto3\"; message M { int32 id = 1; }", "schemaType": "PROTOBUF"}' |
   json_id)
+# a recursive schema: a record nests as deep as its bytes say
+raw_node=$(curl -s -u "$reg_user" -X POST -H 'Content-Type: application/json' "$reg_url/test/raw" \
+  -d '{"subject": "node", "schema": "{\"type\": \"record\", \"name\": \"Node\", \"fields\": [{\"name\": \"id\", \"type\": \"int\"}, {\"name\": \"next\", \"type\": [\"null\", \"Node\"]}]}"}' |
+  json_id)
 sql "CREATE TABLE av_bad (id int, name text)" >/dev/null
 topic=avro_bad_$$
 eoi-kafka create-topic "$topic" 1 >/dev/null
@@ -276,12 +280,16 @@ produce "$topic" simple="$work/simple.avsc" >/dev/null <<EOF
 {"schema": "simple", "value": {"id": 2, "name": "good \u00e9"}}
 {"schema": "simple", "value": {"id": 3, "name": "by GUID"}, "guid": True}
 {"raw": b'\x01' + bytes(16) + b'\x02\x02x'}
+{"raw": b'\x00\x00\x00\x00' + bytes([$raw_node]) + b'\x02\x02' * 200000 + b'\x02\x00'}
+{"schema": "simple", "value": {"id": 96, "name": "huge"}, "body": b'\xc0\x01\x80\x80\x80\x80\x40'}
+{"raw": b'\x00\x00\x00\x00' + bytes([$raw_node]) + b'\x08\x02' * 900 + b'\x08\x00'}
 EOF
+start_time=$(sql "SELECT pg_postmaster_start_time()")
 sql "SELECT eoingest.create_job(name => 'av_bad', brokers => '$KAFKA_BROKERS', topic => '$topic', target => 'av_bad',
        format => 'avro', schema_registry => '$reg_url', options => '$auth_options');
      SELECT eoingest.start_job('av_bad')" >/dev/null
 check "the good records arrive, the bad ones become dead letters" \
-  wait_until 60 "SELECT (SELECT count(*) = 3 FROM av_bad) AND (SELECT count(*) = 10 FROM eoingest.dead_letters WHERE job = 'av_bad')"
+  wait_until 60 "SELECT (SELECT count(*) = 4 FROM av_bad) AND (SELECT count(*) = 12 FROM eoingest.dead_letters WHERE job = 'av_bad')"
 errors=$(sql "SELECT \"offset\" || ': ' || error FROM eoingest.dead_letters WHERE job = 'av_bad' ORDER BY \"offset\"")
 diag "$errors"
 like "$errors" "1: schema id 10000 is not in the schema registry" "an unknown schema id names the id"
@@ -296,6 +304,16 @@ is "$(sql "SELECT name FROM av_bad WHERE id = 3")" "by GUID" "magic byte 1 + the
 like "$errors" "12: schema GUID 00000000-0000-0000-0000-000000000000 is not in the schema registry" "an unknown GUID names it"
 like "$errors" "8: schema id $raw_bad cannot be parsed as an Avro schema" "an unparseable schema"
 like "$errors" "9: schema id $raw_proto is a PROTOBUF schema, not an Avro schema" "a Protobuf schema"
+like "$errors" "13: Avro record written with schema id $raw_node is beyond what eoingest reads: the record nests deeper than 1000 levels" \
+  "a record nested 200,000 deep (400 kB) is refused before Avro C recurses into it"
+is "$(sql "SELECT pg_postmaster_start_time() = '$start_time' AND EXISTS (SELECT FROM eoingest.job_status WHERE name = 'av_bad' AND state = 'running')")" t \
+  "and no server process crashed: the postmaster never restarted, the job runs on"
+like "$errors" "14: Avro record does not decode with schema id" "a string's length beyond the record..."
+like "$errors" "a string at byte 2 claims 8589934592 bytes, but the record has 0 left" \
+  "...is refused before Avro C allocates it"
+is "$(sql "SELECT count(*) FROM av_bad WHERE id = 4 AND name IS NULL")" 1 "a record nested 900 deep is read (the id of its top level)"
+is "$(sql "SELECT sqlstate FROM eoingest.dead_letters WHERE job = 'av_bad' AND \"offset\" = 13")" 54000 \
+  "beyond the limits is SQLSTATE 54000 (program limit exceeded), still the record's fault"
 
 # ---- wrong credentials: the job fails with the reason ----
 sql "CREATE TABLE av_wrong (id int, name text)" >/dev/null
