@@ -231,7 +231,8 @@ check_value(Walk *w, avro_schema_t s, int depth)
 				return refuse(w, EOI_AVRO_MALFORMED,
 							  "a union's branch at byte %zu is %" PRId64 ", not one of its %zu branches",
 							  start, n, avro_schema_union_size(s));
-			return check_value(w, avro_schema_union_branch(s, (int) n), depth + 1);
+			/* a union only wraps its branch: not a level of its own */
+			return check_value(w, avro_schema_union_branch(s, (int) n), depth);
 		case AVRO_RECORD:
 			for (size_t i = 0; i < avro_schema_record_size(s); i++)
 				if (!check_value(w, avro_schema_record_field_get_by_index(s, (int) i), depth + 1))
@@ -261,8 +262,7 @@ eoi_avro_check(avro_schema_t schema, const unsigned char *data, size_t len,
 	if (left(&w) > 0)
 	{
 		refuse(&w, EOI_AVRO_TRAILING,
-			   "the record ends at byte %zu, %zu bytes before the message does",
-			   at(&w), left(&w));
+			   "the record ends at byte %zu of %zu", at(&w), len);
 		return w.result;
 	}
 	return EOI_AVRO_OK;

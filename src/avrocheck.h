@@ -15,8 +15,9 @@
 #include <avro/schema.h>
 
 /*
- * How deep values may nest (records, arrays, maps and unions, each a
- * level): Avro C reads a value by recursion, with no bound of its own.
+ * How deep values may nest (records, arrays and maps, each a level; a
+ * union is not one): Avro C reads a value by recursion, with no bound of
+ * its own.
  */
 #define EOI_AVRO_MAX_DEPTH 1000
 
