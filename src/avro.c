@@ -1008,18 +1008,157 @@ value_text(StringInfo out, avro_value_t *v, AvroType *t, Oid typid)
 	return true;
 }
 
+/*
+ * The value of `v` as a datum of type `typid`, for the primitives whose
+ * type is the column's (int and long into int4 and int8, float, double,
+ * boolean, string into text): exactly what the type's input function makes
+ * of value_text's text, without the text.  False for everything else (a
+ * NULL, a logical type, another column type, a domain), which takes the
+ * text.
+ */
+static bool
+value_datum(avro_value_t *v, AvroType *t, Oid typid, Datum *out)
+{
+	avro_value_t branch;
+
+	resolve_union(&v, &branch, &t);
+	if (t->logical != L_NONE)
+		return false;
+	switch (t->kind)
+	{
+		case AVRO_INT32:
+			{
+				int32_t		i = 0;
+
+				if (typid != INT4OID && typid != INT8OID)
+					return false;
+				if (avro_value_get_int(v, &i) != 0)
+					avro_failed("int");
+				*out = typid == INT4OID ? Int32GetDatum(i) : Int64GetDatum((int64) i);
+				return true;
+			}
+		case AVRO_INT64:
+			{
+				int64_t		l = 0;
+
+				if (typid != INT8OID)
+					return false;
+				if (avro_value_get_long(v, &l) != 0)
+					avro_failed("long");
+				*out = Int64GetDatum((int64) l);
+				return true;
+			}
+		case AVRO_FLOAT:
+			{
+				float		f = 0;
+
+				if (typid != FLOAT4OID)
+					return false;
+				if (avro_value_get_float(v, &f) != 0)
+					avro_failed("float");
+				*out = Float4GetDatum(f);
+				return true;
+			}
+		case AVRO_DOUBLE:
+			{
+				double		d = 0;
+
+				if (typid != FLOAT8OID)
+					return false;
+				if (avro_value_get_double(v, &d) != 0)
+					avro_failed("double");
+				*out = Float8GetDatum(d);
+				return true;
+			}
+		case AVRO_BOOLEAN:
+			{
+				int			b = 0;
+
+				if (typid != BOOLOID)
+					return false;
+				if (avro_value_get_boolean(v, &b) != 0)
+					avro_failed("boolean");
+				*out = BoolGetDatum(b != 0);
+				return true;
+			}
+		case AVRO_STRING:
+			{
+				const char *s = NULL;
+				size_t		size = 0;
+				const char *converted;
+
+				if (typid != TEXTOID)
+					return false;
+				if (avro_value_get_string(v, &s, &size) != 0)
+					avro_failed("string");
+				/* Avro C counts a NUL it adds, except for an empty string */
+				if (s == NULL || size == 0)
+				{
+					*out = PointerGetDatum(cstring_to_text_with_len("", 0));
+					return true;
+				}
+				if (s[size - 1] == '\0')
+					size--;
+				converted = server_string(s, size);
+				*out = PointerGetDatum(converted == s ?
+									   cstring_to_text_with_len(s, (int) size) :
+									   cstring_to_text(converted));
+				return true;
+			}
+		default:
+			return false;
+	}
+}
+
 /* ---- messages ---- */
 
-static void
-write_value(EoiColumns *cols, int c, EoiRowWriter *writer, avro_value_t *v, AvroType *t)
+/*
+ * A field of a record, decoded, before it goes to the writer: a datum, a
+ * text, a NULL, or the column's default (the record has no such field).
+ */
+typedef struct AvroField
 {
+	enum
+	{
+		AF_DEFAULT, AF_NULL, AF_TEXT, AF_DATUM
+	}			kind;
+	Datum		value;
 	StringInfoData text;
+} AvroField;
 
-	initStringInfo(&text);
-	if (value_text(&text, v, t, cols->typids ? cols->typids[c] : InvalidOid))
-		writer->field(writer, c, text.data, text.len);
-	else
-		writer->field(writer, c, NULL, 0);
+static void
+decode_field(EoiColumns *cols, int c, EoiRowWriter *writer, avro_value_t *v, AvroType *t,
+			 AvroField *f)
+{
+	Oid			typid = cols->typids ? cols->typids[c] : InvalidOid;
+
+	if (writer->datum != NULL && value_datum(v, t, typid, &f->value))
+	{
+		f->kind = AF_DATUM;
+		return;
+	}
+	initStringInfo(&f->text);
+	f->kind = value_text(&f->text, v, t, typid) ? AF_TEXT : AF_NULL;
+}
+
+static void
+write_field(EoiColumns *cols, int c, EoiRowWriter *writer, AvroField *f, ExprContext *econtext)
+{
+	switch (f->kind)
+	{
+		case AF_DEFAULT:
+			eoi_write_default(cols, c, writer, econtext);
+			break;
+		case AF_NULL:
+			writer->field(writer, c, NULL, 0);
+			break;
+		case AF_TEXT:
+			writer->field(writer, c, f->text.data, f->text.len);
+			break;
+		case AF_DATUM:
+			writer->datum(writer, c, f->value);
+			break;
+	}
 }
 
 static void
@@ -1150,6 +1289,8 @@ eoi_avro_decode(EoiColumns *cols, const char *value, size_t len, EoiRowWriter *w
 {
 	char	   *what;
 	SchemaEntry *e = read_message(value, len, &what);
+	AvroField	one;
+	AvroField  *fields;
 
 	if (e->type->kind != AVRO_RECORD)
 	{
@@ -1159,9 +1300,18 @@ eoi_avro_decode(EoiColumns *cols, const char *value, size_t len, EoiRowWriter *w
 					 errmsg("%s is an Avro %s, not a record, and %s %d columns", what,
 							avro_schema_type_name(e->type->schema), cols->what, cols->ncolumns),
 					 errhint("Format avro maps a record's fields to columns by name; a value of another type fills a target of one column.")));
-		write_value(cols, 0, writer, &e->value, e->type);
+		decode_field(cols, 0, writer, &e->value, e->type, &one);
+		write_field(cols, 0, writer, &one, econtext);
 		return;
 	}
+
+	/*
+	 * Every field is decoded before any goes to the writer, so that a
+	 * record's own faults (a string not in the database encoding, a date
+	 * out of range) come before what the columns' types refuse, on the
+	 * direct path as through COPY's text.
+	 */
+	fields = palloc(sizeof(AvroField) * Max(cols->ncolumns, 1));
 	for (int c = 0; c < cols->ncolumns; c++)
 	{
 		int			i = avro_schema_record_field_get_index(e->type->schema, cols->colnames[c]);
@@ -1169,13 +1319,15 @@ eoi_avro_decode(EoiColumns *cols, const char *value, size_t len, EoiRowWriter *w
 
 		if (i < 0)
 		{
-			eoi_write_default(cols, c, writer, econtext);
+			fields[c].kind = AF_DEFAULT;
 			continue;
 		}
 		if (avro_value_get_by_index(&e->value, i, &field, NULL) != 0)
 			avro_failed("record");
-		write_value(cols, c, writer, &field, e->type->children[i]);
+		decode_field(cols, c, writer, &field, e->type->children[i], &fields[c]);
 	}
+	for (int c = 0; c < cols->ncolumns; c++)
+		write_field(cols, c, writer, &fields[c], econtext);
 }
 
 /* An Avro message as JSON text (eoingest.batch(): value_json). */

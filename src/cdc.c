@@ -737,6 +737,7 @@ static void
 converting_writer_init(ConvertingWriter *cw, EoiRowWriter *inner, FieldCodec *codecs, int ncolumns)
 {
 	cw->writer.field = converting_field;
+	cw->writer.datum = NULL;
 	cw->writer.end_row = converting_end_row;
 	cw->inner = inner;
 	cw->codecs = codecs;

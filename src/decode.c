@@ -371,6 +371,7 @@ void
 eoi_copy_writer_init(EoiCopyWriter *cw, StringInfo out)
 {
 	cw->writer.field = copy_field;
+	cw->writer.datum = NULL;
 	cw->writer.end_row = copy_end_row;
 	cw->out = out;
 }

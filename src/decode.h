@@ -54,13 +54,18 @@ typedef struct EoiColumns
 } EoiColumns;
 
 /*
- * Where decoded fields go: COPY text lines, or arrays for upsert.  `data`
- * NULL means SQL NULL; fields arrive in column order, then end_row.
+ * Where decoded fields go: COPY text lines, arrays for upsert, or a slot's
+ * values (direct.c).  `data` NULL means SQL NULL; fields arrive in column
+ * order, then end_row.  A writer that takes values as well as text has
+ * `datum`: a decoder that has the value of the column's type (the type in
+ * EoiColumns.typids) may give it there instead of its text; NULL for the
+ * writers of text.
  */
 typedef struct EoiRowWriter EoiRowWriter;
 struct EoiRowWriter
 {
 	void		(*field) (EoiRowWriter *writer, int col, const char *data, size_t len);
+	void		(*datum) (EoiRowWriter *writer, int col, Datum value);
 	void		(*end_row) (EoiRowWriter *writer);
 };
 

@@ -7,7 +7,8 @@
  * line, which COPY then splits and unescapes again.  Here decode.c's row
  * writer converts each field once, with the column type's input function
  * (or a shortcut that does exactly what it does), into the values of a
- * slot; the slots go into the table in groups through table_multi_insert
+ * slot (format avro gives the values of its primitives as they are, with
+ * no text: EoiRowWriter.datum); the slots go into the table in groups through table_multi_insert
  * with a bulk-insert state, then into the indexes one by one, as COPY FROM
  * does internally.  Defaults of the columns no message fills, stored
  * generated columns and NOT NULL and CHECK constraints are applied per row,
@@ -140,8 +141,8 @@ eoi_direct_fits(Relation rel, EoiColumns *cols)
 		eoingest_test_batch_text_limit > 0)
 		return false;
 	if (cols->format != EOI_FORMAT_CSV && cols->format != EOI_FORMAT_TEXT &&
-		cols->format != EOI_FORMAT_JSON)
-		return false;			/* avro: not measured yet */
+		cols->format != EOI_FORMAT_JSON && cols->format != EOI_FORMAT_AVRO)
+		return false;
 	if (rel->rd_rel->relkind != RELKIND_RELATION || rel->rd_rel->relispartition ||
 		rel->trigdesc != NULL)
 		return false;
@@ -190,6 +191,17 @@ datum_field(EoiRowWriter *writer, int col, const char *data, size_t len)
 			break;
 	}
 	w->cur_col = -1;
+}
+
+/* A value of the column's type, from a decoder that has one (format avro). */
+static void
+datum_value(EoiRowWriter *writer, int col, Datum value)
+{
+	DatumWriter *w = (DatumWriter *) writer;
+	DirectColumn *dc = &w->columns[col];
+
+	w->values[dc->attidx] = value;
+	w->isnull[dc->attidx] = false;
 }
 
 static void
@@ -406,6 +418,7 @@ eoi_direct_insert(Relation rel, RangeTblEntry *rte, EoiColumns *cols, EoiBatch *
 
 	defaults = prepare_defaults(rel, cols, estate);
 	w.writer.field = datum_field;
+	w.writer.datum = datum_value;
 	w.writer.end_row = datum_end_row;
 	w.columns = direct_columns(rel, cols);
 	w.cur_col = -1;

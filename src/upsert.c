@@ -120,6 +120,7 @@ static void
 array_writer_init(ArrayWriter *aw, int ncols)
 {
 	aw->writer.field = array_field;
+	aw->writer.datum = NULL;
 	aw->writer.end_row = array_end_row;
 	aw->cxt = CurrentMemoryContext;
 	aw->ncols = ncols;

@@ -9,7 +9,7 @@
 set -euo pipefail
 . "$(dirname "$0")/../lib/tap.sh"
 
-plan 48
+plan 54
 
 venv=$EOINGEST_CACHE/avro-venv
 if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import confluent_kafka.schema_registry.avro' 2>/dev/null; then
@@ -417,6 +417,79 @@ log_end=$(eoi-kafka watermarks "$topic" | awk '{n += $3} END {print n}')
 is "$(sql "SELECT count(*) || ' ' || count(DISTINCT id) || ' ' || (SELECT sum(next_offset) FROM eoingest.offsets WHERE job = 'av_crash') FROM av_crash")" \
   "$total $total $log_end" "each record exactly once, the offsets at the log end"
 
+# ---- typed values straight into tuples (src/direct.c) and COPY's text: the same rows ----
+# int, long, float, double, boolean and string become datums of int4, int8,
+# float4, float8, bool and text columns without text; the other pairs (long
+# into int, int into smallint, float into double, string into varchar(3), a
+# domain) take the text and the column's input function.  Both insert paths
+# read the same random records; rows and dead letters must be the same.
+schema dx <<'EOF'
+{"type": "record", "name": "Dx", "fields": [
+  {"name": "i4", "type": "int"}, {"name": "i8", "type": "int"}, {"name": "l8", "type": ["null", "long"]},
+  {"name": "l4", "type": "long"}, {"name": "i2", "type": "int"}, {"name": "f4", "type": "float"},
+  {"name": "d8", "type": ["null", "double"]}, {"name": "f8", "type": "float"}, {"name": "b", "type": "boolean"},
+  {"name": "s", "type": ["null", "string"]}, {"name": "v", "type": "string"}, {"name": "lt", "type": "long"},
+  {"name": "p", "type": "int"}]}
+EOF
+dx_n=3000
+dx_seed=${EOINGEST_DIRECT_SEED:-$RANDOM}
+diag "avro differential: $dx_n records, seed $dx_seed (EOINGEST_DIRECT_SEED=$dx_seed to repeat)"
+python3 - "$dx_n" "$dx_seed" >"$work/dx.lines" <<'EOF2'
+import random, sys
+n, rnd = int(sys.argv[1]), random.Random(int(sys.argv[2]))
+I32 = [0, 1, -1, 13, 7, 2147483647, -2147483648, 32767, 32768, -32769]
+I64 = [0, 42, -9223372036854775808, 9223372036854775807, 2147483648, -2147483649, None]
+FL = ["0.0", "1.5", "-2.25", "3.4028234663852886e38", "1e-45", "float('nan')", "float('inf')", "float('-inf')", "0.1"]
+ST = ["plain", "", "\u00e9t\u00e9", "tab\there", "back\\slash", "a\x00b", "\\N", "abcd", "abc", None]
+for k in range(n):
+    pick = lambda pool: rnd.choice(pool)
+    nn = lambda pool: rnd.choice([v for v in pool if v is not None])
+    s, l8, d8 = pick(ST), pick(I64), pick(FL + ["None"])
+    print('{"schema": "dx", "value": {"i4": %d, "i8": %d, "l8": %r, "l4": %d, "i2": %d, "f4": %s, "d8": %s, '
+          '"f8": %s, "b": %s, "s": %r, "v": %r, "lt": %d, "p": %d}}'
+          % (nn(I32), nn(I32), l8, nn(I64), nn(I32), pick(FL), d8, pick(FL), rnd.choice(["True", "False"]),
+             s, nn(ST), nn(I64), rnd.choice([1, 5, 0, -3])))
+EOF2
+topic=avro_dx_$$
+eoi-kafka create-topic "$topic" 1 >/dev/null
+produce "$topic" dx="$work/dx.avsc" <"$work/dx.lines" >/dev/null
+sql "DROP DOMAIN IF EXISTS dxa_pos; CREATE DOMAIN dxa_pos AS int CHECK (VALUE > 0)" >/dev/null
+for t in dxa_direct dxa_copy; do
+  sql "CREATE TABLE $t (i4 int CHECK (i4 <> 13), i8 bigint, l8 bigint, l4 int, i2 smallint, f4 real,
+         d8 double precision, f8 double precision, b bool, s text, v varchar(3), lt text, p dxa_pos)" >/dev/null
+done
+dx_job() {
+  local job=$1 table=$2 path=$3
+  sql "ALTER SYSTEM SET eoingest.insert_path = '$path'" >/dev/null
+  sql "SELECT pg_reload_conf()" >/dev/null
+  sql "SELECT eoingest.create_job(name => '$job', brokers => '$KAFKA_BROKERS', topic => '$topic', target => '$table',
+         format => 'avro', schema_registry => '$reg_url', options => '$auth_options', batch_size => 500);
+       SELECT eoingest.start_job('$job')" >/dev/null
+  wait_until 120 "SELECT coalesce(sum(next_offset), 0) = $dx_n FROM eoingest.offsets WHERE job = '$job'" || return 1
+  sql "SELECT eoingest.stop_job('$job')" >/dev/null
+  wait_until 60 "SELECT state <> 'running' FROM eoingest.job_status WHERE name = '$job'"
+}
+check "avro through COPY's text: every record consumed" dx_job dxa_c dxa_copy copy
+check "avro straight into tuples: every record consumed" dx_job dxa_d dxa_direct direct
+sql "ALTER SYSTEM RESET eoingest.insert_path" >/dev/null
+sql "SELECT pg_reload_conf()" >/dev/null
+dx_rows=$(sql "SELECT count(*) FROM dxa_direct")
+dx_dead=$(sql "SELECT count(*) FROM eoingest.dead_letters WHERE job = 'dxa_d'")
+diag "avro differential: rows $dx_rows, dead letters $dx_dead"
+check "avro: the records make rows and dead letters both" test "$dx_rows" -gt 0 -a "$dx_dead" -gt 0
+is "$(sql "SELECT count(*) FROM ((TABLE dxa_direct EXCEPT ALL TABLE dxa_copy) UNION ALL (TABLE dxa_copy EXCEPT ALL TABLE dxa_direct)) x")" 0 \
+  "avro: the same rows both ways (NaN, infinities, extremes, empty strings, é)"
+dx_diff=$(sql "WITH c AS (SELECT \"offset\", sqlstate FROM eoingest.dead_letters WHERE job = 'dxa_c'),
+                    d AS (SELECT \"offset\", sqlstate FROM eoingest.dead_letters WHERE job = 'dxa_d')
+               SELECT count(*) FROM ((TABLE c EXCEPT ALL TABLE d) UNION ALL (TABLE d EXCEPT ALL TABLE c)) x")
+is "$dx_diff" 0 "avro: the same dead letters, offset by offset, with the same SQLSTATE"
+[ "$dx_diff" = 0 ] || diag "$(sql "SELECT job, \"offset\", sqlstate, error FROM eoingest.dead_letters WHERE job IN ('dxa_c', 'dxa_d') ORDER BY 2, 1 LIMIT 40")"
+is "$(sql "SELECT (SELECT count(*) FILTER (WHERE error LIKE '%COPY dxa_copy%') > 0 FROM eoingest.dead_letters WHERE job = 'dxa_c')
+             AND (SELECT count(*) FILTER (WHERE error LIKE '%COPY dxa_direct%') = 0 FROM eoingest.dead_letters WHERE job = 'dxa_d')")" t \
+  "avro: the copy job went through COPY, the direct job did not"
+
+for j in dxa_c dxa_d; do sql "SELECT eoingest.drop_job('$j')" >/dev/null 2>&1 || true; done
+sql "DROP TABLE dxa_direct, dxa_copy; DROP DOMAIN dxa_pos" >/dev/null
 for j in js js_cdc av av_evo av_tr av_kv av_bad av_wrong av_down av_fz av_crash; do sql "SELECT eoingest.drop_job('$j')" >/dev/null 2>&1 || true; done
 sql "DROP TABLE js, js_cdc, av, av_evo, av_tr, av_kv, av_bad, av_wrong, av_down, av_fz, av_crash" >/dev/null
 done_testing
