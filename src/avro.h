@@ -13,6 +13,8 @@
 #ifndef EOI_AVRO_H
 #define EOI_AVRO_H
 
+#include <librdkafka/rdkafka.h>
+
 #include "decode.h"
 
 /* Use this job's registry for what follows (sink.c, before decoding). */
@@ -24,5 +26,13 @@ extern void eoi_avro_decode(EoiColumns *cols, const char *value, size_t len,
 
 /* An Avro message as JSON text: records and maps as objects. */
 extern char *eoi_avro_json(const char *value, size_t len);
+
+/*
+ * The value (or key) of `msg` in Confluent's framing: as it is, or, when
+ * its schema id came in the record header __value_schema_id
+ * (__key_schema_id), with that header's bytes put in front.  A header
+ * that holds no schema id is a record error when `strict`, else ignored.
+ */
+extern const char *eoi_avro_framed(rd_kafka_message_t *msg, bool key, bool strict, size_t *len);
 
 #endif

@@ -174,10 +174,28 @@ bytes_as_text(const void *data, size_t len, bool *isnull)
 	return PointerGetDatum(cstring_to_text_with_len(data, (int) len));
 }
 
+/* , "hex": "0a1b..." */
+static void
+append_hex_member(StringInfo buf, const void *value, size_t size)
+{
+	static const char digits[] = "0123456789abcdef";
+
+	appendStringInfoString(buf, ", \"hex\": \"");
+	for (size_t k = 0; k < size; k++)
+	{
+		appendStringInfoChar(buf, digits[((const unsigned char *) value)[k] >> 4]);
+		appendStringInfoChar(buf, digits[((const unsigned char *) value)[k] & 0xf]);
+	}
+	appendStringInfoChar(buf, '"');
+}
+
 /*
  * A message's headers as jsonb: an object, where a repeated name keeps its
  * last value, or (as_list) every header in order, repeated names kept:
- * [{"name": ..., "value": ...}, ...].
+ * [{"name": ..., "value": ...}, ...].  A value that is no text of the
+ * database encoding (a schema GUID, a binary trace id) is null, and in the
+ * list its bytes are in "hex" as well: a transform that never reads a
+ * header must not lose its record to one.
  */
 static Datum
 headers_jsonb(rd_kafka_message_t *msg, bool as_list, bool *isnull)
@@ -206,10 +224,13 @@ headers_jsonb(rd_kafka_message_t *msg, bool as_list, bool *isnull)
 		appendStringInfoString(&buf, as_list ? ", \"value\": " : ": ");
 		if (value == NULL)
 			appendStringInfoString(&buf, "null");
+		else if (pg_verifymbstr(value, (int) size, true))
+			escape_json(&buf, pnstrdup(value, size));
 		else
 		{
-			(void) pg_verifymbstr(value, (int) size, false);
-			escape_json(&buf, pnstrdup(value, size));
+			appendStringInfoString(&buf, "null");
+			if (as_list)
+				append_hex_member(&buf, value, size);
 		}
 		if (as_list)
 			appendStringInfoChar(&buf, '}');
@@ -238,8 +259,11 @@ eoi_message_bytes(const void *data, size_t len)
  * (whose text is kept in *json for value_json).
  */
 static Datum
-message_text(EoiFormat format, const void *data, size_t len, bool *isnull, char **json)
+message_text(EoiFormat format, rd_kafka_message_t *msg, bool key, bool *isnull, char **json)
 {
+	const void *data = key ? msg->key : msg->payload;
+	size_t		len = key ? msg->key_len : msg->len;
+
 	*json = NULL;
 	if (data != NULL && format == EOI_FORMAT_JSON)
 	{
@@ -251,6 +275,7 @@ message_text(EoiFormat format, const void *data, size_t len, bool *isnull, char 
 	if (data == NULL || format != EOI_FORMAT_AVRO)
 		return bytes_as_text(data, len, isnull);
 	*isnull = false;
+	data = eoi_avro_framed(msg, key, true, &len);
 	*json = eoi_avro_json(data, len);
 	return CStringGetTextDatum(*json);
 }
@@ -282,8 +307,8 @@ eoingest_batch(PG_FUNCTION_ARGS)
 		values[0] = CStringGetTextDatum(eoi_message_topic(batch, i));
 		values[1] = Int32GetDatum(msg->partition);
 		values[2] = Int64GetDatum(msg->offset);
-		values[3] = message_text(batch->key_format, msg->key, msg->key_len, &nulls[3], &key_json);
-		values[4] = message_text(batch->format, msg->payload, msg->len, &nulls[4], &value_json);
+		values[3] = message_text(batch->key_format, msg, true, &nulls[3], &key_json);
+		values[4] = message_text(batch->format, msg, false, &nulls[4], &value_json);
 		values[5] = eoi_message_timestamp(msg, &nulls[5]);
 		values[6] = headers_jsonb(msg, false, &nulls[6]);
 		/* the 0.1 to 0.3 definitions end here */

@@ -230,12 +230,17 @@ parse_json(const char *data, size_t len)
  * second path for decoded Avro values, and keeps one set of semantics.
  */
 static Jsonb *
-message_json(const EoiJob *job, const char *data, size_t len)
+message_json(const EoiJob *job, rd_kafka_message_t *msg, bool key)
 {
+	const char *data = key ? msg->key : msg->payload;
+	size_t		len = key ? msg->key_len : msg->len;
+
 	if (job->format == EOI_FORMAT_AVRO)
 	{
-		char	   *json = eoi_avro_json(data, len);
+		char	   *json;
 
+		data = eoi_avro_framed(msg, key, true, &len);
+		json = eoi_avro_json(data, len);
 		return parse_json(json, strlen(json));
 	}
 	return parse_json(data, len);
@@ -841,7 +846,7 @@ message_key(CdcContext *cx, rd_kafka_message_t *msg, JsonbContainer **schema)
 	*schema = NULL;
 	if (msg->key == NULL || msg->key_len == 0)
 		return NULL;
-	jb = message_json(cx->job, msg->key, msg->key_len);
+	jb = message_json(cx->job, msg, true);
 	return unwrap(jb, schema);
 }
 
@@ -984,7 +989,7 @@ static CdcContext *route_event(CdcRoutes *routes, JsonbContainer *event);
 static void
 apply_event(CdcRoutes *routes, rd_kafka_message_t *msg)
 {
-	Jsonb	   *jb = message_json(routes->job, msg->payload, msg->len);
+	Jsonb	   *jb = message_json(routes->job, msg, false);
 	JsonbContainer *schema;
 	JsonbContainer *event = unwrap(jb, &schema);
 	JsonbContainer *before;

@@ -20,6 +20,7 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
+#include "avro.h"
 #include "deadletter.h"
 #include "job.h"
 #include "sink.h"
@@ -79,6 +80,23 @@ bytes_copy(HeapTuple tup, TupleDesc desc, int col, MemoryContext cxt, size_t *le
 	return copy;
 }
 
+/*
+ * The key or value a dead letter keeps: the message's, with the schema id
+ * of format avro put in front when it came in a record header, since a
+ * replay has the dead letter's bytes only.
+ */
+static bytea *
+dead_letter_bytes(const EoiJob *job, rd_kafka_message_t *msg, bool key)
+{
+	EoiFormat	format = key ? job->key_format : job->format;
+	const char *data = key ? msg->key : msg->payload;
+	size_t		len = key ? msg->key_len : msg->len;
+
+	if (format == EOI_FORMAT_AVRO)
+		data = eoi_avro_framed(msg, key, false, &len);
+	return eoi_message_bytes(data, len);
+}
+
 /* Keep one failed record, in the current transaction. */
 void
 eoi_dead_letter_store(const EoiJob *job, const char *topic, rd_kafka_message_t *msg,
@@ -97,8 +115,8 @@ eoi_dead_letter_store(const EoiJob *job, const char *topic, rd_kafka_message_t *
 	args[1] = CStringGetTextDatum(topic);
 	args[2] = Int32GetDatum(msg->partition);
 	args[3] = Int64GetDatum(msg->offset);
-	key = eoi_message_bytes(msg->key, msg->key_len);
-	value = eoi_message_bytes(msg->payload, msg->len);
+	key = dead_letter_bytes(job, msg, true);
+	value = dead_letter_bytes(job, msg, false);
 	args[4] = PointerGetDatum(key);
 	nulls[4] = key ? ' ' : 'n';
 	args[5] = PointerGetDatum(value);

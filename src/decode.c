@@ -765,3 +765,24 @@ eoi_decode_message(EoiColumns *cols, const char *value, size_t len, EoiRowWriter
 	MemoryContextSwitchTo(old);
 	return row;
 }
+
+/*
+ * Decode the value (key) of `msg`: eoi_decode_message, after format avro
+ * has put a schema id that came in a record header in front.
+ */
+bool
+eoi_decode_kafka_message(EoiColumns *cols, rd_kafka_message_t *msg, bool key,
+						 EoiRowWriter *writer, ExprContext *econtext)
+{
+	const char *data = key ? msg->key : msg->payload;
+	size_t		len = key ? msg->key_len : msg->len;
+
+	if (cols->format == EOI_FORMAT_AVRO)
+	{
+		MemoryContext old = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
+
+		data = eoi_avro_framed(msg, key, true, &len);
+		MemoryContextSwitchTo(old);
+	}
+	return eoi_decode_message(cols, data, len, writer, econtext);
+}

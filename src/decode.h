@@ -16,6 +16,8 @@
 #include "utils/jsonb.h"
 #include "utils/relcache.h"
 
+#include <librdkafka/rdkafka.h>
+
 #include "csv.h"
 #include "jsonvalue.h"
 
@@ -84,6 +86,8 @@ extern void eoi_copy_writer_init(EoiCopyWriter *cw, StringInfo out);
 extern void eoi_json_unframe(const char **data, size_t *len);
 extern bool eoi_decode_message(EoiColumns *cols, const char *value, size_t len,
 							   EoiRowWriter *writer, ExprContext *econtext);
+extern bool eoi_decode_kafka_message(EoiColumns *cols, rd_kafka_message_t *msg, bool key,
+									 EoiRowWriter *writer, ExprContext *econtext);
 extern void eoi_decode_json_object(EoiColumns *cols, JsonbContainer *object,
 								   EoiRowWriter *writer, ExprContext *econtext);
 

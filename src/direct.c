@@ -346,7 +346,7 @@ build_row(DirectBuffer *buf, EoiColumns *cols, DatumWriter *w, List *defaults,
 	memset(slot->tts_isnull, true, sizeof(bool) * desc->natts);
 	w->values = slot->tts_values;
 	w->isnull = slot->tts_isnull;
-	if (!eoi_decode_message(cols, msg->payload, msg->len, &w->writer, econtext))
+	if (!eoi_decode_kafka_message(cols, msg, false, &w->writer, econtext))
 		return false;
 	foreach(lc, defaults)
 	{

@@ -315,7 +315,7 @@ decode_batch(EoiBatch *batch, EoiColumns *cols, StringInfo lines,
 					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 					 errmsg("message has a null value (a tombstone)"),
 					 errhint("Tombstones delete rows in mode upsert only; use a transform to handle them otherwise.")));
-		if (eoi_decode_message(cols, msg->payload, msg->len, &cw.writer, econtext))
+		if (eoi_decode_kafka_message(cols, msg, false, &cw.writer, econtext))
 			mc->lines[mc->nlines++] = i;
 		ResetExprContext(econtext);
 		check_test_text_limit(lines);

@@ -609,10 +609,10 @@ eoi_upsert_batch(const EoiJob *job, EoiBatch *batch)
 						(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 						 errmsg("tombstone message has no key"),
 						 errhint("A null value deletes the row of the message's key; this message has neither.")));
-			(void) eoi_decode_message(keys, msg->key, msg->key_len, eoi_changes_key_writer(cs), econtext);
+			(void) eoi_decode_kafka_message(keys, msg, true, eoi_changes_key_writer(cs), econtext);
 			eoi_changes_add_delete(cs);
 		}
-		else if (eoi_decode_message(cols, msg->payload, msg->len, eoi_changes_row_writer(cs), econtext))
+		else if (eoi_decode_kafka_message(cols, msg, false, eoi_changes_row_writer(cs), econtext))
 		{
 			eoi_changes_add_upsert(cs);
 		}

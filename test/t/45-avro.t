@@ -9,7 +9,7 @@
 set -euo pipefail
 . "$(dirname "$0")/../lib/tap.sh"
 
-plan 54
+plan 60
 
 venv=$EOINGEST_CACHE/avro-venv
 if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import confluent_kafka.schema_registry.avro' 2>/dev/null; then
@@ -200,13 +200,48 @@ produce "$topic" simple="$work/simple.avsc" key="$work/key.avsc" >/dev/null <<'E
 {"schema": "simple", "key_schema": "key", "key": {"id": 3}, "value": {"id": 3, "name": "c"}}
 {"schema": "simple", "key_schema": "key", "key": {"id": 1}, "value": {"id": 1, "name": "a2"}}
 {"key_schema": "key", "key": {"id": 2}, "value": None}
+{"schema": "simple", "key_schema": "key", "key": {"id": 0}, "value": {"id": 0, "name": "zero"}, "header_id": True, "key_header_id": True}
+{"key_schema": "key", "key": {"id": 3}, "value": None, "key_header_id": True}
 EOF2
 sql "SELECT eoingest.create_job(name => 'av_kv', brokers => '$KAFKA_BROKERS', topic => '$topic', target => 'av_kv',
        mode => 'upsert', format => 'avro', key_format => 'avro', schema_registry => '$reg_url',
        options => '$auth_options', on_error => 'fail');
      SELECT eoingest.start_job('av_kv')" >/dev/null
-check "upsert with Avro keys: updates, and a tombstone deletes" \
-  wait_until 60 "SELECT string_agg(id || '=' || name, ' ' ORDER BY id) = '1=a2 3=c' FROM av_kv"
+check "upsert with Avro keys: updates, and a tombstone deletes (also with the key's schema id in __key_schema_id)" \
+  wait_until 60 "SELECT string_agg(id || '=' || name, ' ' ORDER BY id) = '0=zero 1=a2' FROM av_kv"
+
+# ---- the schema id in a record header (confluent-kafka's header_schema_id_serializer) ----
+# The header __value_schema_id holds magic byte 1 and the schema's GUID, the
+# value is bare Avro: here one that starts with 0x00 (id 0), which must not
+# be read as Confluent's framing.
+sql "CREATE TABLE av_hdr (id int CHECK (id <> 13), name text); CREATE TABLE av_hdr_tr (name text)" >/dev/null
+topic=avro_hdr_$$
+eoi-kafka create-topic "$topic" 1 >/dev/null
+produce "$topic" simple="$work/simple.avsc" >/dev/null <<'EOF2'
+{"schema": "simple", "value": {"id": 0, "name": "bare, starts with 0x00"}, "header_id": True}
+{"schema": "simple", "value": {"id": 1, "name": "framed"}}
+{"schema": "simple", "value": {"id": 13, "name": "refused by the table"}, "header_id": True}
+{"raw": b'\x02\x02x', "headers": [("__value_schema_id", b'\x01\x02\x03')]}
+{"schema": "simple", "value": {"id": 2, "name": "two"}, "header_id": True, "headers": [("other", b'x')]}
+EOF2
+sql "SELECT eoingest.create_job(name => 'av_hdr', brokers => '$KAFKA_BROKERS', topic => '$topic', target => 'av_hdr',
+       format => 'avro', schema_registry => '$reg_url', options => '$auth_options');
+     SELECT eoingest.create_job(name => 'av_hdr_tr', brokers => '$KAFKA_BROKERS', topic => '$topic', format => 'avro',
+       schema_registry => '$reg_url', options => '$auth_options',
+       transform => 'INSERT INTO av_hdr_tr SELECT value_json->>''name'' FROM eoingest.batch()');
+     SELECT eoingest.start_job('av_hdr'); SELECT eoingest.start_job('av_hdr_tr')" >/dev/null
+check "records whose schema id is in a header arrive, the others become dead letters" \
+  wait_until 60 "SELECT (SELECT count(*) = 3 FROM av_hdr) AND (SELECT count(*) = 2 FROM eoingest.dead_letters WHERE job = 'av_hdr')"
+is "$(sql "SELECT string_agg(id || '=' || name, ' ' ORDER BY id) FROM av_hdr")" "0=bare, starts with 0x00 1=framed 2=two" \
+  "the header's GUID decides, whatever the value's first byte; framed records still read"
+like "$(sql "SELECT error FROM eoingest.dead_letters WHERE job = 'av_hdr' AND \"offset\" = 3")" \
+  "record header __value_schema_id holds 3 bytes, which are no schema id" "a header that holds no schema id is a bad record"
+sql "ALTER TABLE av_hdr DROP CONSTRAINT av_hdr_id_check" >/dev/null
+is "$(sql "SELECT eoingest.replay_dead_letters('av_hdr', ARRAY(SELECT id FROM eoingest.dead_letters WHERE job = 'av_hdr' AND \"offset\" = 2))")" 1 \
+  "the dead letter of such a record replays (it keeps the header's id in front, Confluent's framing)"
+is "$(sql "SELECT name FROM av_hdr WHERE id = 13")" "refused by the table" "and its row is the record"
+check "a transform reads them through eoingest.batch() too" \
+  wait_until 60 "SELECT count(*) = 4 AND count(*) FILTER (WHERE name = 'bare, starts with 0x00') = 1 FROM av_hdr_tr"
 
 # ---- JSON Schema records (magic 0 + id + JSON) read by format json ----
 cat >"$work/js.json" <<'EOF'
@@ -490,6 +525,6 @@ is "$(sql "SELECT (SELECT count(*) FILTER (WHERE error LIKE '%COPY dxa_copy%') >
 
 for j in dxa_c dxa_d; do sql "SELECT eoingest.drop_job('$j')" >/dev/null 2>&1 || true; done
 sql "DROP TABLE dxa_direct, dxa_copy; DROP DOMAIN dxa_pos" >/dev/null
-for j in js js_cdc av av_evo av_tr av_kv av_bad av_wrong av_down av_fz av_crash; do sql "SELECT eoingest.drop_job('$j')" >/dev/null 2>&1 || true; done
-sql "DROP TABLE js, js_cdc, av, av_evo, av_tr, av_kv, av_bad, av_wrong, av_down, av_fz, av_crash" >/dev/null
+for j in js js_cdc av av_evo av_tr av_kv av_hdr av_hdr_tr av_bad av_wrong av_down av_fz av_crash; do sql "SELECT eoingest.drop_job('$j')" >/dev/null 2>&1 || true; done
+sql "DROP TABLE js, js_cdc, av, av_evo, av_tr, av_kv, av_hdr, av_hdr_tr, av_bad, av_wrong, av_down, av_fz, av_crash" >/dev/null
 done_testing

@@ -11,7 +11,10 @@ are available):
 "value": None is a tombstone; "raw": b"..." (or "hex": "00ff...") sends those bytes as
 the value, unserialized; "body": b"..." keeps the 5-byte header and replaces the rest, "cut": N drops the
 serialized value's last N bytes, "append":
-b"..." adds bytes after it.  --count N --template NAME: N records {"id": i, "name": "n<i>"}
+b"..." adds bytes after it; "guid": True frames the value with magic byte 1 and the schema's GUID;
+"header_id": True (and "key_header_id": True for the key) has confluent-kafka's
+header_schema_id_serializer put the GUID in the record header __value_schema_id (__key_schema_id)
+and leave the value bare Avro; "headers": [(name, b"..."), ...] adds headers as they are.  --count N --template NAME: N records {"id": i, "name": "n<i>"}
 (--start S: from i = S).  --dump: print each value as a {"hex": ...} line, produce nothing.
 REGISTRY may carry user:password@ for basic authentication.
 """
@@ -22,7 +25,7 @@ from decimal import Decimal
 from urllib.parse import urlsplit
 
 from confluent_kafka import Producer
-from confluent_kafka.schema_registry import SchemaRegistryClient
+from confluent_kafka.schema_registry import SchemaRegistryClient, header_schema_id_serializer
 from confluent_kafka.schema_registry.avro import AvroSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
@@ -63,6 +66,11 @@ def main():
                             "auto.register.schemas": True,
                             "schema.id.serializer": lambda payload, ctx, sid: sid.guid_to_bytes() + payload})
                         for name, text in schemas.items()}
+    # the schema's GUID in a record header, the value bare Avro (confluent-kafka's own serializer)
+    header_serializers = {name: AvroSerializer(client, text, conf={
+                              "auto.register.schemas": True,
+                              "schema.id.serializer": header_schema_id_serializer})
+                          for name, text in schemas.items()}
     producer = Producer({"bootstrap.servers": brokers, "linger.ms": 20})
     env = {"D": Decimal, "U": uuid.UUID, "dt": datetime.datetime, "date": datetime.date,
            "tz": datetime.timezone, "td": datetime.timedelta, "float": float, "bytes": bytes,
@@ -81,6 +89,7 @@ def main():
     n = 0
     for r in records():
         kwargs = {}
+        headers = list(r.get("headers", []))
         if "partition" in r:
             kwargs["partition"] = r["partition"]
         if "raw" in r:
@@ -90,8 +99,8 @@ def main():
         elif r.get("value") is None:
             value = None
         else:
-            chosen = guid_serializers if r.get("guid") else serializers
-            value = chosen[r["schema"]](r["value"], SerializationContext(topic, MessageField.VALUE))
+            chosen = header_serializers if r.get("header_id") else guid_serializers if r.get("guid") else serializers
+            value = chosen[r["schema"]](r["value"], SerializationContext(topic, MessageField.VALUE, headers))
             if "body" in r:
                 value = value[:5] + r["body"]
             if r.get("cut"):
@@ -102,9 +111,12 @@ def main():
             continue
         key = r.get("key")
         if key is not None and "key_schema" in r:
-            key = serializers[r["key_schema"]](key, SerializationContext(topic, MessageField.KEY))
+            chosen = header_serializers if r.get("key_header_id") else serializers
+            key = chosen[r["key_schema"]](key, SerializationContext(topic, MessageField.KEY, headers))
         elif isinstance(key, str):
             key = key.encode()
+        if headers:
+            kwargs["headers"] = headers
         producer.produce(topic, value=value, key=key, **kwargs)
         n += 1
         if n % 10000 == 0:
