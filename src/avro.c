@@ -98,7 +98,9 @@ typedef struct SchemaEntry
 	bool		error_expires;	/* not found: ask again after a while */
 	TimestampTz error_at;
 	avro_schema_t schema;
+	avro_schema_t with_references;	/* the union schema is a branch of, or NULL */
 	avro_value_iface_t *iface;
+	avro_value_t union_value;	/* with references: the union value holds */
 	avro_value_t value;			/* reused for every record of the schema */
 	AvroType   *type;
 	MemoryContext cxt;			/* the type tree */
@@ -133,9 +135,12 @@ drop_schemas(void)
 	{
 		if (e->ready)
 		{
-			avro_value_decref(&e->value);
+			/* with references, value is the union's branch: the union owns it */
+			avro_value_decref(e->with_references ? &e->union_value : &e->value);
 			avro_value_iface_decref(e->iface);
 			avro_schema_decref(e->schema);
+			if (e->with_references)
+				avro_schema_decref(e->with_references);
 		}
 		if (e->cxt)
 			MemoryContextDelete(e->cxt);
@@ -377,9 +382,13 @@ record_error_of_schema(SchemaEntry *e, const char *message, bool expires)
 	e->error_at = GetCurrentTimestamp();
 }
 
-/* Parse the registry's text of the schema into `e`. */
+/*
+ * Parse the registry's text of the schema into `e`.  With references, the
+ * text is a union of the referenced types, each before its first use, and
+ * last the schema itself (registry.c): that last branch is the schema.
+ */
 static void
-parse_schema(SchemaEntry *e, const char *text, const char *what)
+parse_schema(SchemaEntry *e, const char *text, const char *what, bool with_references)
 {
 	avro_schema_t schema;
 	Jsonb	   *jb;
@@ -411,6 +420,28 @@ parse_schema(SchemaEntry *e, const char *text, const char *what)
 	e->type = build_type(&b, schema, &root);
 	MemoryContextSwitchTo(old);
 
+	if (with_references)
+	{
+		/*
+		 * Avro C makes a value class for a named type where the union
+		 * defines it: the class is the union's, and the record's value is
+		 * its last branch, set once.
+		 */
+		int			last = e->type->nchildren - 1;
+
+		Assert(e->type->kind == AVRO_UNION && last >= 0);
+		e->type = e->type->children[last];
+		e->iface = avro_generic_class_from_schema(schema);
+		if (e->iface == NULL || avro_generic_value_new(e->iface, &e->union_value) != 0 ||
+			avro_value_set_branch(&e->union_value, last, &e->value) != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_OUT_OF_MEMORY),
+					 errmsg("could not set up Avro C for %s: %s", what, avro_strerror())));
+		e->with_references = schema;
+		e->schema = avro_schema_incref(avro_schema_union_branch(schema, last));
+		e->ready = true;
+		return;
+	}
 	e->schema = schema;
 	e->iface = avro_generic_class_from_schema(schema);
 	if (e->iface == NULL || avro_generic_value_new(e->iface, &e->value) != 0)
@@ -457,10 +488,11 @@ schema_for(const char *path, const char *what)
 	{
 		MemoryContext cxt = CurrentMemoryContext;
 		char	   *text = NULL;
+		bool		with_references = false;
 
 		PG_TRY();
 		{
-			text = eoi_registry_fetch_schema(path, what);
+			text = eoi_registry_fetch_schema(path, what, &with_references);
 		}
 		PG_CATCH();
 		{
@@ -476,7 +508,7 @@ schema_for(const char *path, const char *what)
 			PG_RE_THROW();
 		}
 		PG_END_TRY();
-		parse_schema(e, text, what);
+		parse_schema(e, text, what, with_references);
 	}
 	return e;
 }

@@ -50,6 +50,9 @@
 #define REGISTRY_SLICE_MS		100
 /* The largest answer we read: schemas are kilobytes. */
 #define REGISTRY_MAX_ANSWER		(8 * 1024 * 1024)
+/* How many references one schema may pull in, and how deep they may chain. */
+#define REGISTRY_MAX_REFERENCES	100
+#define REGISTRY_MAX_REF_DEPTH	16
 
 typedef struct RegistryConfig
 {
@@ -288,7 +291,8 @@ is_not_found_answer(Jsonb *jb)
 	if (!json_key(jb, "error_code", &v) || v.type != jbvNumeric)
 		return false;
 	code = DatumGetInt64(DirectFunctionCall1(numeric_int8, NumericGetDatum(v.val.numeric)));
-	return code == 40403 || code == 404;
+	/* schema, subject, version not found */
+	return code == 40403 || code == 40401 || code == 40402 || code == 404;
 }
 
 /* The schema of a 200 answer, with the record errors the issue names. */
@@ -312,18 +316,16 @@ schema_of_answer(Jsonb *jb, const char *url, const char *what)
 					 errmsg("%s is a %.*s schema, not an Avro schema", what,
 							Min(v.val.string.len, 32), v.val.string.val),
 					 errhint("Format avro reads Avro records only; use a job of another format for this topic.")));
-		if (json_key(jb, "references", &v) && v.type == jbvBinary &&
-			JsonContainerSize(v.val.binary.data) > 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("%s has schema references, which eoingest does not resolve", what),
-					 errhint("Register the schema with its named types inline.")));
 		return schema;
 	}
 }
 
-char *
-eoi_registry_fetch_schema(const char *path, const char *what)
+/*
+ * The registry's answer at `path`, a JSON object, from the first URL that
+ * gives one; *base is that URL.  Errors as eoi_registry_fetch_schema says.
+ */
+static Jsonb *
+fetch_answer(const char *path, const char *what, const char **base_out)
 {
 	StringInfoData errors;
 	ListCell   *lc;
@@ -376,7 +378,8 @@ eoi_registry_fetch_schema(const char *path, const char *what)
 				appendStringInfo(&errors, "%s%s: the answer is not a JSON object", errors.len ? "; " : "", base);
 				continue;
 			}
-			return schema_of_answer(jb, base, what);
+			*base_out = base;
+			return jb;
 		}
 		if (status == 404 && is_not_found_answer(jb))
 			ereport(ERROR,
@@ -392,4 +395,118 @@ eoi_registry_fetch_schema(const char *path, const char *what)
 			 errdetail("%s", errors.data),
 			 errhint("eoingest retries the batch until the registry answers.")));
 	return NULL;				/* not reached */
+}
+
+/* What resolving one schema's references has gathered. */
+typedef struct References
+{
+	List	   *seen;			/* "subject/version" of each reference met */
+	StringInfoData texts;		/* the referenced schemas, comma-separated */
+} References;
+
+static char *
+reference_string(JsonbValue *ref, const char *key, const char *what)
+{
+	JsonbValue	v;
+
+	if (ref->type != jbvBinary ||
+		getKeyJsonValueFromContainer(ref->val.binary.data, key, strlen(key), &v) == NULL ||
+		v.type != jbvString)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s has a schema reference without a \"%s\"", what, key)));
+	return pnstrdup(v.val.string.val, v.val.string.len);
+}
+
+static int
+reference_version(JsonbValue *ref, const char *what)
+{
+	JsonbValue	v;
+
+	if (getKeyJsonValueFromContainer(ref->val.binary.data, "version", 7, &v) == NULL ||
+		v.type != jbvNumeric)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s has a schema reference without a version", what)));
+	return DatumGetInt32(DirectFunctionCall1(numeric_int4, NumericGetDatum(v.val.numeric)));
+}
+
+/* The subject, escaped for a URL's path. */
+static char *
+escaped_subject(const char *subject)
+{
+	char	   *escaped = curl_easy_escape(NULL, subject, (int) strlen(subject));
+	char	   *result;
+
+	if (escaped == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("out of memory")));
+	result = pstrdup(escaped);
+	curl_free(escaped);
+	return result;
+}
+
+/*
+ * Append the schemas that `answer` references to refs->texts, the ones
+ * they reference first, each once (by subject and version).
+ */
+static void
+add_references(Jsonb *answer, const char *what, References *refs, int depth)
+{
+	JsonbValue	list;
+	int			n;
+
+	if (!json_key(answer, "references", &list) || list.type != jbvBinary ||
+		!JsonContainerIsArray(list.val.binary.data))
+		return;
+	n = JsonContainerSize(list.val.binary.data);
+	for (int i = 0; i < n; i++)
+	{
+		JsonbValue *ref = getIthJsonbValueFromContainer(list.val.binary.data, i);
+		char	   *name = reference_string(ref, "name", what);
+		char	   *subject = reference_string(ref, "subject", what);
+		int			version = reference_version(ref, what);
+		char	   *key = psprintf("%s/%d", subject, version);
+		char	   *ref_what;
+		const char *base;
+		Jsonb	   *jb;
+		ListCell   *lc;
+		bool		seen = false;
+
+		foreach(lc, refs->seen)
+			seen = seen || strcmp(lfirst(lc), key) == 0;
+		if (seen)
+			continue;
+		if (depth >= REGISTRY_MAX_REF_DEPTH || list_length(refs->seen) >= REGISTRY_MAX_REFERENCES)
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("%s has more schema references than eoingest resolves", what),
+					 errdetail("eoingest follows at most %d references, chained at most %d deep.",
+							   REGISTRY_MAX_REFERENCES, REGISTRY_MAX_REF_DEPTH)));
+		refs->seen = lappend(refs->seen, key);
+		ref_what = psprintf("%s's reference %s (subject %s, version %d)", what, name, subject, version);
+		jb = fetch_answer(version < 0 ? psprintf("/subjects/%s/versions/latest", escaped_subject(subject)) :
+						  psprintf("/subjects/%s/versions/%d", escaped_subject(subject), version),
+						  ref_what, &base);
+		add_references(jb, ref_what, refs, depth + 1);
+		appendStringInfo(&refs->texts, "%s%s", refs->texts.len > 0 ? ", " : "",
+						 schema_of_answer(jb, base, ref_what));
+	}
+}
+
+char *
+eoi_registry_fetch_schema(const char *path, const char *what, bool *with_references)
+{
+	const char *base;
+	Jsonb	   *jb = fetch_answer(path, what, &base);
+	char	   *schema = schema_of_answer(jb, base, what);
+	References	refs = {NIL};
+
+	initStringInfo(&refs.texts);
+	add_references(jb, what, &refs, 0);
+	*with_references = refs.texts.len > 0;
+	if (!*with_references)
+		return schema;
+	return psprintf("[%s, %s]", refs.texts.data, schema);
 }

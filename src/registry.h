@@ -22,14 +22,17 @@ extern uint64 eoi_registry_configure(const char *urls, Jsonb *options);
 /*
  * The schema text that the registry holds at `path` (such as
  * "/schemas/ids/42"), for the record whose schema `what` names
- * ("schema id 42").  Errors:
- *	- the registry does not know it, or it is not an Avro schema, or it has
- *	  references: a record error (SQLSTATE 22023), the record's fault;
+ * ("schema id 42").  When the schema has references (named types
+ * registered under other subjects), the text is an Avro union of the
+ * referenced types, each before its first use, and last the schema, and
+ * *with_references is set.  Errors:
+ *	- the registry does not know it or one of its references, or it is not
+ *	  an Avro schema: a record error (SQLSTATE 22023), the record's fault;
  *	- no registry answered, or answered nonsense: a transient error
  *	  (class 08), the batch is retried;
  *	- the registry refused the credentials or could not be trusted: a job
  *	  error (class 28), the job stops.
  */
-extern char *eoi_registry_fetch_schema(const char *path, const char *what);
+extern char *eoi_registry_fetch_schema(const char *path, const char *what, bool *with_references);
 
 #endif

@@ -9,7 +9,7 @@
 set -euo pipefail
 . "$(dirname "$0")/../lib/tap.sh"
 
-plan 60
+plan 63
 
 venv=$EOINGEST_CACHE/avro-venv
 if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import confluent_kafka.schema_registry.avro' 2>/dev/null; then
@@ -242,6 +242,56 @@ is "$(sql "SELECT eoingest.replay_dead_letters('av_hdr', ARRAY(SELECT id FROM eo
 is "$(sql "SELECT name FROM av_hdr WHERE id = 13")" "refused by the table" "and its row is the record"
 check "a transform reads them through eoingest.batch() too" \
   wait_until 60 "SELECT count(*) = 4 AND count(*) FILTER (WHERE name = 'bare, starts with 0x00') = 1 FROM av_hdr_tr"
+
+# ---- schema references: named types registered under other subjects ----
+# Customer (produced by confluent-kafka's serializer, which resolves the
+# references itself) uses geo.Address and geo.Country; Address uses Country
+# by its short name in its own namespace, and a date inside it.
+schema country <<'EOF2'
+{"type": "record", "name": "Country", "namespace": "geo", "fields": [{"name": "code", "type": "string"}]}
+EOF2
+schema address <<'EOF2'
+{"type": "record", "name": "Address", "namespace": "geo", "fields": [
+  {"name": "city", "type": "string"}, {"name": "country", "type": "Country"},
+  {"name": "since", "type": {"type": "int", "logicalType": "date"}}]}
+EOF2
+schema customer <<'EOF2'
+{"type": "record", "name": "Customer", "namespace": "shop", "fields": [
+  {"name": "id", "type": "int"}, {"name": "home", "type": "geo.Address"},
+  {"name": "work", "type": ["null", "geo.Address"], "default": null}, {"name": "born", "type": "geo.Country"}]}
+EOF2
+register_refs() {  # SUBJECT FILE REFS-JSON
+  python3 -c 'import json, sys; print(json.dumps({"schema": open(sys.argv[1]).read(), "references": json.loads(sys.argv[2])}))' "$2" "$3" |
+    curl -s -u "$reg_user" -X POST -H 'Content-Type: application/vnd.schemaregistry.v1+json' \
+      "$reg_url/subjects/$1/versions" -d @- | json_id
+}
+register_refs geo-country "$work/country.avsc" '[]' >/dev/null
+register_refs geo-address "$work/address.avsc" '[{"name": "geo.Country", "subject": "geo-country", "version": 1}]' >/dev/null
+echo '[{"name": "geo.Address", "subject": "geo-address", "version": 1}, {"name": "geo.Country", "subject": "geo-country", "version": 1}]' \
+  >"$work/customer.avsc.refs"
+raw_missing=$(curl -s -u "$reg_user" -X POST -H 'Content-Type: application/json' "$reg_url/test/raw" \
+  -d '{"subject": "missing", "schema": "{\"type\": \"record\", \"name\": \"R\", \"fields\": [{\"name\": \"x\", \"type\": \"geo.Nope\"}]}", "references": [{"name": "geo.Nope", "subject": "nope", "version": 1}]}' |
+  json_id)
+sql "CREATE TABLE av_ref (id int, home jsonb, work jsonb, born jsonb)" >/dev/null
+topic=avro_ref_$$
+eoi-kafka create-topic "$topic" 1 >/dev/null
+produce "$topic" customer="$work/customer.avsc" >/dev/null <<EOF2
+{"schema": "customer", "value": {"id": 1, "home": {"city": "Lyon", "country": {"code": "FR"}, "since": date(2020, 1, 2)}, "work": None, "born": {"code": "IT"}}}
+{"schema": "customer", "value": {"id": 2, "home": {"city": "Bern", "country": {"code": "CH"}, "since": date(1969, 12, 31)}, "work": {"city": "Basel", "country": {"code": "CH"}, "since": date(2038, 1, 20)}, "born": {"code": "CH"}}}
+{"raw": b'\x00\x00\x00\x00' + bytes([$raw_missing]) + b'\x00'}
+EOF2
+sql "SELECT eoingest.create_job(name => 'av_ref', brokers => '$KAFKA_BROKERS', topic => '$topic', target => 'av_ref',
+       format => 'avro', schema_registry => '$reg_url', options => '$auth_options');
+     SELECT eoingest.start_job('av_ref')" >/dev/null
+check "records of a schema with references (chained: Address refers to Country) arrive" \
+  wait_until 60 "SELECT (SELECT count(*) = 2 FROM av_ref) AND (SELECT count(*) = 1 FROM eoingest.dead_letters WHERE job = 'av_ref')"
+is "$(sql "SELECT string_agg(id || ' ' || (home->>'city') || ' ' || (home->'country'->>'code') || ' ' || (home->>'since') || ' ' ||
+                            coalesce(work->>'since', 'none') || ' ' || (born->>'code'), ', ' ORDER BY id) FROM av_ref")" \
+  "1 Lyon FR 2020-01-02 none IT, 2 Bern CH 1969-12-31 2038-01-20 CH" \
+  "the referenced types decode, their logical types too"
+like "$(sql "SELECT error FROM eoingest.dead_letters WHERE job = 'av_ref'")" \
+  "schema id $raw_missing's reference geo.Nope (subject nope, version 1) is not in the schema registry" \
+  "a reference the registry does not have is a bad record that names it"
 
 # ---- JSON Schema records (magic 0 + id + JSON) read by format json ----
 cat >"$work/js.json" <<'EOF'
@@ -525,6 +575,6 @@ is "$(sql "SELECT (SELECT count(*) FILTER (WHERE error LIKE '%COPY dxa_copy%') >
 
 for j in dxa_c dxa_d; do sql "SELECT eoingest.drop_job('$j')" >/dev/null 2>&1 || true; done
 sql "DROP TABLE dxa_direct, dxa_copy; DROP DOMAIN dxa_pos" >/dev/null
-for j in js js_cdc av av_evo av_tr av_kv av_hdr av_hdr_tr av_bad av_wrong av_down av_fz av_crash; do sql "SELECT eoingest.drop_job('$j')" >/dev/null 2>&1 || true; done
-sql "DROP TABLE js, js_cdc, av, av_evo, av_tr, av_kv, av_hdr, av_hdr_tr, av_bad, av_wrong, av_down, av_fz, av_crash" >/dev/null
+for j in js js_cdc av av_evo av_tr av_kv av_hdr av_hdr_tr av_ref av_bad av_wrong av_down av_fz av_crash; do sql "SELECT eoingest.drop_job('$j')" >/dev/null 2>&1 || true; done
+sql "DROP TABLE js, js_cdc, av, av_evo, av_tr, av_kv, av_hdr, av_hdr_tr, av_ref, av_bad, av_wrong, av_down, av_fz, av_crash" >/dev/null
 done_testing

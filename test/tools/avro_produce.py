@@ -15,17 +15,21 @@ b"..." adds bytes after it; "guid": True frames the value with magic byte 1 and 
 "header_id": True (and "key_header_id": True for the key) has confluent-kafka's
 header_schema_id_serializer put the GUID in the record header __value_schema_id (__key_schema_id)
 and leave the value bare Avro; "headers": [(name, b"..."), ...] adds headers as they are.  --count N --template NAME: N records {"id": i, "name": "n<i>"}
-(--start S: from i = S).  --dump: print each value as a {"hex": ...} line, produce nothing.
+(--start S: from i = S).  A schema FILE with a FILE.refs beside it (a JSON list of
+{"name", "subject", "version"}) is registered with those schema references.  --dump: print each value as a {"hex": ...} line, produce nothing.
 REGISTRY may carry user:password@ for basic authentication.
 """
 import datetime
+import json
+import os
 import sys
 import uuid
 from decimal import Decimal
 from urllib.parse import urlsplit
 
 from confluent_kafka import Producer
-from confluent_kafka.schema_registry import SchemaRegistryClient, header_schema_id_serializer
+from confluent_kafka.schema_registry import (Schema, SchemaReference, SchemaRegistryClient,
+                                             header_schema_id_serializer)
 from confluent_kafka.schema_registry.avro import AvroSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
@@ -52,6 +56,11 @@ def main():
             name, path = a.split("=", 1)
             with open(path) as f:
                 schemas[name] = f.read()
+            if os.path.exists(path + ".refs"):
+                # schema references: [{"name", "subject", "version"}, ...] in FILE.refs
+                with open(path + ".refs") as f:
+                    refs = [SchemaReference(r["name"], r["subject"], r["version"]) for r in json.load(f)]
+                schemas[name] = Schema(schemas[name], "AVRO", refs)
 
     conf = {"url": registry}
     parts = urlsplit(registry)

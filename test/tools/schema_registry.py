@@ -7,7 +7,9 @@ that confluent-kafka's AvroSerializer and eoingest use.
   POST /subjects/{subject}/versions    register (or find) a schema: {"id", "guid", ...}
   GET  /schemas/ids/{id}               {"schema": ...}   (404 + error_code 40403 if unknown)
   GET  /schemas/guids/{guid}           the same, by GUID
-  GET  /subjects, /subjects/{s}/versions, /subjects/{s}/versions/latest
+  GET  /subjects, /subjects/{s}/versions, /subjects/{s}/versions/{n|latest}
+A schema may have "references" ([{"name", "subject", "version"}]): kept, and given back
+with it.
   POST /test/raw                       (tests) register a schema text as is, even an invalid one
 
 With --user, every request needs HTTP basic authentication with those credentials
@@ -21,6 +23,7 @@ import json
 import sys
 import threading
 import uuid
+from urllib.parse import unquote
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 lock = threading.Lock()
@@ -86,11 +89,17 @@ class Handler(BaseHTTPRequestHandler):
         e = by_id[sid]
         out = {"id": sid, "guid": e["guid"], "subject": e["subject"], "version": e["version"],
                "schema": e["schema"]}
+        return self.typed(out, e)
+
+    @staticmethod
+    def typed(out, e):
         if e["schemaType"] != "AVRO":
             out["schemaType"] = e["schemaType"]
+        if e.get("references"):
+            out["references"] = e["references"]
         return out
 
-    def register(self, subject, schema, schema_type):
+    def register(self, subject, schema, schema_type, references=None):
         with lock:
             key = (subject, schema)
             if key in by_text:
@@ -99,7 +108,7 @@ class Handler(BaseHTTPRequestHandler):
             versions = subjects.setdefault(subject, [])
             versions.append(sid)
             by_id[sid] = {"schema": schema, "schemaType": schema_type, "guid": str(uuid.uuid4()),
-                          "subject": subject, "version": len(versions)}
+                          "subject": subject, "version": len(versions), "references": references or []}
             by_text[key] = sid
             save()
             return self.entry(sid)
@@ -107,10 +116,11 @@ class Handler(BaseHTTPRequestHandler):
     def do_POST(self):
         if not self.authorized():
             return
-        parts = self.path.split("?")[0].strip("/").split("/")
+        parts = [unquote(p) for p in self.path.split("?")[0].strip("/").split("/")]
         req = self.body()
         if len(parts) == 3 and parts[0] == "subjects" and parts[2] == "versions":
-            self.reply(200, self.register(parts[1], req["schema"], req.get("schemaType", "AVRO")))
+            self.reply(200, self.register(parts[1], req["schema"], req.get("schemaType", "AVRO"),
+                                          req.get("references")))
         elif len(parts) == 2 and parts[0] == "subjects":
             with lock:
                 sid = by_text.get((parts[1], req["schema"]))
@@ -119,7 +129,8 @@ class Handler(BaseHTTPRequestHandler):
             else:
                 self.reply(200, self.entry(sid))
         elif parts == ["test", "raw"]:
-            e = self.register(req.get("subject", "raw"), req["schema"], req.get("schemaType", "AVRO"))
+            e = self.register(req.get("subject", "raw"), req["schema"], req.get("schemaType", "AVRO"),
+                              req.get("references"))
             self.reply(200, e)
         else:
             self.reply(404, {"error_code": 404, "message": "HTTP 404 Not Found"})
@@ -127,24 +138,18 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self):
         if not self.authorized():
             return
-        parts = self.path.split("?")[0].strip("/").split("/")
+        parts = [unquote(p) for p in self.path.split("?")[0].strip("/").split("/")]
         with lock:
             if len(parts) == 3 and parts[:2] == ["schemas", "ids"] and parts[2].isdigit():
                 sid = int(parts[2])
                 if sid not in by_id:
                     return self.reply(*not_found())
                 e = by_id[sid]
-                out = {"schema": e["schema"]}
-                if e["schemaType"] != "AVRO":
-                    out["schemaType"] = e["schemaType"]
-                return self.reply(200, out)
+                return self.reply(200, self.typed({"schema": e["schema"]}, e))
             if len(parts) == 3 and parts[:2] == ["schemas", "guids"]:
                 for e in by_id.values():
                     if e["guid"] == parts[2]:
-                        out = {"schema": e["schema"]}
-                        if e["schemaType"] != "AVRO":
-                            out["schemaType"] = e["schemaType"]
-                        return self.reply(200, out)
+                        return self.reply(200, self.typed({"schema": e["schema"]}, e))
                 return self.reply(*not_found())
             if parts == ["subjects"]:
                 return self.reply(200, sorted(subjects))
@@ -154,7 +159,9 @@ class Handler(BaseHTTPRequestHandler):
                     return self.reply(*not_found(40401, "Subject not found"))
                 if len(parts) == 3:
                     return self.reply(200, list(range(1, len(versions) + 1)))
-                v = len(versions) if parts[3] == "latest" else int(parts[3])
+                v = len(versions) if parts[3] == "latest" else int(parts[3]) if parts[3].isdigit() else 0
+                if not 1 <= v <= len(versions):
+                    return self.reply(*not_found(40402, "Version not found"))
                 return self.reply(200, self.entry(versions[v - 1]))
         self.reply(404, {"error_code": 404, "message": "HTTP 404 Not Found"})
 
