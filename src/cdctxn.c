@@ -14,15 +14,6 @@
  * whole, in commit order, so in every partition of every data topic the
  * events are in commit order too.
  *
- * Debezium's PostgreSQL connector writes the id as "txid:lsn" with the LSN
- * of each message (captured from 3.6.1: BEGIN 726:22282808, change events
- * 726:22282808, 726:22282896, 726:22283136, END 726:22283360, the next
- * BEGIN 727:22283360): only the txid names the transaction, so an id of
- * two decimal numbers is matched by the first (txn_key; messages name the
- * id as written).  Other connectors'
- * ids (MySQL's GTID "uuid:n", SQL Server's "hex:hex:hex") are the same in
- * every message of a transaction and are matched whole.
- *
  * A batch (messages of the transaction topic and of every data topic, each
  * partition's in offset order) may therefore end after the END of a
  * transaction T when, in each data partition, the events up to the first
@@ -35,6 +26,15 @@
  * a restart of its own do not complete a transaction twice.  An event
  * without a transaction block (a snapshot read, a tombstone, a message that
  * is not an event) stands alone: it commits once its partition reaches it.
+ *
+ * Debezium's PostgreSQL connector writes the id as "txid:lsn" with the LSN
+ * of each message (captured from 3.6.1: BEGIN 726:22282808, change events
+ * 726:22282808, 726:22282896, 726:22283136, END 726:22283360, the next
+ * BEGIN 727:22283360): only the txid names the transaction, so an id of
+ * two decimal numbers is matched by the first (txn_key; messages name the
+ * id as written).  Any other id (MySQL's GTID "uuid:n", SQL Server's
+ * "hex:hex:hex") is matched whole, as it was: those connectors are not
+ * tested against the real thing.
  *
  *-------------------------------------------------------------------------
  */
