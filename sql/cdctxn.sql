@@ -64,7 +64,7 @@ SELECT eoingest.create_job(name => 'txn_b', brokers => :'brokers',
 SELECT targets, transactions, target FROM eoingest.jobs WHERE name IN ('txn_a', 'txn_b') ORDER BY name;
 SELECT eoingest.start_job('txn_a'), eoingest.start_job('txn_b');
 
-SELECT plan(21);
+SELECT plan(24);
 
 SELECT ok(test.wait_for($$SELECT count(*) = 5 FROM xfer_a$$), 'source: the five transfers are applied');
 SELECT results_eq($$SELECT id, balance FROM acc_a ORDER BY id$$, $$VALUES (1, 470), (2, 530)$$,
@@ -140,6 +140,25 @@ SELECT ok(eoingest.wait_for_catchup('txn_notx', '30 s'), 'no transaction block: 
 SELECT results_eq($$SELECT id, balance FROM acc_notx ORDER BY id$$, $$VALUES (1, 7), (4, 10)$$,
     'snapshot reads are applied');
 SELECT "offset", sqlstate, error FROM eoingest.dead_letters WHERE job = 'txn_notx' ORDER BY "offset";
+
+-- Transaction ids: Debezium's PostgreSQL connector writes "txid:lsn" with
+-- the LSN of each message (BEGIN 900:100, events 900:100 and 900:188, END
+-- 900:276), matched by the txid; any other id whole: a GTID-like uuid:23
+-- matches itself, the event of uuid:25 is not uuid:24's, which waits.
+\! eoi-kafka create-topic cdcids.transaction 1 >/dev/null
+\! eoi-kafka create-topic cdcids.public.accounts 1 >/dev/null
+\! eoi-kafka produce -K -p 0 cdcids.public.accounts < test/cdc/ids-acc.events
+\! eoi-kafka produce -K -p 0 cdcids.transaction < test/cdc/ids-tx.events
+CREATE TABLE acc_ids (id int PRIMARY KEY, balance int);
+SELECT eoingest.create_job(name => 'txn_ids', brokers => :'brokers', topic => 'cdcids.transaction, cdcids.public.accounts',
+                           format => 'json', envelope => 'debezium', transactions => 'source',
+                           targets => '{"public.accounts": "acc_ids"}', batch_timeout_ms => 200);
+SELECT eoingest.start_job('txn_ids');
+SELECT ok(test.wait_for($$SELECT count(*) = 3 FROM acc_ids$$), 'ids: txid:lsn matched by the txid, another id whole');
+SELECT ok(test.wait_for($$SELECT state = 'waiting' AND last_error LIKE '%Source transaction 3E11FA47-71CA-11E1-9E33-C80AA9429562:24: its END announces 1 events of public.accounts (0 in the batch)%'
+                          FROM eoingest.job_status WHERE name = 'txn_ids'$$), 'ids: a uuid:n id is not cut at the colon');
+SELECT results_eq($$SELECT id, balance FROM acc_ids ORDER BY id$$, $$VALUES (1, 1), (2, 2), (3, 3)$$,
+    'ids: the event of another transaction is not applied');
 SELECT * FROM finish();
 
 -- What create_job and alter_job refuse.

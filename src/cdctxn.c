@@ -27,6 +27,15 @@
  * without a transaction block (a snapshot read, a tombstone, a message that
  * is not an event) stands alone: it commits once its partition reaches it.
  *
+ * Debezium's PostgreSQL connector writes the id as "txid:lsn" with the LSN
+ * of each message (captured from 3.6.1: BEGIN 726:22282808, change events
+ * 726:22282808, 726:22282896, 726:22283136, END 726:22283360, the next
+ * BEGIN 727:22283360): only the txid names the transaction, so an id of
+ * two decimal numbers is matched by the first (txn_key; messages name the
+ * id as written).  Any other id (MySQL's GTID "uuid:n", SQL Server's
+ * "hex:hex:hex") is matched whole, as it was: those connectors are not
+ * tested against the real thing.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -56,7 +65,8 @@ typedef enum MsgKind
 typedef struct MsgInfo
 {
 	MsgKind		kind;
-	char	   *txid;
+	char	   *id;				/* the transaction id as written */
+	char	   *txid;			/* the transaction, as txn_key names it */
 	int			coll;			/* MSG_EVENT: its data collection among the targets, or -1 */
 	int64		order;			/* MSG_EVENT: data_collection_order */
 	int64	   *expected;		/* MSG_END: events per data collection */
@@ -263,6 +273,32 @@ txid_check(const char *txid, rd_kafka_message_t *msg, const char *topic)
 							topic, msg->partition, (long long) msg->offset)));
 }
 
+static bool
+all_digits(const char *s, size_t len)
+{
+	if (len == 0)
+		return false;
+	for (size_t i = 0; i < len; i++)
+		if (s[i] < '0' || s[i] > '9')
+			return false;
+	return true;
+}
+
+/*
+ * The name under which a transaction's BEGIN, END and events are matched:
+ * the txid of PostgreSQL's "txid:lsn" (the LSN differs from message to
+ * message), any other id whole.  Cuts `id` in place.
+ */
+static char *
+txn_key(char *id)
+{
+	char	   *colon = strchr(id, ':');
+
+	if (colon != NULL && all_digits(id, colon - id) && all_digits(colon + 1, strlen(colon + 1)))
+		*colon = '\0';
+	return id;
+}
+
 static void
 bad_transaction_event(rd_kafka_message_t *msg, const char *topic, const char *what)
 {
@@ -298,6 +334,8 @@ classify_transaction_event(Cut *cut, rd_kafka_message_t *msg, const char *topic,
 	if (status == NULL || mi->txid == NULL)
 		bad_transaction_event(msg, topic, "no status or no id");
 	txid_check(mi->txid, msg, topic);
+	mi->id = pstrdup(mi->txid);
+	mi->txid = txn_key(mi->txid);
 	if (strcmp(status, "BEGIN") == 0)
 	{
 		mi->kind = MSG_BEGIN;
@@ -337,6 +375,8 @@ classify_event(Cut *cut, rd_kafka_message_t *msg, const char *topic, MsgInfo *mi
 	if (txn == NULL || (mi->txid = get_string(txn, "id")) == NULL)
 		return;
 	txid_check(mi->txid, msg, topic);
+	mi->id = pstrdup(mi->txid);
+	mi->txid = txn_key(mi->txid);
 	mi->kind = MSG_EVENT;
 	mi->order = get_int(txn, "data_collection_order");
 	mi->coll = collection_index(cut, eoi_cdc_source_table(ev));
@@ -477,7 +517,7 @@ explain(Cut *cut, Part *txn, int from)
 			bool		first = true;
 
 			initStringInfo(&buf);
-			appendStringInfo(&buf, "Source transaction %s: its END announces", mi->txid);
+			appendStringInfo(&buf, "Source transaction %s: its END announces", mi->id);
 			for (int c = 0; c < cut->ncolls; c++)
 				if (tx->expected[c] > 0)
 				{
@@ -495,7 +535,7 @@ explain(Cut *cut, Part *txn, int from)
 
 		if (!part->is_txn && part->ptr < part->len)
 			return psprintf("Source transaction %s (an event at topic \"%s\" partition %d offset %lld): its END is not in the batch's part of the transaction topic \"%s\".",
-							cut->info[part->msgs[part->ptr]].txid, part->topic, part->partition,
+							cut->info[part->msgs[part->ptr]].id, part->topic, part->partition,
 							(long long) cut->batch->messages[part->msgs[part->ptr]]->offset,
 							cut->job->txn_topic);
 	}

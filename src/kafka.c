@@ -29,6 +29,9 @@
 #include "kafka.h"
 #include "policy.h"
 
+/* fetch.wait.max.ms of a job with transactions => 'source', unless it sets its own */
+#define SOURCE_TXN_FETCH_WAIT_MS "10"
+
 struct EoiKafka
 {
 	rd_kafka_t *rk;
@@ -328,6 +331,16 @@ eoi_kafka_open(const EoiJob *job, int worker_index)
 	snprintf(group, sizeof(group), "eoingest.%s", job->name);
 	snprintf(client_id, sizeof(client_id), "eoingest-%s-%d", job->name, worker_index);
 	conf = build_conf(job->brokers, job->options, job->owner, group, client_id);
+	/*
+	 * Source transactions pause and resume partitions all the time
+	 * (cdctxn.c); a resumed partition is fetched only in the fetch request
+	 * after the one in flight, which the broker holds up to
+	 * fetch.wait.max.ms (500 ms by default) while the partitions still
+	 * fetched are at their ends.  Measured on t/44: 921 of 1217 batches
+	 * waited 100 ms for nothing, catch-up at 6 transactions/s.
+	 */
+	if (job->source_transactions && !job_sets_option(job, "fetch.wait.max.ms"))
+		conf_set_or_error(conf, "fetch.wait.max.ms", SOURCE_TXN_FETCH_WAIT_MS);
 	rd_kafka_conf_set_opaque(conf, kafka);
 	rd_kafka_conf_set_error_cb(conf, error_cb);
 	rd_kafka_conf_set_stats_cb(conf, stats_cb);

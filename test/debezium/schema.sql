@@ -23,3 +23,8 @@ CREATE TABLE dbz_a (
 CREATE TABLE dbz_b (LIKE dbz_a INCLUDING ALL);
 -- dbz_t: replica identity default and values large enough to be TOASTed.
 CREATE TABLE dbz_t (id int PRIMARY KEY, big text, n int);
+-- dbz_acct and dbz_xfer: transfers between accounts (transfer() on the source), read by a job with
+-- transactions => 'source'. Within each source transaction the sum of the balances stays the same and
+-- sum(xfers) is the number of rows of dbz_xfer (a logged transfer spans both tables, so two topics).
+CREATE TABLE dbz_acct (id int PRIMARY KEY, balance bigint NOT NULL, xfers int NOT NULL DEFAULT 0);
+CREATE TABLE dbz_xfer (id int PRIMARY KEY, src int, dst int, amount bigint);

@@ -86,3 +86,20 @@ BEGIN
   END LOOP;
 END
 $$;
+
+-- One transaction: a random amount from one random account of dbz_acct to another (two updates) and,
+-- half the time, a row in dbz_xfer with the source account's xfers counted up in the same transaction.
+CREATE FUNCTION transfer() RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+  a int := 1 + floor(random() * 10)::int;
+  b int := 1 + (a + floor(random() * 9)::int) % 10;   -- any account but a
+  amt bigint := 1 + floor(random() * 100)::bigint;
+BEGIN
+  UPDATE dbz_acct SET balance = balance - amt WHERE id = a;
+  IF random() < 0.5 THEN
+    INSERT INTO dbz_xfer VALUES (nextval('dbz_ids')::int, a, b, amt);
+    UPDATE dbz_acct SET xfers = xfers + 1 WHERE id = a;
+  END IF;
+  UPDATE dbz_acct SET balance = balance + amt WHERE id = b;
+END
+$$;

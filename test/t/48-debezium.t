@@ -10,6 +10,9 @@
 # dbz_t (replica identity default), gets two updates that leave a TOASTed value unchanged: Debezium sends
 # its placeholder for it, which must be a dead letter, never stored. A second connector sends dbz_a
 # without the schema wrapper (schemas.enable=false) to a third job, in mode upsert, into dbz_a_plain.
+# The first connector also sends its transaction metadata (dbz.transaction): a job with transactions =>
+# 'source' applies transfers between accounts (dbz_acct, and half of them logged in dbz_xfer too) while a
+# reader polls its targets: no poll may see a state that breaks the source's per-transaction invariants.
 # EOINGEST_LONG=1: a longer workload ($DBZ_SECONDS) with more kills.
 set -euo pipefail
 . "$(dirname "$0")/../lib/tap.sh"
@@ -45,7 +48,7 @@ trap cleanup EXIT
 trap 'exit 1' INT TERM
 
 "$EOINGEST_TEST_DIR/connect.sh" fetch debezium-postgres >/dev/null
-plan 21
+plan 28
 
 # ---- the source: a fresh cluster with wal_level = logical, the tables, a publication, a snapshot's worth of rows
 src_pg stop-immediate >/dev/null 2>&1 || true
@@ -55,20 +58,25 @@ src_pg start >/dev/null
 src - <"$work/schema.sql" >/dev/null
 src - <"$work/source.sql" >/dev/null
 src "ALTER TABLE dbz_b REPLICA IDENTITY FULL;
-     CREATE PUBLICATION dbz_pub FOR TABLE dbz_a, dbz_b, dbz_t;
+     CREATE PUBLICATION dbz_pub FOR TABLE dbz_a, dbz_b, dbz_t, dbz_acct, dbz_xfer;
+     INSERT INTO dbz_acct SELECT i, 1000 FROM generate_series(1, 10) AS i;
      INSERT INTO dbz_a SELECT * FROM dbz_rows(1, 300);
      INSERT INTO dbz_b SELECT * FROM dbz_rows(1, 300);
      INSERT INTO dbz_t SELECT i, dbz_big(), 0 FROM generate_series(1, 3) AS i" >/dev/null
 
 # ---- the target, the topics and the jobs
 sql "CREATE EXTENSION IF NOT EXISTS eoingest" >/dev/null 2>&1
-sql "DROP TABLE IF EXISTS dbz_a, dbz_b, dbz_t, dbz_a_plain; DROP TYPE IF EXISTS dbz_mood" >/dev/null
+sql "DROP TABLE IF EXISTS dbz_a, dbz_b, dbz_t, dbz_a_plain, dbz_acct, dbz_xfer; DROP TYPE IF EXISTS dbz_mood" >/dev/null
 sql - <"$work/schema.sql" >/dev/null
 sql "CREATE TABLE dbz_a_plain (LIKE dbz_a INCLUDING ALL)" >/dev/null
 eoi-kafka create-topic dbz.public.dbz_a 3 >/dev/null
 eoi-kafka create-topic dbz.public.dbz_b 1 >/dev/null
 eoi-kafka create-topic dbz.public.dbz_t 1 >/dev/null
 eoi-kafka create-topic dbzp.public.dbz_a 3 >/dev/null
+# the transaction topic: one partition (its ENDs in commit order)
+eoi-kafka create-topic dbz.transaction 1 >/dev/null
+eoi-kafka create-topic dbz.public.dbz_acct 3 >/dev/null
+eoi-kafka create-topic dbz.public.dbz_xfer 1 >/dev/null
 sql "SELECT eoingest.create_job(name => 'dbz_a', brokers => '$KAFKA_BROKERS', topic => 'dbz.public.dbz_a',
         target => 'dbz_a', format => 'json', envelope => 'debezium', on_error => 'fail',
         batch_size => 200, batch_timeout_ms => 200);
@@ -80,6 +88,11 @@ sql "SELECT eoingest.create_job(name => 'dbz_a', brokers => '$KAFKA_BROKERS', to
      SELECT eoingest.create_job(name => 'dbz_p', brokers => '$KAFKA_BROKERS', topic => 'dbzp.public.dbz_a',
         target => 'dbz_a_plain', format => 'json', envelope => 'debezium', on_error => 'fail', mode => 'upsert',
         batch_size => 200, batch_timeout_ms => 200, offset_commit_interval_ms => 200);
+     SELECT eoingest.create_job(name => 'dbz_x', brokers => '$KAFKA_BROKERS',
+        topic => 'dbz.transaction, dbz.public.dbz_acct, dbz.public.dbz_xfer', format => 'json', envelope => 'debezium',
+        transactions => 'source', targets => '{\"public.dbz_acct\": \"dbz_acct\", \"public.dbz_xfer\": \"dbz_xfer\"}',
+        on_error => 'fail', batch_size => 50, batch_timeout_ms => 100);
+     SELECT eoingest.start_job('dbz_x');
      SELECT eoingest.start_job('dbz_a'); SELECT eoingest.start_job('dbz_b'); SELECT eoingest.start_job('dbz_t');
      SELECT eoingest.start_job('dbz_p')" >/dev/null
 
@@ -89,22 +102,54 @@ sed "s/@PORT@/$DBZ_SRC_PORT/" "$work/connector-plain.properties.in" >"$run/conne
 started=$SECONDS
 CONNECT_PLUGIN_NAMES=debezium-postgres "$EOINGEST_TEST_DIR/connect.sh" start "$run/connector.properties" "$run/connector-plain.properties" >/dev/null
 diag "kafka connect and the connector running after $((SECONDS - started)) s"
-check "the snapshot arrives" wait_until 120 "SELECT (SELECT count(*) FROM dbz_a) = 300 AND (SELECT count(*) FROM dbz_b) = 300 AND (SELECT count(*) FROM dbz_t) = 3 AND (SELECT count(*) FROM dbz_a_plain) = 300"
+check "the snapshot arrives" wait_until 120 "SELECT (SELECT count(*) FROM dbz_a) = 300 AND (SELECT count(*) FROM dbz_b) = 300 AND (SELECT count(*) FROM dbz_t) = 3 AND (SELECT count(*) FROM dbz_a_plain) = 300
+  AND (SELECT count(*) FROM dbz_acct) = 10"
+
+# A reader of dbz_x's targets: polls for SECS seconds, each poll a new snapshot; prints the polls, those that
+# broke an invariant (the balances' sum not 10,000, or sum(xfers) not the rows of dbz_xfer), the states seen.
+sql "CREATE OR REPLACE FUNCTION dbz_x_reader(secs float8) RETURNS text LANGUAGE plpgsql AS \$\$
+DECLARE polls int := 0; broken int := 0; total bigint; counted bigint; logged bigint; states bigint[] := '{}';
+        deadline timestamptz := clock_timestamp() + secs * interval '1 second';
+BEGIN
+  WHILE clock_timestamp() < deadline LOOP
+    SELECT sum(balance), sum(xfers), (SELECT count(*) FROM dbz_xfer) INTO total, counted, logged FROM dbz_acct;
+    polls := polls + 1;
+    IF total IS DISTINCT FROM 10000 OR counted IS DISTINCT FROM logged THEN broken := broken + 1; END IF;
+    IF NOT logged = ANY (states) THEN states := states || logged; END IF;
+    PERFORM pg_sleep(0.02);
+  END LOOP;
+  RETURN polls || ' ' || broken || ' ' || cardinality(states);
+END \$\$" >/dev/null
 
 # ---- the workload, with kills, a restart of the target and a truncate
 pgbench -n -p "$DBZ_SRC_PORT" -c 1 -R "$DBZ_RATE" -T "$DBZ_SECONDS" -f "$work/work.pgbench" postgres \
   >"$run/pgbench.out" 2>&1 &
 bench=$!
+# the reader, in one-second rounds (a round cut short by a kill's crash restart or the restart is retried)
+x_reader() {
+  local polls=0 broken=0 states=0 p b s
+  while kill -0 "$bench" 2>/dev/null; do
+    if read -r p b s < <(sql "SELECT dbz_x_reader(1)" 2>/dev/null) && [ -n "$s" ]; then
+      polls=$((polls + p)) broken=$((broken + b)) states=$((states + s - 1))
+    else
+      sleep 0.5
+    fi
+  done
+  echo "$polls $broken $states"
+}
+x_reader >"$run/x_reader" &
+reader=$!
 workers_back() {
-  wait_until 60 "SELECT count(*) = 3 FROM eoingest.job_status WHERE name IN ('dbz_a', 'dbz_b', 'dbz_p') AND pid IS NOT NULL" || true
+  wait_until 60 "SELECT count(*) = 4 FROM eoingest.job_status WHERE name IN ('dbz_a', 'dbz_b', 'dbz_p', 'dbz_x') AND pid IS NOT NULL" || true
 }
 killed=0
+xkilled=0
 restarted=0
 truncated=0
 for ((k = 1; k <= DBZ_KILLS; k++)); do
   sleep $((DBZ_SECONDS / (DBZ_KILLS + 2))).$((RANDOM % 10))
-  for pid in $(sql "SELECT pid FROM eoingest.job_status WHERE name IN ('dbz_a', 'dbz_b', 'dbz_p') AND pid IS NOT NULL" 2>/dev/null || true); do
-    kill -9 "$pid" 2>/dev/null && killed=$((killed + 1))
+  for row in $(sql "SELECT name || ':' || pid FROM eoingest.job_status WHERE name IN ('dbz_a', 'dbz_b', 'dbz_p', 'dbz_x') AND pid IS NOT NULL" 2>/dev/null || true); do
+    kill -9 "${row#*:}" 2>/dev/null && killed=$((killed + 1)) && { [ "${row%%:*}" != dbz_x ] || xkilled=$((xkilled + 1)); }
   done
   workers_back
   if [ "$k" -eq $((DBZ_KILLS / 2)) ]; then
@@ -117,10 +162,16 @@ for ((k = 1; k <= DBZ_KILLS; k++)); do
 done
 bench_status=0
 wait "$bench" || bench_status=$?
+wait "$reader"
 ok "$bench_status" "the workload ran (pgbench: $(grep -E 'number of transactions actually processed' "$run/pgbench.out" || tail -n 3 "$run/pgbench.out"))"
-# (three workers a round; one may not be back yet when the next round comes)
-ok $([ "$killed" -ge $((2 * DBZ_KILLS)) ] && echo 0 || echo 1) "workers SIGKILLed $killed times in $DBZ_KILLS rounds"
+# (four workers a round; one may not be back yet when the next round comes)
+ok $([ "$killed" -ge $((3 * DBZ_KILLS)) ] && [ "$xkilled" -ge $((DBZ_KILLS - 1)) ] && echo 0 || echo 1) \
+  "workers SIGKILLed $killed times in $DBZ_KILLS rounds (dbz_x's $xkilled times)"
 ok $([ "$restarted" = 1 ] && [ "$truncated" = 1 ] && echo 0 || echo 1) "the target restarted once and dbz_b was truncated"
+read -r xpolls xbroken xstates <"$run/x_reader"
+diag "dbz_x reader: $xpolls polls, $xbroken broke an invariant, $xstates changes of dbz_xfer's row count seen within rounds"
+is "$xbroken" 0 "dbz_x (transactions => 'source'): no poll of the targets saw part of a source transaction"
+check "dbz_x: the reader saw the targets move ($xstates changes in $xpolls polls)" test "$xstates" -ge 20
 
 # ---- the workload did what it should
 stats=$(src "SELECT string_agg(tbl || ' ' || op || ' ' || n, ', ' ORDER BY tbl, op) FROM dbz_stats")
@@ -140,24 +191,30 @@ src "BEGIN; INSERT INTO dbz_t VALUES (100, 'fence', 0); INSERT INTO dbz_a SELECT
 check "the source's last change arrives" wait_until 180 "SELECT (SELECT count(*) FROM dbz_t WHERE id = 100) = 1
   AND (SELECT count(*) FROM dbz_a WHERE id = 2000000000) = 1 AND (SELECT count(*) FROM dbz_a_plain WHERE id = 2000000000) = 1"
 
+# offsets_at_end JOB TOPIC...: a query, true when JOB's stored offsets are the log ends of every partition
 offsets_at_end() {
-  local job=$1 topic=$2
-  eoi-kafka watermarks "$topic" | awk -v job="$job" '{printf "(%d, %d),", $1, $3}' | sed 's/,$//' |
+  local job=$1 topic
+  shift
+  for topic in "$@"; do
+    eoi-kafka watermarks "$topic" | awk -v t="$topic" '{printf "(%s, %d, %d),", "\x27" t "\x27", $1, $3}'
+  done | sed 's/,$//' |
     { read -r v; echo "SELECT count(*) = (SELECT count(*) FROM eoingest.offsets WHERE job = '$job')
-         AND bool_and(o.next_offset = w.high) FROM (VALUES $v) AS w(p, high)
-         JOIN eoingest.offsets o ON o.job = '$job' AND o.partition = w.p"; }
+         AND bool_and(o.next_offset = w.high) FROM (VALUES $v) AS w(t, p, high)
+         JOIN eoingest.offsets o ON o.job = '$job' AND o.topic = w.t AND o.partition = w.p"; }
 }
 check "dbz_a's offsets reach the log end of every partition" wait_until 180 "$(offsets_at_end dbz_a dbz.public.dbz_a)"
 check "dbz_b's offsets reach the log end" wait_until 180 "$(offsets_at_end dbz_b dbz.public.dbz_b)"
 check "dbz_t's offsets reach the log end" wait_until 60 "$(offsets_at_end dbz_t dbz.public.dbz_t)"
 check "dbz_p's offsets reach the log end of every partition" wait_until 180 "$(offsets_at_end dbz_p dbzp.public.dbz_a)"
+check "dbz_x's offsets reach the log end of every partition of its three topics" wait_until 180 \
+  "$(offsets_at_end dbz_x dbz.transaction dbz.public.dbz_acct dbz.public.dbz_xfer)"
 is "$(sql "SELECT count(*) FROM dbz_t WHERE big = '__debezium_unavailable_value'")" 0 \
   "dbz_t: no row holds Debezium's placeholder for an unchanged TOASTed value"
 is "$(sql "SELECT count(*) FILTER (WHERE error LIKE '%placeholder%') || ' of ' || count(*) FROM eoingest.dead_letters WHERE job = 'dbz_t'") $(sql "SELECT string_agg(id || ':' || n || ':' || md5(big), ',' ORDER BY id) FROM dbz_t")" \
   "2 of 2 $(src "SELECT string_agg(id || ':' || CASE WHEN id <= 2 THEN 0 ELSE n END || ':' || md5(big), ',' ORDER BY id) FROM dbz_t")" \
   "dbz_t: those two updates are dead letters naming the placeholder; the rest is applied"
 
-failed=$(sql "SELECT string_agg(name || ': ' || coalesce(last_error, ''), '; ') FROM eoingest.job_status WHERE name IN ('dbz_a', 'dbz_b', 'dbz_t', 'dbz_p') AND state = 'failed'")
+failed=$(sql "SELECT string_agg(name || ': ' || coalesce(last_error, ''), '; ') FROM eoingest.job_status WHERE name IN ('dbz_a', 'dbz_b', 'dbz_t', 'dbz_p', 'dbz_x') AND state = 'failed'")
 [ -z "$failed" ] || diag "failed: $failed"
 
 # ---- every column of every row
@@ -166,7 +223,7 @@ dump() {
   shift
   PGTZ=UTC psql -XAtq -v ON_ERROR_STOP=1 "$@" -c "COPY (SELECT * FROM $tbl ORDER BY id) TO STDOUT"
 }
-for pair in dbz_a:dbz_a dbz_b:dbz_b dbz_a:dbz_a_plain; do
+for pair in dbz_a:dbz_a dbz_b:dbz_b dbz_a:dbz_a_plain dbz_acct:dbz_acct dbz_xfer:dbz_xfer; do
   tbl=${pair#*:}
   dump "${pair%%:*}" -p "$DBZ_SRC_PORT" | sort >"$run/$tbl.source"
   dump "$tbl" | sort >"$run/$tbl.target"
@@ -178,10 +235,10 @@ for pair in dbz_a:dbz_a dbz_b:dbz_b dbz_a:dbz_a_plain; do
   is "$only_src" 0 "$tbl: source EXCEPT target is empty ($(wc -l <"$run/$tbl.source") rows)"
   is "$only_tgt" 0 "$tbl: target EXCEPT source is empty"
 done
-is "$(sql "SELECT count(*) FROM eoingest.dead_letters WHERE job IN ('dbz_a', 'dbz_b', 'dbz_p')") $(sql "SELECT string_agg(DISTINCT state, ',') FROM eoingest.job_status WHERE name IN ('dbz_a', 'dbz_b', 'dbz_p')")" \
-  "0 running" "no dead letters, the three jobs running"
+is "$(sql "SELECT count(*) FROM eoingest.dead_letters WHERE job IN ('dbz_a', 'dbz_b', 'dbz_p', 'dbz_x')") $(sql "SELECT string_agg(DISTINCT state, ',') FROM eoingest.job_status WHERE name IN ('dbz_a', 'dbz_b', 'dbz_p', 'dbz_x')")" \
+  "0 running" "no dead letters, the four jobs running"
 
 diag "48-debezium: $((SECONDS)) s in all"
-sql "SELECT eoingest.drop_job('dbz_a'); SELECT eoingest.drop_job('dbz_b'); SELECT eoingest.drop_job('dbz_t'); SELECT eoingest.drop_job('dbz_p')" >/dev/null
-sql "DROP TABLE dbz_a, dbz_b, dbz_t, dbz_a_plain; DROP TYPE dbz_mood" >/dev/null
+sql "SELECT eoingest.drop_job('dbz_a'); SELECT eoingest.drop_job('dbz_b'); SELECT eoingest.drop_job('dbz_t'); SELECT eoingest.drop_job('dbz_p'); SELECT eoingest.drop_job('dbz_x')" >/dev/null
+sql "DROP TABLE dbz_a, dbz_b, dbz_t, dbz_a_plain, dbz_acct, dbz_xfer; DROP TYPE dbz_mood; DROP FUNCTION dbz_x_reader(float8)" >/dev/null
 done_testing
