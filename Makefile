@@ -29,6 +29,7 @@ OBJS = \
 	src/api.o \
 	src/avro.o \
 	src/avrocheck.o \
+	src/avroflat.o \
 	src/registry.o
 
 DATA = $(wildcard sql/eoingest--*.sql)

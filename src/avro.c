@@ -54,6 +54,7 @@
 
 #include "avro.h"
 #include "avrocheck.h"
+#include "avroflat.h"
 #include "registry.h"
 
 /* Logical types, as the schema's JSON names them. */
@@ -103,6 +104,7 @@ typedef struct SchemaEntry
 	avro_value_t union_value;	/* with references: the union value holds */
 	avro_value_t value;			/* reused for every record of the schema */
 	AvroType   *type;
+	bool		flat;			/* a record of primitives: avroflat.c reads it */
 	MemoryContext cxt;			/* the type tree */
 } SchemaEntry;
 
@@ -382,6 +384,8 @@ record_error_of_schema(SchemaEntry *e, const char *message, bool expires)
 	e->error_at = GetCurrentTimestamp();
 }
 
+static bool is_flat(SchemaEntry *e);
+
 /*
  * Parse the registry's text of the schema into `e`.  With references, the
  * text is a union of the referenced types, each before its first use, and
@@ -439,6 +443,7 @@ parse_schema(SchemaEntry *e, const char *text, const char *what, bool with_refer
 					 errmsg("could not set up Avro C for %s: %s", what, avro_strerror())));
 		e->with_references = schema;
 		e->schema = avro_schema_incref(avro_schema_union_branch(schema, last));
+		e->flat = is_flat(e);
 		e->ready = true;
 		return;
 	}
@@ -448,7 +453,31 @@ parse_schema(SchemaEntry *e, const char *text, const char *what, bool with_refer
 		ereport(ERROR,
 				(errcode(ERRCODE_OUT_OF_MEMORY),
 				 errmsg("could not set up Avro C for %s: %s", what, avro_strerror())));
+	e->flat = is_flat(e);
 	e->ready = true;
+}
+
+/*
+ * Can avroflat.c read this schema's records?  A record of primitives and
+ * unions of primitives, none with a logical type (those take avro.c's
+ * conversions).
+ */
+static bool
+is_flat(SchemaEntry *e)
+{
+	if (!eoi_avro_flat_schema(e->schema))
+		return false;
+	for (int i = 0; i < e->type->nchildren; i++)
+	{
+		AvroType   *t = e->type->children[i];
+
+		if (t->logical != L_NONE)
+			return false;
+		for (int b = 0; t->kind == AVRO_UNION && b < t->nchildren; b++)
+			if (t->children[b]->logical != L_NONE)
+				return false;
+	}
+	return true;
 }
 
 /* The schema at registry `path`, from the cache or the registry. */
@@ -1052,105 +1081,163 @@ value_text(StringInfo out, avro_value_t *v, AvroType *t, Oid typid)
 }
 
 /*
- * The value of `v` as a datum of type `typid`, for the primitives whose
- * type is the column's (int and long into int4 and int8, float, double,
- * boolean, string into text): exactly what the type's input function makes
- * of value_text's text, without the text.  False for everything else (a
- * NULL, a logical type, another column type, a domain), which takes the
- * text.
+ * A primitive as a datum of type `typid`, for the pairs whose type is the
+ * column's (int and long into int4 and int8, float, double, boolean,
+ * string into text): exactly what the type's input function makes of
+ * scalar_text's text, without the text.  False for other pairs, which take
+ * the text.
  */
 static bool
-value_datum(avro_value_t *v, AvroType *t, Oid typid, Datum *out)
+scalar_datum(const EoiAvroScalar *sc, Oid typid, Datum *out)
 {
-	avro_value_t branch;
-
-	resolve_union(&v, &branch, &t);
-	if (t->logical != L_NONE)
-		return false;
-	switch (t->kind)
+	switch (sc->kind)
 	{
 		case AVRO_INT32:
-			{
-				int32_t		i = 0;
-
-				if (typid != INT4OID && typid != INT8OID)
-					return false;
-				if (avro_value_get_int(v, &i) != 0)
-					avro_failed("int");
-				*out = typid == INT4OID ? Int32GetDatum(i) : Int64GetDatum((int64) i);
-				return true;
-			}
+			if (typid != INT4OID && typid != INT8OID)
+				return false;
+			*out = typid == INT4OID ? Int32GetDatum((int32) sc->l) : Int64GetDatum(sc->l);
+			return true;
 		case AVRO_INT64:
-			{
-				int64_t		l = 0;
-
-				if (typid != INT8OID)
-					return false;
-				if (avro_value_get_long(v, &l) != 0)
-					avro_failed("long");
-				*out = Int64GetDatum((int64) l);
-				return true;
-			}
+			if (typid != INT8OID)
+				return false;
+			*out = Int64GetDatum(sc->l);
+			return true;
 		case AVRO_FLOAT:
-			{
-				float		f = 0;
-
-				if (typid != FLOAT4OID)
-					return false;
-				if (avro_value_get_float(v, &f) != 0)
-					avro_failed("float");
-				*out = Float4GetDatum(f);
-				return true;
-			}
+			if (typid != FLOAT4OID)
+				return false;
+			*out = Float4GetDatum(sc->f);
+			return true;
 		case AVRO_DOUBLE:
-			{
-				double		d = 0;
-
-				if (typid != FLOAT8OID)
-					return false;
-				if (avro_value_get_double(v, &d) != 0)
-					avro_failed("double");
-				*out = Float8GetDatum(d);
-				return true;
-			}
+			if (typid != FLOAT8OID)
+				return false;
+			*out = Float8GetDatum(sc->d);
+			return true;
 		case AVRO_BOOLEAN:
-			{
-				int			b = 0;
-
-				if (typid != BOOLOID)
-					return false;
-				if (avro_value_get_boolean(v, &b) != 0)
-					avro_failed("boolean");
-				*out = BoolGetDatum(b != 0);
-				return true;
-			}
+			if (typid != BOOLOID)
+				return false;
+			*out = BoolGetDatum(sc->b);
+			return true;
 		case AVRO_STRING:
 			{
-				const char *s = NULL;
-				size_t		size = 0;
 				const char *converted;
 
 				if (typid != TEXTOID)
 					return false;
-				if (avro_value_get_string(v, &s, &size) != 0)
-					avro_failed("string");
-				/* Avro C counts a NUL it adds, except for an empty string */
-				if (s == NULL || size == 0)
-				{
-					*out = PointerGetDatum(cstring_to_text_with_len("", 0));
-					return true;
-				}
-				if (s[size - 1] == '\0')
-					size--;
-				converted = server_string(s, size);
-				*out = PointerGetDatum(converted == s ?
-									   cstring_to_text_with_len(s, (int) size) :
+				converted = server_string(sc->s, sc->len);
+				*out = PointerGetDatum(converted == sc->s ?
+									   cstring_to_text_with_len(sc->s, (int) sc->len) :
 									   cstring_to_text(converted));
 				return true;
 			}
 		default:
 			return false;
 	}
+}
+
+/* A primitive's text, as append_scalar writes it. */
+static void
+scalar_text(StringInfo out, const EoiAvroScalar *sc)
+{
+	switch (sc->kind)
+	{
+		case AVRO_BOOLEAN:
+			appendStringInfoString(out, sc->b ? "true" : "false");
+			break;
+		case AVRO_INT32:
+			appendStringInfo(out, "%d", (int) sc->l);
+			break;
+		case AVRO_INT64:
+			appendStringInfo(out, INT64_FORMAT, (int64) sc->l);
+			break;
+		case AVRO_FLOAT:
+			appendStringInfoString(out, DatumGetCString(DirectFunctionCall1(float4out, Float4GetDatum(sc->f))));
+			break;
+		case AVRO_DOUBLE:
+			appendStringInfoString(out, DatumGetCString(DirectFunctionCall1(float8out, Float8GetDatum(sc->d))));
+			break;
+		case AVRO_STRING:
+			if (sc->len > 0)
+			{
+				const char *converted = server_string(sc->s, sc->len);
+
+				if (converted == sc->s)
+					appendBinaryStringInfo(out, sc->s, sc->len);
+				else
+					appendStringInfoString(out, converted);
+			}
+			break;
+		default:
+			elog(ERROR, "unexpected Avro type %d in a flat record", (int) sc->kind);
+	}
+}
+
+/*
+ * The primitive `v` holds, through Avro C's getters; false for another
+ * type or a logical type.
+ */
+static bool
+value_scalar(avro_value_t *v, AvroType *t, EoiAvroScalar *sc)
+{
+	int32_t		i = 0;
+	int64_t		l = 0;
+	int			b = 0;
+
+	if (t->logical != L_NONE)
+		return false;
+	sc->kind = t->kind;
+	switch (t->kind)
+	{
+		case AVRO_INT32:
+			if (avro_value_get_int(v, &i) != 0)
+				avro_failed("int");
+			sc->l = i;
+			return true;
+		case AVRO_INT64:
+			if (avro_value_get_long(v, &l) != 0)
+				avro_failed("long");
+			sc->l = l;
+			return true;
+		case AVRO_FLOAT:
+			if (avro_value_get_float(v, &sc->f) != 0)
+				avro_failed("float");
+			return true;
+		case AVRO_DOUBLE:
+			if (avro_value_get_double(v, &sc->d) != 0)
+				avro_failed("double");
+			return true;
+		case AVRO_BOOLEAN:
+			if (avro_value_get_boolean(v, &b) != 0)
+				avro_failed("boolean");
+			sc->b = b != 0;
+			return true;
+		case AVRO_STRING:
+			sc->s = NULL;
+			sc->len = 0;
+			if (avro_value_get_string(v, &sc->s, &sc->len) != 0)
+				avro_failed("string");
+			/* Avro C counts a NUL it adds, except for an empty string */
+			if (sc->s == NULL || sc->len == 0)
+			{
+				sc->s = "";
+				sc->len = 0;
+			}
+			else if (sc->s[sc->len - 1] == '\0')
+				sc->len--;
+			return true;
+		default:
+			return false;
+	}
+}
+
+/* The value of `v` as a datum of type `typid`, when scalar_datum has one. */
+static bool
+value_datum(avro_value_t *v, AvroType *t, Oid typid, Datum *out)
+{
+	avro_value_t branch;
+	EoiAvroScalar sc;
+
+	resolve_union(&v, &branch, &t);
+	return value_scalar(v, t, &sc) && scalar_datum(&sc, typid, out);
 }
 
 /* ---- messages ---- */
@@ -1299,13 +1386,13 @@ schema_of_header(const unsigned char *p, size_t len, size_t *header_out, char **
 }
 
 static SchemaEntry *
-read_message(const char *value, size_t len, char **what_out)
+read_message(const char *value, size_t len, char **what_out,
+			 const unsigned char **body, size_t *body_len)
 {
 	const unsigned char *p = (const unsigned char *) value;
 	size_t		header = len > 0 && p[0] == 1 ? 17 : 5;
 	char	   *what;
 	SchemaEntry *e;
-	int			rc;
 
 	if (last_entry != NULL && len >= header && header == last_header_len &&
 		memcmp(p, last_header, header) == 0)
@@ -1321,6 +1408,18 @@ read_message(const char *value, size_t len, char **what_out)
 		strlcpy(last_what, what, sizeof(last_what));
 		last_entry = e;
 	}
+	check_record(e, p + header, len - header, what);
+	*what_out = what;
+	*body = p + header;
+	*body_len = len - header;
+	return e;
+}
+
+/* Read a checked record into its schema's value, with Avro C. */
+static void
+read_value(SchemaEntry *e, const unsigned char *body, size_t len, const char *what)
+{
+	int			rc;
 
 	if (reader == NULL)
 	{
@@ -1330,8 +1429,7 @@ read_message(const char *value, size_t len, char **what_out)
 					(errcode(ERRCODE_OUT_OF_MEMORY),
 					 errmsg("out of memory for an Avro reader")));
 	}
-	check_record(e, p + header, len - header, what);
-	avro_reader_memory_set_source(reader, value + header, (int64_t) (len - header));
+	avro_reader_memory_set_source(reader, (const char *) body, (int64_t) len);
 	avro_value_reset(&e->value);
 	/* Avro C prefixes each error to the last one: start from nothing */
 	if (avro_strerror()[0] != '\0')
@@ -1342,8 +1440,42 @@ read_message(const char *value, size_t len, char **what_out)
 				(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
 				 errmsg("Avro record does not decode with %s: %s", what, avro_strerror())));
 	/* nothing follows the record: avrocheck.c found where it ends */
-	*what_out = what;
-	return e;
+}
+
+/*
+ * May avroflat.c read this record for these columns?  A flat record, for
+ * a writer that takes datums (the direct path: COPY's stays on Avro C's
+ * values, so that the differential test compares the two), and no column
+ * of json or jsonb (a primitive's JSON is avro.c's to write).
+ */
+static bool
+flat_fits(SchemaEntry *e, EoiColumns *cols, EoiRowWriter *writer)
+{
+	if (!e->flat || writer->datum == NULL || cols->typids == NULL)
+		return false;
+	for (int c = 0; c < cols->ncolumns; c++)
+		if (cols->typids[c] == JSONBOID || cols->typids[c] == JSONOID)
+			return false;
+	return true;
+}
+
+/* A field of a flat record, as decode_field makes one of Avro C's values. */
+static void
+scalar_field(EoiColumns *cols, int c, const EoiAvroScalar *sc, AvroField *f)
+{
+	if (sc->kind == AVRO_NULL)
+	{
+		f->kind = AF_NULL;
+		return;
+	}
+	if (scalar_datum(sc, cols->typids[c], &f->value))
+	{
+		f->kind = AF_DATUM;
+		return;
+	}
+	initStringInfo(&f->text);
+	scalar_text(&f->text, sc);
+	f->kind = AF_TEXT;
 }
 
 void
@@ -1351,9 +1483,24 @@ eoi_avro_decode(EoiColumns *cols, const char *value, size_t len, EoiRowWriter *w
 				ExprContext *econtext)
 {
 	char	   *what;
-	SchemaEntry *e = read_message(value, len, &what);
+	const unsigned char *body;
+	size_t		body_len;
+	SchemaEntry *e = read_message(value, len, &what, &body, &body_len);
+	bool		flat = flat_fits(e, cols, writer);
+	EoiAvroScalar *scalars = NULL;
 	AvroField	one;
 	AvroField  *fields;
+
+	if (flat)
+	{
+		scalars = palloc(sizeof(EoiAvroScalar) * Max(e->type->nchildren, 1));
+		if (!eoi_avro_flat_read(e->schema, body, body_len, scalars))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
+					 errmsg("Avro record does not decode with %s", what)));
+	}
+	else
+		read_value(e, body, body_len, what);
 
 	if (e->type->kind != AVRO_RECORD)
 	{
@@ -1381,13 +1528,15 @@ eoi_avro_decode(EoiColumns *cols, const char *value, size_t len, EoiRowWriter *w
 		avro_value_t field;
 
 		if (i < 0)
-		{
 			fields[c].kind = AF_DEFAULT;
-			continue;
+		else if (flat)
+			scalar_field(cols, c, &scalars[i], &fields[c]);
+		else
+		{
+			if (avro_value_get_by_index(&e->value, i, &field, NULL) != 0)
+				avro_failed("record");
+			decode_field(cols, c, writer, &field, e->type->children[i], &fields[c]);
 		}
-		if (avro_value_get_by_index(&e->value, i, &field, NULL) != 0)
-			avro_failed("record");
-		decode_field(cols, c, writer, &field, e->type->children[i], &fields[c]);
 	}
 	for (int c = 0; c < cols->ncolumns; c++)
 		write_field(cols, c, writer, &fields[c], econtext);
@@ -1442,9 +1591,12 @@ char *
 eoi_avro_json(const char *value, size_t len)
 {
 	char	   *what;
-	SchemaEntry *e = read_message(value, len, &what);
+	const unsigned char *body;
+	size_t		body_len;
+	SchemaEntry *e = read_message(value, len, &what, &body, &body_len);
 	StringInfoData out;
 
+	read_value(e, body, body_len, what);
 	initStringInfo(&out);
 	append_json(&out, &e->value, e->type);
 	return out.data;

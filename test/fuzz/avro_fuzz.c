@@ -6,11 +6,12 @@
  *	  (src/avrocheck.c) of the body with a fixed writer's schema, then, for
  *	  what it lets through, avro_value_read() and a walk over the value with
  *	  the getters src/avro.c uses (unions, records, maps, arrays, strings,
- *	  bytes, fixed, enums).
+ *	  bytes, fixed, enums); for the flat schema, eoi_avro_flat_read()
+ *	  (src/avroflat.c) too, field by field against Avro C's values.
  *
  * Build (test/fuzz/run.sh avro does this):
  *   clang -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
- *         -g -O1 -I src src/avrocheck.c test/fuzz/avro_fuzz.c -lavro -o avro_fuzz
+ *         -g -O1 -I src src/avrocheck.c src/avroflat.c test/fuzz/avro_fuzz.c -lavro -o avro_fuzz
  *
  * Input layout: byte 0 picks one of the schemas below (modulo their
  * number), the rest is the message: Confluent's 5-byte header (magic 0 and
@@ -40,6 +41,7 @@
 #include <avro/value.h>
 
 #include "avrocheck.h"
+#include "avroflat.h"
 
 static const char *const schema_texts[] = {
 	/* every primitive, logical types, nested record, map, arrays */
@@ -71,6 +73,14 @@ static const char *const schema_texts[] = {
 	" {\"name\": \"n\", \"type\": {\"type\": \"array\", \"items\": \"null\"}},"
 	" {\"name\": \"e\", \"type\": {\"type\": \"array\", \"items\": {\"type\": \"record\", \"name\": \"E\", \"fields\": []}}},"
 	" {\"name\": \"f\", \"type\": {\"type\": \"array\", \"items\": {\"type\": \"fixed\", \"name\": \"F0\", \"size\": 0}}}]}",
+	/* a flat record: src/avroflat.c reads it too, and must read the same */
+	"{\"type\": \"record\", \"name\": \"Flat\", \"fields\": ["
+	" {\"name\": \"b\", \"type\": \"boolean\"}, {\"name\": \"i\", \"type\": \"int\"},"
+	" {\"name\": \"l\", \"type\": \"long\"}, {\"name\": \"f\", \"type\": \"float\"},"
+	" {\"name\": \"d\", \"type\": \"double\"}, {\"name\": \"s\", \"type\": \"string\"},"
+	" {\"name\": \"n\", \"type\": [\"null\", \"string\"]},"
+	" {\"name\": \"u\", \"type\": [\"null\", \"int\", \"double\", \"string\", \"boolean\", \"long\", \"float\"]},"
+	" {\"name\": \"z\", \"type\": \"null\"}]}",
 };
 
 #define NSCHEMAS (sizeof(schema_texts) / sizeof(schema_texts[0]))
@@ -173,6 +183,72 @@ walk(avro_value_t *v, int depth)
 	}
 }
 
+/* avroflat.c's reading of field i must be Avro C's. */
+static void
+compare_flat(avro_value_t *record, const EoiAvroScalar *sc, size_t nfields)
+{
+	for (size_t i = 0; i < nfields; i++)
+	{
+		avro_value_t field;
+		avro_value_t branch;
+		avro_value_t *v = &field;
+		int32_t		i32 = 0;
+		int64_t		i64 = 0;
+		int			b = 0;
+		float		f = 0;
+		double		d = 0;
+		const char *s = NULL;
+		size_t		len = 0;
+
+		if (avro_value_get_by_index(record, i, &field, NULL) != 0)
+			abort();
+		if (avro_value_get_type(v) == AVRO_UNION)
+		{
+			if (avro_value_get_current_branch(v, &branch) != 0)
+				abort();
+			v = &branch;
+		}
+		if (avro_value_get_type(v) != sc[i].kind)
+			abort();
+		switch (sc[i].kind)
+		{
+			case AVRO_NULL:
+				break;
+			case AVRO_BOOLEAN:
+				if (avro_value_get_boolean(v, &b) != 0 || (b != 0) != sc[i].b)
+					abort();
+				break;
+			case AVRO_INT32:
+				if (avro_value_get_int(v, &i32) != 0 || i32 != sc[i].l)
+					abort();
+				break;
+			case AVRO_INT64:
+				if (avro_value_get_long(v, &i64) != 0 || i64 != sc[i].l)
+					abort();
+				break;
+			case AVRO_FLOAT:
+				if (avro_value_get_float(v, &f) != 0 || memcmp(&f, &sc[i].f, sizeof(f)) != 0)
+					abort();
+				break;
+			case AVRO_DOUBLE:
+				if (avro_value_get_double(v, &d) != 0 || memcmp(&d, &sc[i].d, sizeof(d)) != 0)
+					abort();
+				break;
+			case AVRO_STRING:
+				/* Avro C counts a NUL it adds, except for an empty string */
+				if (avro_value_get_string(v, &s, &len) != 0)
+					abort();
+				if (len > 0)
+					len--;
+				if (len != sc[i].len || (len > 0 && memcmp(s, sc[i].s, len) != 0))
+					abort();
+				break;
+			default:
+				abort();
+		}
+	}
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -221,5 +297,14 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 	}
 	walk(value, 0);
+	if (checked == EOI_AVRO_OK && eoi_avro_flat_schema(schemas[which]))
+	{
+		EoiAvroScalar sc[16];
+		size_t		n = avro_schema_record_size(schemas[which]);
+
+		if (n > 16 || !eoi_avro_flat_read(schemas[which], data + 6, size - 6, sc))
+			abort();			/* a checked flat record must read */
+		compare_flat(value, sc, n);
+	}
 	return 0;
 }

@@ -88,7 +88,7 @@ else
   # allocations.  src/avrocheck.c refuses every length that the record's
   # bytes cannot hold before Avro C mallocs it, so libFuzzer's malloc limit
   # (as -rss_limit_mb, 2 GB) stays on: a larger request fails the run.
-  BUILD+=("$EOINGEST_REPO/src/avrocheck.c" "$FUZZ_DIR/avro_fuzz.c" -lavro -o "$BIN")
+  BUILD+=("$EOINGEST_REPO/src/avrocheck.c" "$EOINGEST_REPO/src/avroflat.c" "$FUZZ_DIR/avro_fuzz.c" -lavro -o "$BIN")
   export LSAN_OPTIONS="suppressions=$FUZZ_DIR/avro.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 fi
 diag "$(clang --version | head -n 1)"
