@@ -89,6 +89,8 @@ position_new_job(EoiOwnership *o, const int *counts)
 		EOI_FAULT_POINT("sibling_positions");
 	eoi_begin_work("deciding the job's first positions");
 	eoi_offsets_lock_job(o->job);
+	/* For tests: whoever holds the job's row holds it a while. */
+	EOI_FAULT_POINT("first_positions_locked");
 	if (eoi_offsets_any(o->job))
 	{
 		eoi_commit_work();

@@ -4,7 +4,7 @@ set -euo pipefail
 . "$(dirname "$0")/../lib/tap.sh"
 . "$(dirname "$0")/../lib/faults.sh"
 
-plan 8
+plan 10
 sql "CREATE EXTENSION IF NOT EXISTS eoingest" >/dev/null 2>&1
 
 # --- start_offset holds for every worker, not only the first ----------------------
@@ -41,6 +41,36 @@ is "$(sql "SELECT string_agg(part || ':' || min, ',' ORDER BY part) FROM (SELECT
   "0:5000,1:0,2:0,3:0,4:0,5:5000,6:0,7:0" "explicit start offsets hold for every worker's partitions"
 is "$(sql "SELECT count(*) FROM so_t")" $((42000 - 5000 - 5000 + 0)) "and exactly the records from there on"
 sql "SELECT eoingest.drop_job('so2'); DROP TABLE so_t" >/dev/null
+
+# --- a sibling that waited for the job's row must see the positions stored meanwhile ---
+# The sibling's transaction began (and took its snapshot) before it waited
+# for the job's row; it then did not see the positions the first worker
+# had stored and committed, and inserted them again.  In two_phase, by
+# then the first worker had prepared its epoch, with those rows updated: the
+# sibling's insert waited on that prepared transaction, which waits for the
+# sibling, until lock_timeout (10 s), then retried.  The fault point makes
+# each worker hold the job's row 3 s, so that the first worker's epoch is
+# prepared before the sibling looks.
+topic=fp_$$
+eoi-kafka create-topic "$topic" 2 >/dev/null
+eoi-kafka produce-seq "$topic" --count 2000 --format csv >/dev/null
+sql "CREATE TABLE fp_t (part int, off bigint, value text)" >/dev/null
+set_fault first_positions_locked sleep 3000
+t0=$EPOCHREALTIME
+sql "SELECT eoingest.create_job(name => 'fp', brokers => '$KAFKA_BROKERS', topic => '$topic', mode => 'two_phase',
+        parallelism => 2, batch_timeout_ms => 10000, checkpoint_interval_ms => 60000,
+        transform => 'INSERT INTO fp_t SELECT \"partition\", \"offset\", value FROM eoingest.batch()');
+     SELECT eoingest.start_job('fp')" >/dev/null
+wait_until 60 "SELECT (SELECT count(*) = 2000 FROM fp_t) AND
+                      (SELECT count(*) = 0 FROM pg_prepared_xacts WHERE gid LIKE 'eoingest:%')" >/dev/null || true
+elapsed=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN {printf "%.1f", b - a}')
+clear_fault
+diag "two_phase, 2 workers, each holding the job's row 3 s: every row committed after ${elapsed}s"
+is "$(sql "SELECT count(*) || ' ' || count(DISTINCT (part, off)) FROM fp_t")" "2000 2000" \
+  "two_phase with 2 workers: every record once"
+check "no worker waited out lock_timeout on the other's prepared epoch (${elapsed}s < 12s)" \
+  awk -v e="$elapsed" 'BEGIN {exit !(e < 12)}'
+sql "SELECT eoingest.drop_job('fp'); DROP TABLE fp_t" >/dev/null
 
 # --- a target whose column type changes under a running job -------------------------
 # The check compared column names only: with a type changed, every record
