@@ -88,7 +88,12 @@ eoi_offsets_lock_job(const EoiJob *job)
 	offsets_spi_end(&saved);
 }
 
-/* Has the job stored any position yet, on any topic? */
+/*
+ * Has the job stored any position yet, on any topic?  Seen with a snapshot
+ * taken now, not the transaction's: the caller has just waited for the
+ * job's row (eoi_offsets_lock_job), and the sibling it waited for may have
+ * stored the positions and committed meanwhile.
+ */
 bool
 eoi_offsets_any(const EoiJob *job)
 {
@@ -100,7 +105,7 @@ eoi_offsets_any(const EoiJob *job)
 
 	offsets_spi_begin(&saved);
 	ret = SPI_execute_with_args("SELECT 1 FROM eoingest.offsets WHERE job = $1 LIMIT 1",
-								1, types, args, NULL, true, 1);
+								1, types, args, NULL, false, 1);
 	if (ret != SPI_OK_SELECT)
 		elog(ERROR, "could not read eoingest.offsets: %s", SPI_result_code_string(ret));
 	found = (SPI_processed > 0);
