@@ -26,7 +26,9 @@
  * not decode, a value out of range) is a record error (class 22; 54000
  * for a record beyond the limits of avrocheck.c): it goes to the dead
  * letters with the schema id in its message.  Avro C is given a record
- * only once avrocheck.c has walked it: it trusts the lengths it reads.
+ * only once avrocheck.c has walked it: it trusts the lengths it reads.  A
+ * flat record (fields of primitives) on the direct path is not given to
+ * Avro C at all: avroflat.c reads it from its bytes.
  *
  *-------------------------------------------------------------------------
  */
