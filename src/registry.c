@@ -409,8 +409,7 @@ reference_string(JsonbValue *ref, const char *key, const char *what)
 {
 	JsonbValue	v;
 
-	if (ref->type != jbvBinary ||
-		getKeyJsonValueFromContainer(ref->val.binary.data, key, strlen(key), &v) == NULL ||
+	if (getKeyJsonValueFromContainer(ref->val.binary.data, key, strlen(key), &v) == NULL ||
 		v.type != jbvString)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -464,16 +463,25 @@ add_references(Jsonb *answer, const char *what, References *refs, int depth)
 	for (int i = 0; i < n; i++)
 	{
 		JsonbValue *ref = getIthJsonbValueFromContainer(list.val.binary.data, i);
-		char	   *name = reference_string(ref, "name", what);
-		char	   *subject = reference_string(ref, "subject", what);
-		int			version = reference_version(ref, what);
-		char	   *key = psprintf("%s/%d", subject, version);
+		char	   *name;
+		char	   *subject;
+		int			version;
+		char	   *key;
 		char	   *ref_what;
 		const char *base;
 		Jsonb	   *jb;
 		ListCell   *lc;
 		bool		seen = false;
 
+		/* the registry is the job owner's: an entry may be anything */
+		if (ref == NULL || ref->type != jbvBinary || !JsonContainerIsObject(ref->val.binary.data))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("%s has a schema reference that is not a JSON object", what)));
+		name = reference_string(ref, "name", what);
+		subject = reference_string(ref, "subject", what);
+		version = reference_version(ref, what);
+		key = psprintf("%s/%d", subject, version);
 		foreach(lc, refs->seen)
 			seen = seen || strcmp(lfirst(lc), key) == 0;
 		if (seen)

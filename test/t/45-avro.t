@@ -9,7 +9,7 @@
 set -euo pipefail
 . "$(dirname "$0")/../lib/tap.sh"
 
-plan 63
+plan 64
 
 venv=$EOINGEST_CACHE/avro-venv
 if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import confluent_kafka.schema_registry.avro' 2>/dev/null; then
@@ -272,6 +272,9 @@ echo '[{"name": "geo.Address", "subject": "geo-address", "version": 1}, {"name":
 raw_missing=$(curl -s -u "$reg_user" -X POST -H 'Content-Type: application/json' "$reg_url/test/raw" \
   -d '{"subject": "missing", "schema": "{\"type\": \"record\", \"name\": \"R\", \"fields\": [{\"name\": \"x\", \"type\": \"geo.Nope\"}]}", "references": [{"name": "geo.Nope", "subject": "nope", "version": 1}]}' |
   json_id)
+raw_notobj=$(curl -s -u "$reg_user" -X POST -H 'Content-Type: application/json' "$reg_url/test/raw" \
+  -d '{"subject": "notobj", "schema": "{\"type\": \"record\", \"name\": \"R2\", \"fields\": []}", "references": [[1, 2, 3]]}' |
+  json_id)
 sql "CREATE TABLE av_ref (id int, home jsonb, work jsonb, born jsonb)" >/dev/null
 topic=avro_ref_$$
 eoi-kafka create-topic "$topic" 1 >/dev/null
@@ -279,19 +282,23 @@ produce "$topic" customer="$work/customer.avsc" >/dev/null <<EOF2
 {"schema": "customer", "value": {"id": 1, "home": {"city": "Lyon", "country": {"code": "FR"}, "since": date(2020, 1, 2)}, "work": None, "born": {"code": "IT"}}}
 {"schema": "customer", "value": {"id": 2, "home": {"city": "Bern", "country": {"code": "CH"}, "since": date(1969, 12, 31)}, "work": {"city": "Basel", "country": {"code": "CH"}, "since": date(2038, 1, 20)}, "born": {"code": "CH"}}}
 {"raw": b'\x00\x00\x00\x00' + bytes([$raw_missing]) + b'\x00'}
+{"raw": b'\x00\x00\x00\x00' + bytes([$raw_notobj])}
 EOF2
 sql "SELECT eoingest.create_job(name => 'av_ref', brokers => '$KAFKA_BROKERS', topic => '$topic', target => 'av_ref',
        format => 'avro', schema_registry => '$reg_url', options => '$auth_options');
      SELECT eoingest.start_job('av_ref')" >/dev/null
 check "records of a schema with references (chained: Address refers to Country) arrive" \
-  wait_until 60 "SELECT (SELECT count(*) = 2 FROM av_ref) AND (SELECT count(*) = 1 FROM eoingest.dead_letters WHERE job = 'av_ref')"
+  wait_until 60 "SELECT (SELECT count(*) = 2 FROM av_ref) AND (SELECT count(*) = 2 FROM eoingest.dead_letters WHERE job = 'av_ref')"
 is "$(sql "SELECT string_agg(id || ' ' || (home->>'city') || ' ' || (home->'country'->>'code') || ' ' || (home->>'since') || ' ' ||
                             coalesce(work->>'since', 'none') || ' ' || (born->>'code'), ', ' ORDER BY id) FROM av_ref")" \
   "1 Lyon FR 2020-01-02 none IT, 2 Bern CH 1969-12-31 2038-01-20 CH" \
   "the referenced types decode, their logical types too"
-like "$(sql "SELECT error FROM eoingest.dead_letters WHERE job = 'av_ref'")" \
+like "$(sql "SELECT error FROM eoingest.dead_letters WHERE job = 'av_ref' AND \"offset\" = 2")" \
   "schema id $raw_missing's reference geo.Nope (subject nope, version 1) is not in the schema registry" \
   "a reference the registry does not have is a bad record that names it"
+like "$(sql "SELECT error FROM eoingest.dead_letters WHERE job = 'av_ref' AND \"offset\" = 3")" \
+  "schema id $raw_notobj has a schema reference that is not a JSON object" \
+  "a reference that is not an object (the registry is the job owner's) is a bad record"
 
 # ---- JSON Schema records (magic 0 + id + JSON) read by format json ----
 cat >"$work/js.json" <<'EOF'
