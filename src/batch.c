@@ -165,11 +165,16 @@ eoi_message_timestamp(rd_kafka_message_t *msg, bool *isnull)
 }
 
 static Datum
-bytes_as_text(const void *data, size_t len, bool *isnull)
+bytes_as_text(const void *data, size_t len, bool lenient, bool *isnull)
 {
 	*isnull = (data == NULL);
 	if (data == NULL)
 		return (Datum) 0;
+	if (lenient && !pg_verifymbstr(data, (int) len, true))
+	{
+		*isnull = true;			/* a binary key: key_bytes has it */
+		return (Datum) 0;
+	}
 	(void) pg_verifymbstr(data, (int) len, false);
 	return PointerGetDatum(cstring_to_text_with_len(data, (int) len));
 }
@@ -256,7 +261,10 @@ eoi_message_bytes(const void *data, size_t len)
 
 /*
  * A key or value as text: as it is, or, for avro, the record as JSON
- * (whose text is kept in *json for value_json).
+ * (whose text is kept in *json for value_json).  A key that is no text of
+ * the database encoding is NULL (key_bytes has it): a transform that never
+ * reads `key` must not lose the record to it.  A value that is not text
+ * is the record's fault, as for the formats without a transform.
  */
 static Datum
 message_text(EoiFormat format, rd_kafka_message_t *msg, bool key, bool *isnull, char **json)
@@ -270,10 +278,10 @@ message_text(EoiFormat format, rd_kafka_message_t *msg, bool key, bool *isnull, 
 		const char *text = data;
 
 		eoi_json_unframe(&text, &len);	/* a JSON Schema record: its JSON */
-		return bytes_as_text(text, len, isnull);
+		return bytes_as_text(text, len, key, isnull);
 	}
 	if (data == NULL || format != EOI_FORMAT_AVRO)
-		return bytes_as_text(data, len, isnull);
+		return bytes_as_text(data, len, key, isnull);
 	*isnull = false;
 	data = eoi_avro_framed(msg, key, true, &len);
 	*json = eoi_avro_json(data, len);
