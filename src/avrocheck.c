@@ -72,31 +72,46 @@ refuse(Walk *w, EoiAvroCheck result, const char *fmt,...)
 	return false;
 }
 
-/* A zigzag varint of at most 10 bytes, as Avro C reads a long. */
+EoiAvroVarint
+eoi_avro_read_varint(const unsigned char **p, const unsigned char *end, int64_t *out)
+{
+	uint64_t	v = 0;
+
+	for (int shift = 0; shift < 70; shift += 7)
+	{
+		unsigned char b;
+
+		if (*p == end)
+			return EOI_AVRO_VARINT_CUT;
+		b = *(*p)++;
+		if (shift < 64)
+			v |= (uint64_t) (b & 0x7f) << shift;
+		if ((b & 0x80) == 0)
+		{
+			*out = (int64_t) ((v >> 1) ^ (0 - (v & 1)));
+			return EOI_AVRO_VARINT_OK;
+		}
+	}
+	return EOI_AVRO_VARINT_TOO_LONG;
+}
+
 static bool
 read_long(Walk *w, const char *what, int64_t *out)
 {
 	size_t		start = at(w);
-	uint64_t	v = 0;
 
-	for (int shift = 0;; shift += 7)
+	switch (eoi_avro_read_varint(&w->p, w->end, out))
 	{
-		unsigned char b;
-
-		if (shift >= 70)
-			return refuse(w, EOI_AVRO_MALFORMED,
-						  "%s at byte %zu is a varint longer than 10 bytes", what, start);
-		if (w->p == w->end)
+		case EOI_AVRO_VARINT_OK:
+			return true;
+		case EOI_AVRO_VARINT_CUT:
 			return refuse(w, EOI_AVRO_MALFORMED,
 						  "%s at byte %zu is cut off by the end of the record", what, start);
-		b = *w->p++;
-		if (shift < 64)
-			v |= (uint64_t) (b & 0x7f) << shift;
-		if ((b & 0x80) == 0)
+		case EOI_AVRO_VARINT_TOO_LONG:
 			break;
 	}
-	*out = (int64_t) ((v >> 1) ^ (0 - (v & 1)));
-	return true;
+	return refuse(w, EOI_AVRO_MALFORMED,
+				  "%s at byte %zu is a varint longer than 10 bytes", what, start);
 }
 
 static bool

@@ -11,6 +11,7 @@
 #define EOI_AVROCHECK_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <avro/schema.h>
 
@@ -36,6 +37,21 @@ typedef enum EoiAvroCheck
 	EOI_AVRO_TOO_MANY_ITEMS,	/* more items than EOI_AVRO_MAX_FREE_ITEMS allows */
 	EOI_AVRO_TRAILING			/* a datum, followed by more bytes */
 } EoiAvroCheck;
+
+/* How reading one varint went. */
+typedef enum EoiAvroVarint
+{
+	EOI_AVRO_VARINT_OK,
+	EOI_AVRO_VARINT_CUT,		/* the bytes end inside it */
+	EOI_AVRO_VARINT_TOO_LONG	/* more than 10 bytes */
+} EoiAvroVarint;
+
+/*
+ * Avro's long: a zigzag varint of at most 10 bytes at *p, before `end`,
+ * as Avro C reads one; *p moves past what was read.
+ */
+extern EoiAvroVarint eoi_avro_read_varint(const unsigned char **p, const unsigned char *end,
+										  int64_t *out);
 
 /*
  * Walk `len` bytes of `data` as one datum of `schema` without allocating:

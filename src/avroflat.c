@@ -17,6 +17,7 @@
  */
 #include <string.h>
 
+#include "avrocheck.h"
 #include "avroflat.h"
 
 static bool
@@ -67,24 +68,7 @@ typedef struct Bytes
 static bool
 read_long(Bytes *in, int64_t *out)
 {
-	uint64_t	v = 0;
-
-	for (int shift = 0; shift < 70; shift += 7)
-	{
-		unsigned char b;
-
-		if (in->p == in->end)
-			return false;
-		b = *in->p++;
-		if (shift < 64)
-			v |= (uint64_t) (b & 0x7f) << shift;
-		if ((b & 0x80) == 0)
-		{
-			*out = (int64_t) ((v >> 1) ^ (0 - (v & 1)));
-			return true;
-		}
-	}
-	return false;
+	return eoi_avro_read_varint(&in->p, in->end, out) == EOI_AVRO_VARINT_OK;
 }
 
 /* n little-endian bytes */
