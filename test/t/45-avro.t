@@ -9,7 +9,7 @@
 set -euo pipefail
 . "$(dirname "$0")/../lib/tap.sh"
 
-plan 64
+plan 67
 
 venv=$EOINGEST_CACHE/avro-venv
 if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import confluent_kafka.schema_registry.avro' 2>/dev/null; then
@@ -299,6 +299,38 @@ like "$(sql "SELECT error FROM eoingest.dead_letters WHERE job = 'av_ref' AND \"
 like "$(sql "SELECT error FROM eoingest.dead_letters WHERE job = 'av_ref' AND \"offset\" = 3")" \
   "schema id $raw_notobj has a schema reference that is not a JSON object" \
   "a reference that is not an object (the registry is the job owner's) is a bad record"
+
+# ---- a schema that is a union: of referenced types, or of records written out ----
+# Confluent's way to keep several event types in one topic: the value's
+# schema is a union of references.  Each record's fields fill the columns of
+# its branch's names; the others get their defaults.
+printf '%s' '["geo.Country", "geo.Address"]' >"$work/place.avsc"
+echo '[{"name": "geo.Country", "subject": "geo-country", "version": 1}, {"name": "geo.Address", "subject": "geo-address", "version": 1}]' \
+  >"$work/place.avsc.refs"
+schema inline_union <<'EOF2'
+["null", {"type": "record", "name": "Ping", "fields": [{"name": "code", "type": "string"}, {"name": "n", "type": "long"}]}]
+EOF2
+sql "CREATE TABLE av_union (code text, city text, country jsonb, since date, n bigint DEFAULT -1)" >/dev/null
+topic=avro_union_$$
+eoi-kafka create-topic "$topic" 1 >/dev/null
+produce "$topic" place="$work/place.avsc" inline_union="$work/inline_union.avsc" >/dev/null <<EOF2
+{"schema": "place", "value": {"code": "FR"}}
+{"schema": "place", "value": {"city": "Bern", "country": {"code": "CH"}, "since": date(1969, 12, 31)}}
+{"schema": "inline_union", "value": {"code": "PG", "n": 7}}
+{"schema": "inline_union", "value": None, "encode_none": True}
+EOF2
+sql "SELECT eoingest.create_job(name => 'av_union', brokers => '$KAFKA_BROKERS', topic => '$topic', target => 'av_union',
+       format => 'avro', schema_registry => '$reg_url', options => '$auth_options');
+     SELECT eoingest.start_job('av_union')" >/dev/null
+check "records of a schema that is a union (of references, of records) arrive by their branch" \
+  wait_until 60 "SELECT (SELECT count(*) = 3 FROM av_union) AND (SELECT count(*) = 1 FROM eoingest.dead_letters WHERE job = 'av_union')"
+is "$(sql "SELECT string_agg(concat_ws(' ', coalesce(code, '-'), coalesce(city, '-'), coalesce(country->>'code', '-'),
+                                        coalesce(since::text, '-'), n), ', ' ORDER BY code NULLS LAST) FROM av_union")" \
+  "FR - - - -1, PG - - - 7, - Bern CH 1969-12-31 -1" \
+  "each branch's fields fill their columns, the others keep their defaults"
+like "$(sql "SELECT error FROM eoingest.dead_letters WHERE job = 'av_union' AND \"offset\" = 3")" \
+  "is null, not a record" \
+  "a null branch into a table of several columns is a bad record that says so"
 
 # ---- JSON Schema records (magic 0 + id + JSON) read by format json ----
 cat >"$work/js.json" <<'EOF'

@@ -8,7 +8,7 @@ Each line of stdin is a Python literal (a test tool: the names D = Decimal,
 U = uuid.UUID, dt = datetime.datetime, date = datetime.date, tz = timezone
 are available):
     {"schema": NAME, "value": {...}, "key": ..., "key_schema": NAME, "partition": N}
-"value": None is a tombstone; "raw": b"..." (or "hex": "00ff...") sends those bytes as
+"value": None is a tombstone (with "encode_none": True, Avro null instead); "raw": b"..." (or "hex": "00ff...") sends those bytes as
 the value, unserialized; "body": b"..." keeps the 5-byte header and replaces the rest, "cut": N drops the
 serialized value's last N bytes, "append":
 b"..." adds bytes after it; "guid": True frames the value with magic byte 1 and the schema's GUID;
@@ -105,7 +105,7 @@ def main():
             value = r["raw"]
         elif "hex" in r:
             value = bytes.fromhex(r["hex"])
-        elif r.get("value") is None:
+        elif r.get("value") is None and not r.get("encode_none"):
             value = None
         else:
             chosen = header_serializers if r.get("header_id") else guid_serializers if r.get("guid") else serializers
