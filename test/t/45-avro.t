@@ -317,7 +317,7 @@ produce "$topic" place="$work/place.avsc" inline_union="$work/inline_union.avsc"
 {"schema": "place", "value": {"code": "FR"}}
 {"schema": "place", "value": {"city": "Bern", "country": {"code": "CH"}, "since": date(1969, 12, 31)}}
 {"schema": "inline_union", "value": {"code": "PG", "n": 7}}
-{"schema": "inline_union", "value": None, "encode_none": True}
+{"schema": "inline_union", "value": {"code": "-", "n": 0}, "body": b"\\x00"}
 EOF2
 sql "SELECT eoingest.create_job(name => 'av_union', brokers => '$KAFKA_BROKERS', topic => '$topic', target => 'av_union',
        format => 'avro', schema_registry => '$reg_url', options => '$auth_options');
