@@ -9,7 +9,7 @@
 set -euo pipefail
 . "$(dirname "$0")/../lib/tap.sh"
 
-plan 67
+plan 70
 
 venv=$EOINGEST_CACHE/avro-venv
 if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import confluent_kafka.schema_registry.avro' 2>/dev/null; then
@@ -209,6 +209,27 @@ sql "SELECT eoingest.create_job(name => 'av_kv', brokers => '$KAFKA_BROKERS', to
      SELECT eoingest.start_job('av_kv')" >/dev/null
 check "upsert with Avro keys: updates, and a tombstone deletes (also with the key's schema id in __key_schema_id)" \
   wait_until 60 "SELECT string_agg(id || '=' || name, ' ' ORDER BY id) = '0=zero 1=a2' FROM av_kv"
+
+# ---- a transform reads key_bytes: a key that is no Avro record loses nothing ----
+sql "CREATE TABLE av_keys (name text, key text, key_len int)" >/dev/null
+topic=avro_keys_$$
+eoi-kafka create-topic "$topic" 1 >/dev/null
+produce "$topic" simple="$work/simple.avsc" key="$work/key.avsc" >/dev/null <<'EOF2'
+{"schema": "simple", "key_schema": "key", "key": {"id": 1}, "value": {"id": 1, "name": "avro key"}}
+{"schema": "simple", "key": "plain text", "value": {"id": 2, "name": "text key"}}
+{"schema": "simple", "key": b'\x00\x00\x00\x27\x0f\x02', "value": {"id": 3, "name": "unknown key schema"}}
+{"schema": "simple", "key": b'\x00\x00\x00\x00\x01', "value": {"id": 4, "name": "key cut short"}}
+EOF2
+sql "SELECT eoingest.create_job(name => 'av_keys', brokers => '$KAFKA_BROKERS', topic => '$topic', format => 'avro',
+       key_format => 'avro', schema_registry => '$reg_url', options => '$auth_options',
+       transform => 'INSERT INTO av_keys SELECT value_json->>''name'', key, length(key_bytes) FROM eoingest.batch()');
+     SELECT eoingest.start_job('av_keys')" >/dev/null
+check "a transform gets every record, whatever its key" \
+  wait_until 60 "SELECT count(*) = 4 FROM av_keys"
+is "$(sql "SELECT string_agg(name || ':' || coalesce(key, 'NULL') || ':' || key_len, ', ' ORDER BY name) FROM av_keys")" \
+  'avro key:{"id":1}:6, key cut short:NULL:5, text key:NULL:10, unknown key schema:NULL:6' \
+  "a key that does not decode is NULL in key, its bytes in key_bytes"
+is "$(sql "SELECT count(*) FROM eoingest.dead_letters WHERE job = 'av_keys'")" 0 "and no record is a dead letter"
 
 # ---- the schema id in a record header (confluent-kafka's header_schema_id_serializer) ----
 # The header __value_schema_id holds magic byte 1 and the schema's GUID, the
@@ -614,6 +635,6 @@ is "$(sql "SELECT (SELECT count(*) FILTER (WHERE error LIKE '%COPY dxa_copy%') >
 
 for j in dxa_c dxa_d; do sql "SELECT eoingest.drop_job('$j')" >/dev/null 2>&1 || true; done
 sql "DROP TABLE dxa_direct, dxa_copy; DROP DOMAIN dxa_pos" >/dev/null
-for j in js js_cdc av av_evo av_tr av_kv av_hdr av_hdr_tr av_ref av_bad av_wrong av_down av_fz av_crash; do sql "SELECT eoingest.drop_job('$j')" >/dev/null 2>&1 || true; done
-sql "DROP TABLE js, js_cdc, av, av_evo, av_tr, av_kv, av_hdr, av_hdr_tr, av_ref, av_bad, av_wrong, av_down, av_fz, av_crash" >/dev/null
+for j in js js_cdc av av_evo av_tr av_kv av_keys av_union av_hdr av_hdr_tr av_ref av_bad av_wrong av_down av_fz av_crash; do sql "SELECT eoingest.drop_job('$j')" >/dev/null 2>&1 || true; done
+sql "DROP TABLE js, js_cdc, av, av_evo, av_tr, av_kv, av_keys, av_union, av_hdr, av_hdr_tr, av_ref, av_bad, av_wrong, av_down, av_fz, av_crash" >/dev/null
 done_testing
