@@ -686,29 +686,34 @@ def twos(x, size=None):
         size = rnd.choice([(x.bit_length() + 8) // 8, (x.bit_length() + 8) // 8 + 1])
     return x.to_bytes(size, "big", signed=True)
 I64MAX, I64MIN = 2**63 - 1, -2**63
-DAYS = [0, -1, 19000, -719162, 2145042906, 2145042907, -2440588, -2440589, 2**31 - 1, -2**31]
-MS = [0, 86399999, 86400000, 86400001, -1, 12345678]
-US = [0, 86399999999, 86400000000, 86400000001, -1, 123456789, 86399999500]
-TS = [0, -1, 1, -999, 1700000000123456, 1700000000999999, I64MAX, I64MIN, -210866803200000000,
-      -210866803200000001, 253402300799999999, 2**41, 9223371331200000000, 9214646400000000]
-DEC = [0, 1, -1, 12345, -12345, I64MAX, I64MIN, 2**63, -2**63 - 1, 10**37, -10**37, 255, 128, -128, -129,
-       9999949, 9999950, -9999950, 123456789, 99999999999]
-U32 = [0, 1, 2**31 - 1, 2**31, 2**32 - 1]
-UUIDS = ["12345678-1234-5678-1234-567812345678", "not-a-uuid", "{12345678-1234-5678-1234-567812345678}", ""]
-BYTES = [b"", b"\x00\xff", b"abc", b"\\x41"]
+# (good values, bad values): a field takes a bad one in 3% of the records
+DAYS = ([0, -1, 19000, -719162, 2145042906, -2440588], [2145042907, -2440589, 2**31 - 1, -2**31])
+MS = ([0, 86399999, 86400000, 12345678], [86400001, -1])
+US = ([0, 86399999999, 86400000000, 123456789, 86399999500], [86400000001, -1])
+TS = ([0, -1, 1, -999, 1700000000123456, 1700000000999999, -210866803200000000, 253402300799999999, 2**41],
+      [I64MAX, I64MIN, -210866803200000001, 9223371331200000000, 9214646400000000])
+DEC = ([0, 1, -1, 12345, -12345, I64MAX, I64MIN, 2**63, -2**63 - 1, 10**37, -10**37, 255, 128, -128, -129, 9999949,
+        -9999949], [])
+DEC5 = ([0, 1, -1, 12345, 9999949, -9999949, 128, -129], [9999950, -9999950, 123456789, 99999999999])
+U32 = ([0, 1, 2**31 - 1], [2**31, 2**32 - 1])
+UUIDS = (["12345678-1234-5678-1234-567812345678", "{12345678-1234-5678-1234-567812345678}"], ["not-a-uuid", ""])
+BYTES = ([b"", b"\x00\xff", b"abc", b"\\x41"], [])
+PGENUM = ([0, 1], [2])
+def pick(pool):
+    good, bad = pool
+    return rnd.choice(bad) if bad and rnd.random() < 0.03 else rnd.choice(good)
 for k in range(n):
-    pick = rnd.choice
     body = varint(pick(DAYS))
-    body += pick([varint(0), varint(1) + varint(pick(DAYS))])
+    body += rnd.choice([varint(0), varint(1) + varint(pick(DAYS))])
     body += varint(pick(MS)) + varint(pick(US))
     body += varint(pick(TS)) + varint(pick(TS)) + varint(pick(TS)) + varint(pick(TS))
-    body += blob(pick([b"", twos(pick(DEC))])) + blob(twos(pick(DEC)))
+    body += blob(rnd.choice([b"", twos(pick(DEC))])) + blob(twos(pick(DEC5)))
     body += twos(max(min(pick(DEC), I64MAX), I64MIN), 8)
     body += bytes(rnd.getrandbits(8) for _ in range(16))
     body += blob(pick(UUIDS).encode())
     body += b"".join(struct.pack("<I", pick(U32)) for _ in range(3))
     body += blob(pick(BYTES)) + bytes(rnd.getrandbits(8) for _ in range(4))
-    body += varint(pick([0, 1, 2])) + varint(pick([0, 1, 2])) + blob(pick(BYTES))
+    body += varint(rnd.choice([0, 1, 2])) + varint(pick(PGENUM)) + blob(pick(BYTES))
     print('{"hex": "%s"}' % (b"\x00" + sid.to_bytes(4, "big") + body).hex())
 EOF2
 topic=avro_dl_$$
