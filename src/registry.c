@@ -401,7 +401,8 @@ fetch_answer(const char *path, const char *what, const char **base_out)
 typedef struct References
 {
 	List	   *seen;			/* "subject/version" of each reference met */
-	StringInfoData texts;		/* the referenced schemas, comma-separated */
+	StringInfoData fields;		/* the referenced schemas, as record fields */
+	int			nfields;
 } References;
 
 static char *
@@ -498,8 +499,8 @@ add_references(Jsonb *answer, const char *what, References *refs, int depth)
 						  psprintf("/subjects/%s/versions/%d", escaped_subject(subject), version),
 						  ref_what, &base);
 		add_references(jb, ref_what, refs, depth + 1);
-		appendStringInfo(&refs->texts, "%s%s", refs->texts.len > 0 ? ", " : "",
-						 schema_of_answer(jb, base, ref_what));
+		appendStringInfo(&refs->fields, "{\"name\": \"r%d\", \"type\": %s}, ",
+						 ++refs->nfields, schema_of_answer(jb, base, ref_what));
 	}
 }
 
@@ -511,10 +512,11 @@ eoi_registry_fetch_schema(const char *path, const char *what, bool *with_referen
 	char	   *schema = schema_of_answer(jb, base, what);
 	References	refs = {NIL};
 
-	initStringInfo(&refs.texts);
+	initStringInfo(&refs.fields);
 	add_references(jb, what, &refs, 0);
-	*with_references = refs.texts.len > 0;
+	*with_references = refs.nfields > 0;
 	if (!*with_references)
 		return schema;
-	return psprintf("[%s, %s]", refs.texts.data, schema);
+	return psprintf("{\"type\": \"record\", \"name\": \"%s\", \"fields\": [%s{\"name\": \"schema\", \"type\": %s}]}",
+					EOI_REFERENCES_RECORD, refs.fields.data, schema);
 }
