@@ -52,9 +52,12 @@
 #include "utils/jsonb.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/numeric.h"
 #include "utils/timestamp.h"
+#include "utils/uuid.h"
 
 #include "avro.h"
+#include "batch.h"
 #include "avrocheck.h"
 #include "avroflat.h"
 #include "registry.h"
@@ -101,9 +104,9 @@ typedef struct SchemaEntry
 	bool		error_expires;	/* not found: ask again after a while */
 	TimestampTz error_at;
 	avro_schema_t schema;
-	avro_schema_t with_references;	/* the union schema is a branch of, or NULL */
+	avro_schema_t with_references;	/* the record schema is the last field of, or NULL */
 	avro_value_iface_t *iface;
-	avro_value_t union_value;	/* with references: the union value holds */
+	avro_value_t container;		/* with references: the record value is a field of */
 	avro_value_t value;			/* reused for every record of the schema */
 	AvroType   *type;
 	bool		flat;			/* a record of primitives: avroflat.c reads it */
@@ -139,8 +142,8 @@ drop_schemas(void)
 	{
 		if (e->ready)
 		{
-			/* with references, value is the union's branch: the union owns it */
-			avro_value_decref(e->with_references ? &e->union_value : &e->value);
+			/* with references, value is the container's field: it owns it */
+			avro_value_decref(e->with_references ? &e->container : &e->value);
 			avro_value_iface_decref(e->iface);
 			avro_schema_decref(e->schema);
 			if (e->with_references)
@@ -390,8 +393,9 @@ static bool is_flat(SchemaEntry *e);
 
 /*
  * Parse the registry's text of the schema into `e`.  With references, the
- * text is a union of the referenced types, each before its first use, and
- * last the schema itself (registry.c): that last branch is the schema.
+ * text is a record whose fields are the referenced types, each before its
+ * first use, and last the schema itself (registry.c): that last field is
+ * the schema.
  */
 static void
 parse_schema(SchemaEntry *e, const char *text, const char *what, bool with_references)
@@ -429,22 +433,25 @@ parse_schema(SchemaEntry *e, const char *text, const char *what, bool with_refer
 	if (with_references)
 	{
 		/*
-		 * Avro C makes a value class for a named type where the union
-		 * defines it: the class is the union's, and the record's value is
-		 * its last branch, set once.
+		 * Avro C makes a value class for a named type where the container
+		 * defines it: the class is the container's, and the schema's value
+		 * is its last field.
 		 */
 		int			last = e->type->nchildren - 1;
 
-		Assert(e->type->kind == AVRO_UNION && last >= 0);
+		Assert(e->type->kind == AVRO_RECORD && last >= 0);
 		e->type = e->type->children[last];
 		e->iface = avro_generic_class_from_schema(schema);
-		if (e->iface == NULL || avro_generic_value_new(e->iface, &e->union_value) != 0 ||
-			avro_value_set_branch(&e->union_value, last, &e->value) != 0)
+		if (e->iface == NULL || avro_generic_value_new(e->iface, &e->container) != 0 ||
+			avro_value_get_by_index(&e->container, last, &e->value, NULL) != 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_OUT_OF_MEMORY),
 					 errmsg("could not set up Avro C for %s: %s", what, avro_strerror())));
 		e->with_references = schema;
-		e->schema = avro_schema_incref(avro_schema_union_branch(schema, last));
+		e->schema = avro_schema_record_field_get_by_index(schema, last);
+		if (is_avro_link(e->schema))
+			e->schema = avro_schema_link_target(e->schema);
+		avro_schema_incref(e->schema);
 		e->flat = is_flat(e);
 		e->ready = true;
 		return;
@@ -661,27 +668,28 @@ append_decimal(StringInfo out, const unsigned char *b, size_t n, int scale)
 	appendBinaryStringInfo(out, digits + nd - scale, scale);
 }
 
-static void
-append_date(StringInfo out, int32 days)
+/* Days since 1970-01-01 as a PostgreSQL date. */
+static DateADT
+date_of(int32 days)
 {
 	int64		d = (int64) days - (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE);
 
 	if (!IS_VALID_DATE(d))
 		bad_value("date");
-	appendStringInfoString(out, DatumGetCString(DirectFunctionCall1(date_out, DateADTGetDatum((DateADT) d))));
+	return (DateADT) d;
 }
 
-static void
-append_time(StringInfo out, int64 usecs)
+static TimeADT
+time_of(int64 usecs)
 {
 	if (usecs < 0 || usecs > USECS_PER_DAY)
 		bad_value("time");
-	appendStringInfoString(out, DatumGetCString(DirectFunctionCall1(time_out, TimeADTGetDatum(usecs))));
+	return (TimeADT) usecs;
 }
 
 /* A Unix-epoch count in `unit` (1 ms, 2 us, 3 ns) as a PostgreSQL timestamp. */
-static void
-append_timestamp(StringInfo out, int64 v, int unit, bool with_zone)
+static Timestamp
+timestamp_of(int64 v, int unit)
 {
 	int64		us = v;
 	Timestamp	ts;
@@ -698,6 +706,26 @@ append_timestamp(StringInfo out, int64 v, int unit, bool with_zone)
 	if (pg_sub_s64_overflow(us, (int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY, &ts) ||
 		!IS_VALID_TIMESTAMP(ts))
 		bad_value("timestamp");
+	return ts;
+}
+
+static void
+append_date(StringInfo out, int32 days)
+{
+	appendStringInfoString(out, DatumGetCString(DirectFunctionCall1(date_out, DateADTGetDatum(date_of(days)))));
+}
+
+static void
+append_time(StringInfo out, int64 usecs)
+{
+	appendStringInfoString(out, DatumGetCString(DirectFunctionCall1(time_out, TimeADTGetDatum(time_of(usecs)))));
+}
+
+static void
+append_timestamp(StringInfo out, int64 v, int unit, bool with_zone)
+{
+	Timestamp	ts = timestamp_of(v, unit);
+
 	appendStringInfoString(out, DatumGetCString(with_zone ?
 												DirectFunctionCall1(timestamptz_out, TimestampTzGetDatum(ts)) :
 												DirectFunctionCall1(timestamp_out, TimestampGetDatum(ts))));
@@ -709,8 +737,9 @@ le32(const unsigned char *b)
 	return (uint32) b[0] | ((uint32) b[1] << 8) | ((uint32) b[2] << 16) | ((uint32) b[3] << 24);
 }
 
-static void
-append_duration(StringInfo out, const unsigned char *b)
+/* A duration (fixed(12): months, days, milliseconds, little-endian). */
+static Interval *
+interval_of(const unsigned char *b)
 {
 	Interval   *iv = palloc0(sizeof(Interval));
 	uint32		months = le32(b);
@@ -721,7 +750,13 @@ append_duration(StringInfo out, const unsigned char *b)
 	iv->month = (int32) months;
 	iv->day = (int32) days;
 	iv->time = (int64) le32(b + 8) * 1000;
-	appendStringInfoString(out, DatumGetCString(DirectFunctionCall1(interval_out, IntervalPGetDatum(iv))));
+	return iv;
+}
+
+static void
+append_duration(StringInfo out, const unsigned char *b)
+{
+	appendStringInfoString(out, DatumGetCString(DirectFunctionCall1(interval_out, IntervalPGetDatum(interval_of(b)))));
 }
 
 static void
@@ -758,6 +793,33 @@ resolve_union(avro_value_t **v, avro_value_t *branch, AvroType **t)
 }
 
 static void append_json(StringInfo out, avro_value_t *v, AvroType *t);
+
+static void
+value_bytes(avro_value_t *v, AvroType *t, const void **buf, size_t *size)
+{
+	int			rc = t->kind == AVRO_BYTES ? avro_value_get_bytes(v, buf, size) :
+	avro_value_get_fixed(v, buf, size);
+
+	if (rc != 0)
+		avro_failed(t->kind == AVRO_BYTES ? "bytes" : "fixed");
+}
+
+static const char *
+enum_symbol(avro_value_t *v, AvroType *t)
+{
+	int			i = -1;
+	const char *symbol = NULL;
+
+	if (avro_value_get_enum(v, &i) != 0)
+		avro_failed("enum");
+	/* Avro C reads any index: check it against the symbols */
+	if (i < 0 || i >= avro_schema_enum_number_of_symbols(t->schema) ||
+		(symbol = avro_schema_enum_get(t->schema, i)) == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
+				 errmsg("Avro enum %s has no symbol %d", avro_schema_name(t->schema), i)));
+	return symbol;
+}
 
 /*
  * The text of a scalar value (not null, record, map or array), as the
@@ -862,11 +924,8 @@ append_scalar(StringInfo out, avro_value_t *v, AvroType *t)
 			{
 				const void *buf = NULL;
 				size_t		size = 0;
-				int			rc = t->kind == AVRO_BYTES ? avro_value_get_bytes(v, &buf, &size) :
-				avro_value_get_fixed(v, &buf, &size);
 
-				if (rc != 0)
-					avro_failed(t->kind == AVRO_BYTES ? "bytes" : "fixed");
+				value_bytes(v, t, &buf, &size);
 				if (t->logical == L_DECIMAL)
 					append_decimal(out, buf, size, t->scale);
 				else if (t->logical == L_DURATION && size == 12)
@@ -878,21 +937,8 @@ append_scalar(StringInfo out, avro_value_t *v, AvroType *t)
 				return;
 			}
 		case AVRO_ENUM:
-			{
-				int			i = -1;
-				const char *symbol = NULL;
-
-				if (avro_value_get_enum(v, &i) != 0)
-					avro_failed("enum");
-				/* Avro C reads any index: check it against the symbols */
-				if (i < 0 || i >= avro_schema_enum_number_of_symbols(t->schema) ||
-					(symbol = avro_schema_enum_get(t->schema, i)) == NULL)
-					ereport(ERROR,
-							(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
-							 errmsg("Avro enum %s has no symbol %d", avro_schema_name(t->schema), i)));
-				appendStringInfoString(out, symbol);
-				return;
-			}
+			appendStringInfoString(out, enum_symbol(v, t));
+			return;
 		default:
 			append_json(out, v, t);
 			return;
@@ -1231,7 +1277,112 @@ value_scalar(avro_value_t *v, AvroType *t, EoiAvroScalar *sc)
 	}
 }
 
-/* The value of `v` as a datum of type `typid`, when scalar_datum has one. */
+/*
+ * A decimal's unscaled value of at most 8 bytes as a numeric: the same
+ * digits and display scale as numeric_in makes of append_decimal's text
+ * (the scale, or none for a negative one).  False for longer values and
+ * scales beyond numeric's display scale, which take the text.
+ */
+static bool
+decimal_datum(const unsigned char *b, size_t n, int scale, Datum *out)
+{
+	int64		unscaled = n > 0 && (b[0] & 0x80) ? -1 : 0;
+
+	if (n > sizeof(int64) || scale > NUMERIC_MAX_DISPLAY_SCALE || scale < -NUMERIC_MAX_DISPLAY_SCALE)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		unscaled = (int64) (((uint64) unscaled << 8) | b[i]);
+	*out = NumericGetDatum(int64_div_fast_to_numeric(unscaled, scale));
+	return true;
+}
+
+/*
+ * A logical type, bytes, fixed or an enum as a datum of the column's type,
+ * for the pairs where the column's type is what the value means (date into
+ * date, timestamp-* into timestamptz, local-timestamp-* into timestamp,
+ * time-* into time, decimal into numeric, duration into interval, a fixed
+ * uuid into uuid, bytes into bytea, an enum into text): the value
+ * append_scalar's text would give through the type's input function,
+ * with the same range checks (the column's typmod, if any, is the
+ * writer's to apply).  False for the other pairs, which take the text.
+ */
+static bool
+logical_datum(avro_value_t *v, AvroType *t, Oid typid, Datum *out)
+{
+	int32_t		i = 0;
+	int64_t		l = 0;
+	const void *buf = NULL;
+	size_t		size = 0;
+
+	switch (t->kind)
+	{
+		case AVRO_INT32:
+			if (!((t->logical == L_DATE && typid == DATEOID) ||
+				  (t->logical == L_TIME_MILLIS && typid == TIMEOID)))
+				return false;
+			if (avro_value_get_int(v, &i) != 0)
+				avro_failed("int");
+			*out = t->logical == L_DATE ? DateADTGetDatum(date_of(i)) :
+				TimeADTGetDatum(time_of((int64) i * 1000));
+			return true;
+		case AVRO_INT64:
+			if (!((t->logical == L_TIME_MICROS && typid == TIMEOID) ||
+				  (t->logical >= L_TIMESTAMP_MILLIS && t->logical <= L_TIMESTAMP_NANOS &&
+				   typid == TIMESTAMPTZOID) ||
+				  (t->logical >= L_LOCAL_TIMESTAMP_MILLIS && t->logical <= L_LOCAL_TIMESTAMP_NANOS &&
+				   typid == TIMESTAMPOID)))
+				return false;
+			if (avro_value_get_long(v, &l) != 0)
+				avro_failed("long");
+			if (t->logical == L_TIME_MICROS)
+				*out = TimeADTGetDatum(time_of(l));
+			else if (typid == TIMESTAMPTZOID)
+				*out = TimestampTzGetDatum(timestamp_of(l, t->logical - L_TIMESTAMP_MILLIS + 1));
+			else
+				*out = TimestampGetDatum(timestamp_of(l, t->logical - L_LOCAL_TIMESTAMP_MILLIS + 1));
+			return true;
+		case AVRO_BYTES:
+		case AVRO_FIXED:
+			value_bytes(v, t, &buf, &size);
+			if (t->logical == L_DECIMAL)
+				return typid == NUMERICOID && decimal_datum(buf, size, t->scale, out);
+			if (t->logical == L_DURATION && size == 12)
+			{
+				if (typid != INTERVALOID)
+					return false;
+				*out = IntervalPGetDatum(interval_of(buf));
+				return true;
+			}
+			if (t->logical == L_UUID && size == 16)
+			{
+				pg_uuid_t  *uuid;
+
+				if (typid != UUIDOID)
+					return false;
+				uuid = palloc(sizeof(pg_uuid_t));
+				memcpy(uuid->data, buf, UUID_LEN);
+				*out = UUIDPGetDatum(uuid);
+				return true;
+			}
+			if (typid != BYTEAOID)
+				return false;
+			/* Avro C may have no buffer for an empty value */
+			*out = PointerGetDatum(eoi_message_bytes(size > 0 ? buf : "", size));
+			return true;
+		case AVRO_ENUM:
+			if (typid != TEXTOID)
+				return false;
+			*out = CStringGetTextDatum(enum_symbol(v, t));
+			return true;
+		default:
+			return false;
+	}
+}
+
+/*
+ * The value of `v` as a datum of type `typid`, when scalar_datum or
+ * logical_datum has one.
+ */
 static bool
 value_datum(avro_value_t *v, AvroType *t, Oid typid, Datum *out)
 {
@@ -1239,6 +1390,8 @@ value_datum(avro_value_t *v, AvroType *t, Oid typid, Datum *out)
 	EoiAvroScalar sc;
 
 	resolve_union(&v, &branch, &t);
+	if (t->logical != L_NONE || t->kind == AVRO_BYTES || t->kind == AVRO_FIXED || t->kind == AVRO_ENUM)
+		return logical_datum(v, t, typid, out);
 	return value_scalar(v, t, &sc) && scalar_datum(&sc, typid, out);
 }
 
@@ -1490,6 +1643,9 @@ eoi_avro_decode(EoiColumns *cols, const char *value, size_t len, EoiRowWriter *w
 	SchemaEntry *e = read_message(value, len, &what, &body, &body_len);
 	bool		flat = flat_fits(e, cols, writer);
 	EoiAvroScalar *scalars = NULL;
+	avro_value_t *top = NULL;	/* the value, a union followed to its branch */
+	avro_value_t branch;
+	AvroType   *type = e->type;
 	AvroField	one;
 	AvroField  *fields;
 
@@ -1502,17 +1658,22 @@ eoi_avro_decode(EoiColumns *cols, const char *value, size_t len, EoiRowWriter *w
 					 errmsg("Avro record does not decode with %s", what)));
 	}
 	else
+	{
 		read_value(e, body, body_len, what);
+		top = &e->value;
+		resolve_union(&top, &branch, &type);
+	}
 
-	if (e->type->kind != AVRO_RECORD)
+	if (type->kind != AVRO_RECORD)
 	{
 		if (cols->ncolumns != 1)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("%s is an Avro %s, not a record, and %s %d columns", what,
-							avro_schema_type_name(e->type->schema), cols->what, cols->ncolumns),
+					 errmsg("the value written with %s is %s, not a record, and %s %d columns", what,
+							type->kind == AVRO_NULL ? "null" : psprintf("an Avro %s", avro_schema_type_name(type->schema)),
+							cols->what, cols->ncolumns),
 					 errhint("Format avro maps a record's fields to columns by name; a value of another type fills a target of one column.")));
-		decode_field(cols, 0, writer, &e->value, e->type, &one);
+		decode_field(cols, 0, writer, top, type, &one);
 		write_field(cols, 0, writer, &one, econtext);
 		return;
 	}
@@ -1526,7 +1687,7 @@ eoi_avro_decode(EoiColumns *cols, const char *value, size_t len, EoiRowWriter *w
 	fields = palloc(sizeof(AvroField) * Max(cols->ncolumns, 1));
 	for (int c = 0; c < cols->ncolumns; c++)
 	{
-		int			i = avro_schema_record_field_get_index(e->type->schema, cols->colnames[c]);
+		int			i = avro_schema_record_field_get_index(type->schema, cols->colnames[c]);
 		avro_value_t field;
 
 		if (i < 0)
@@ -1535,9 +1696,9 @@ eoi_avro_decode(EoiColumns *cols, const char *value, size_t len, EoiRowWriter *w
 			scalar_field(cols, c, &scalars[i], &fields[c]);
 		else
 		{
-			if (avro_value_get_by_index(&e->value, i, &field, NULL) != 0)
+			if (avro_value_get_by_index(top, i, &field, NULL) != 0)
 				avro_failed("record");
-			decode_field(cols, c, writer, &field, e->type->children[i], &fields[c]);
+			decode_field(cols, c, writer, &field, type->children[i], &fields[c]);
 		}
 	}
 	for (int c = 0; c < cols->ncolumns; c++)
