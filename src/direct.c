@@ -40,6 +40,7 @@
 #include "mb/pg_wchar.h"
 #include "nodes/makefuncs.h"
 #include "optimizer/optimizer.h"
+#include "parser/parse_coerce.h"
 #include "parser/parse_relation.h"
 #include "rewrite/rewriteHandler.h"
 #include "utils/builtins.h"
@@ -71,6 +72,8 @@ typedef struct DirectColumn
 	FmgrInfo	in;
 	Oid			typioparam;
 	int32		typmod;
+	bool		coerce_typmod;	/* a datum goes through typmod_fn */
+	FmgrInfo	typmod_fn;		/* the type's length coercion (numeric(p,s)...) */
 } DirectColumn;
 
 /* decode.c's row writer, filling a slot's values. */
@@ -193,13 +196,20 @@ datum_field(EoiRowWriter *writer, int col, const char *data, size_t len)
 	w->cur_col = -1;
 }
 
-/* A value of the column's type, from a decoder that has one (format avro). */
+/*
+ * A value of the column's type, from a decoder that has one (format avro).
+ * A column with a typmod (numeric(10,2), timestamptz(3)) gets the value
+ * through the type's length coercion, which rounds and checks as the
+ * input function does with the typmod.
+ */
 static void
 datum_value(EoiRowWriter *writer, int col, Datum value)
 {
 	DatumWriter *w = (DatumWriter *) writer;
 	DirectColumn *dc = &w->columns[col];
 
+	if (dc->coerce_typmod)
+		value = FunctionCall3(&dc->typmod_fn, value, Int32GetDatum(dc->typmod), BoolGetDatum(false));
 	w->values[dc->attidx] = value;
 	w->isnull[dc->attidx] = false;
 }
@@ -239,6 +249,16 @@ direct_columns(Relation rel, EoiColumns *cols)
 		dcs[c].typmod = att->atttypmod;
 		getTypeInputInfo(att->atttypid, &infunc, &dcs[c].typioparam);
 		fmgr_info(infunc, &dcs[c].in);
+		if (att->atttypmod >= 0)
+		{
+			Oid			typmod_func;
+
+			if (find_typmod_coercion_function(att->atttypid, &typmod_func) == COERCION_PATH_FUNC)
+			{
+				fmgr_info(typmod_func, &dcs[c].typmod_fn);
+				dcs[c].coerce_typmod = true;
+			}
+		}
 		switch (att->atttypid)
 		{
 			case TEXTOID:
