@@ -14,6 +14,7 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "funcapi.h"
 #include "mb/pg_wchar.h"
@@ -21,6 +22,7 @@
 #include "utils/builtins.h"
 #include "utils/json.h"
 #include "utils/jsonb.h"
+#include "utils/resowner.h"
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
 
@@ -260,11 +262,61 @@ eoi_message_bytes(const void *data, size_t len)
 }
 
 /*
+ * An Avro key as JSON text, or NULL (*isnull) when it is no record of its
+ * schema: a transform that reads key_bytes only must not lose the record
+ * to its key.  Only the record's own faults make it NULL (data exceptions,
+ * class 22, and what is beyond eoingest's limits, 54000); a registry that
+ * is down or refuses the credentials still fails the batch.  The decoder
+ * may have left state behind an error: a subtransaction, as PL/pgSQL's
+ * exception blocks use, cleans it.
+ */
+static Datum
+avro_key_text(rd_kafka_message_t *msg, bool *isnull)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	volatile Datum result = (Datum) 0;
+
+	*isnull = false;
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(cxt);
+	PG_TRY();
+	{
+		size_t		len;
+		const char *data = eoi_avro_framed(msg, true, true, &len);
+
+		result = CStringGetTextDatum(eoi_avro_json(data, len));
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+		if (ERRCODE_TO_CATEGORY(edata->sqlerrcode) != ERRCODE_DATA_EXCEPTION &&
+			edata->sqlerrcode != ERRCODE_PROGRAM_LIMIT_EXCEEDED)
+			ReThrowError(edata);
+		FreeErrorData(edata);
+		*isnull = true;
+	}
+	PG_END_TRY();
+	return result;
+}
+
+/*
  * A key or value as text: as it is, or, for avro, the record as JSON
  * (whose text is kept in *json for value_json).  A key that is no text of
- * the database encoding is NULL (key_bytes has it): a transform that never
- * reads `key` must not lose the record to it.  A value that is not text
- * is the record's fault, as for the formats without a transform.
+ * the database encoding, or no Avro record, is NULL (key_bytes has it): a
+ * transform that never reads `key` must not lose the record to it.  A
+ * value that is not text is the record's fault, as for the formats without
+ * a transform.
  */
 static Datum
 message_text(EoiFormat format, rd_kafka_message_t *msg, bool key, bool *isnull, char **json)
@@ -282,6 +334,8 @@ message_text(EoiFormat format, rd_kafka_message_t *msg, bool key, bool *isnull, 
 	}
 	if (data == NULL || format != EOI_FORMAT_AVRO)
 		return bytes_as_text(data, len, key, isnull);
+	if (key)
+		return avro_key_text(msg, isnull);
 	*isnull = false;
 	data = eoi_avro_framed(msg, key, true, &len);
 	*json = eoi_avro_json(data, len);
