@@ -1614,6 +1614,50 @@ flat_fits(SchemaEntry *e, EoiColumns *cols, EoiRowWriter *writer)
 	return true;
 }
 
+/*
+ * Which field of a record type fills each column (-1: none, the column's
+ * default), looked up once per record type and columns, not per record.
+ * The maps hang from cols->avro; they are of one generation of the schema
+ * cache, whose types they point to, and go with it.
+ */
+typedef struct FieldMap
+{
+	AvroType   *type;
+	uint64		generation;
+	struct FieldMap *next;
+	int			field[FLEXIBLE_ARRAY_MEMBER];
+} FieldMap;
+
+static const int *
+field_map(EoiColumns *cols, AvroType *type)
+{
+	FieldMap   *m = cols->avro;
+
+	if (m != NULL && m->generation != schemas_generation)
+	{
+		while (m != NULL)
+		{
+			FieldMap   *next = m->next;
+
+			pfree(m);
+			m = next;
+		}
+		cols->avro = NULL;
+	}
+	for (m = cols->avro; m != NULL; m = m->next)
+		if (m->type == type)
+			return m->field;
+	m = MemoryContextAlloc(GetMemoryChunkContext(cols),
+						   offsetof(FieldMap, field) + sizeof(int) * Max(cols->ncolumns, 1));
+	m->type = type;
+	m->generation = schemas_generation;
+	for (int c = 0; c < cols->ncolumns; c++)
+		m->field[c] = avro_schema_record_field_get_index(type->schema, cols->colnames[c]);
+	m->next = cols->avro;
+	cols->avro = m;
+	return m->field;
+}
+
 /* A field of a flat record, as decode_field makes one of Avro C's values. */
 static void
 scalar_field(EoiColumns *cols, int c, const EoiAvroScalar *sc, AvroField *f)
@@ -1648,6 +1692,7 @@ eoi_avro_decode(EoiColumns *cols, const char *value, size_t len, EoiRowWriter *w
 	AvroType   *type = e->type;
 	AvroField	one;
 	AvroField  *fields;
+	const int  *field_of;
 
 	if (flat)
 	{
@@ -1685,9 +1730,10 @@ eoi_avro_decode(EoiColumns *cols, const char *value, size_t len, EoiRowWriter *w
 	 * direct path as through COPY's text.
 	 */
 	fields = palloc(sizeof(AvroField) * Max(cols->ncolumns, 1));
+	field_of = field_map(cols, type);
 	for (int c = 0; c < cols->ncolumns; c++)
 	{
-		int			i = avro_schema_record_field_get_index(type->schema, cols->colnames[c]);
+		int			i = field_of[c];
 		avro_value_t field;
 
 		if (i < 0)
