@@ -109,7 +109,7 @@ typedef struct SchemaEntry
 	avro_value_t container;		/* with references: the record value is a field of */
 	avro_value_t value;			/* reused for every record of the schema */
 	AvroType   *type;
-	bool		flat;			/* a record of primitives: avroflat.c reads it */
+	EoiAvroFlat *flat;			/* a record of primitives: avroflat.c reads it */
 	MemoryContext cxt;			/* the type tree */
 } SchemaEntry;
 
@@ -148,6 +148,7 @@ drop_schemas(void)
 			avro_schema_decref(e->schema);
 			if (e->with_references)
 				avro_schema_decref(e->with_references);
+			free(e->flat);
 		}
 		if (e->cxt)
 			MemoryContextDelete(e->cxt);
@@ -389,7 +390,7 @@ record_error_of_schema(SchemaEntry *e, const char *message, bool expires)
 	e->error_at = GetCurrentTimestamp();
 }
 
-static bool is_flat(SchemaEntry *e);
+static EoiAvroFlat *flat_layout(SchemaEntry *e);
 
 /*
  * Parse the registry's text of the schema into `e`.  With references, the
@@ -452,7 +453,7 @@ parse_schema(SchemaEntry *e, const char *text, const char *what, bool with_refer
 		if (is_avro_link(e->schema))
 			e->schema = avro_schema_link_target(e->schema);
 		avro_schema_incref(e->schema);
-		e->flat = is_flat(e);
+		e->flat = flat_layout(e);
 		e->ready = true;
 		return;
 	}
@@ -462,31 +463,38 @@ parse_schema(SchemaEntry *e, const char *text, const char *what, bool with_refer
 		ereport(ERROR,
 				(errcode(ERRCODE_OUT_OF_MEMORY),
 				 errmsg("could not set up Avro C for %s: %s", what, avro_strerror())));
-	e->flat = is_flat(e);
+	e->flat = flat_layout(e);
 	e->ready = true;
 }
 
 /*
  * Can avroflat.c read this schema's records?  A record of primitives and
  * unions of primitives, none with a logical type (those take avro.c's
- * conversions).
+ * conversions).  Its layout if so, NULL if not.
  */
-static bool
-is_flat(SchemaEntry *e)
+static EoiAvroFlat *
+flat_layout(SchemaEntry *e)
 {
+	EoiAvroFlat *flat;
+
 	if (!eoi_avro_flat_schema(e->schema))
-		return false;
+		return NULL;
 	for (int i = 0; i < e->type->nchildren; i++)
 	{
 		AvroType   *t = e->type->children[i];
 
 		if (t->logical != L_NONE)
-			return false;
+			return NULL;
 		for (int b = 0; t->kind == AVRO_UNION && b < t->nchildren; b++)
 			if (t->children[b]->logical != L_NONE)
-				return false;
+				return NULL;
 	}
-	return true;
+	flat = eoi_avro_flat_layout(e->schema);
+	if (flat == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("out of memory")));
+	return flat;
 }
 
 /* The schema at registry `path`, from the cache or the registry. */
@@ -1492,9 +1500,10 @@ check_record(SchemaEntry *e, const unsigned char *body, size_t len, const char *
 }
 
 /*
- * Read one message: its header, its writer's schema (from the cache or the
- * registry), its record.  Returns the schema's entry, whose value holds
- * the record until the next message; *what names the schema for errors.
+ * A message's header and its writer's schema (from the cache or the
+ * registry): returns the schema's entry and where the record's bytes are;
+ * *what names the schema for errors.  The bytes are not checked yet:
+ * check_record (or, for a flat record, avroflat.c's read) does that.
  */
 static SchemaEntry *
 schema_of_header(const unsigned char *p, size_t len, size_t *header_out, char **what_out)
@@ -1563,18 +1572,22 @@ read_message(const char *value, size_t len, char **what_out,
 		strlcpy(last_what, what, sizeof(last_what));
 		last_entry = e;
 	}
-	check_record(e, p + header, len - header, what);
 	*what_out = what;
 	*body = p + header;
 	*body_len = len - header;
 	return e;
 }
 
-/* Read a checked record into its schema's value, with Avro C. */
+/*
+ * Check a record and read it into its schema's value, with Avro C: the
+ * value holds it until the next message.
+ */
 static void
 read_value(SchemaEntry *e, const unsigned char *body, size_t len, const char *what)
 {
 	int			rc;
+
+	check_record(e, body, len, what);
 
 	if (reader == NULL)
 	{
@@ -1697,10 +1710,14 @@ eoi_avro_decode(EoiColumns *cols, const char *value, size_t len, EoiRowWriter *w
 	if (flat)
 	{
 		scalars = palloc(sizeof(EoiAvroScalar) * Max(e->type->nchildren, 1));
-		if (!eoi_avro_flat_read(e->schema, body, body_len, scalars))
+		if (!eoi_avro_flat_read(e->flat, body, body_len, scalars))
+		{
+			/* it refuses what the check refuses: let the check say why */
+			check_record(e, body, body_len, what);
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
 					 errmsg("Avro record does not decode with %s", what)));
+		}
 	}
 	else
 	{

@@ -30,17 +30,44 @@ typedef struct EoiAvroScalar
 
 /*
  * Is `schema` a record whose every field is null, boolean, int, long,
- * float, double or string, or a union of those?
+ * float, double or string, or a union of at most EOI_AVRO_FLAT_BRANCHES
+ * of those?
  */
+#define EOI_AVRO_FLAT_BRANCHES 8
+
 extern bool eoi_avro_flat_schema(avro_schema_t schema);
 
 /*
- * Read the fields of flat record `schema` from `len` bytes into out[i],
- * one per field in the schema's order.  The bytes must have passed
- * eoi_avro_check against `schema`; false if they end too early all the
- * same.
+ * A flat schema's fields, read out of Avro C's schema once, so that a
+ * record is read without asking the schema again: each field's type, or
+ * (nbranches > 0) its union's branches' types.
  */
-extern bool eoi_avro_flat_read(avro_schema_t schema, const unsigned char *data, size_t len,
+typedef struct EoiAvroFlatField
+{
+	int			nbranches;
+	avro_type_t kind[EOI_AVRO_FLAT_BRANCHES];
+} EoiAvroFlatField;
+
+typedef struct EoiAvroFlat
+{
+	size_t		nfields;
+	EoiAvroFlatField fields[];
+} EoiAvroFlat;
+
+/*
+ * The layout of flat schema `schema`, malloc'd (free() it); NULL when out
+ * of memory.
+ */
+extern EoiAvroFlat *eoi_avro_flat_layout(avro_schema_t schema);
+
+/*
+ * Read the fields of a flat record from `len` bytes into out[i], one per
+ * field in the schema's order.  True exactly when eoi_avro_check would
+ * find the bytes one whole record of the schema (test/fuzz/avro_fuzz.c
+ * checks that), so a flat record needs no check first: when this fails,
+ * eoi_avro_check says why.
+ */
+extern bool eoi_avro_flat_read(const EoiAvroFlat *flat, const unsigned char *data, size_t len,
 							   EoiAvroScalar *out);
 
 #endif
