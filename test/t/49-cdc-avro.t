@@ -9,7 +9,7 @@
 set -euo pipefail
 . "$(dirname "$0")/../lib/tap.sh"
 
-plan 8
+plan 9
 
 venv=$EOINGEST_CACHE/avro-venv
 if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import confluent_kafka.schema_registry.avro' 2>/dev/null; then
@@ -55,7 +55,13 @@ cat >"$work/env.avsc" <<'EOF'
     {"name": "doc", "default": null, "type": ["null", {"type": "string", "connect.version": 1, "connect.name": "io.debezium.data.Json"}]},
     {"name": "raw", "default": null, "type": ["null", "bytes"]},
     {"name": "nums", "default": null, "type": ["null", {"type": "array", "items": ["null", "int"]}]},
-    {"name": "note", "default": null, "type": ["null", "string"]}]}]},
+    {"name": "note", "default": null, "type": ["null", "string"]},
+    {"name": "tn", "default": null, "type": ["null", {"type": "long", "connect.version": 1, "connect.name": "io.debezium.time.NanoTime"}]},
+    {"name": "vd", "default": null, "type": ["null", {"type": "record", "name": "VariableScaleDecimal", "namespace": "io.debezium.data",
+       "connect.name": "io.debezium.data.VariableScaleDecimal", "connect.version": 1, "connect.doc": "Variable scaled decimal",
+       "fields": [{"name": "scale", "type": "int"}, {"name": "value", "type": "bytes"}]}]},
+    {"name": "bits", "default": null, "type": ["null", {"type": "bytes", "connect.version": 1,
+       "connect.parameters": {"length": "10"}, "connect.name": "io.debezium.data.Bits"}]}]}]},
   {"name": "after", "default": null, "type": ["null", "Value"]},
   {"name": "source", "type": {"type": "record", "name": "Source", "namespace": "io.debezium.connector.postgresql",
      "connect.name": "io.debezium.connector.postgresql.Source", "fields": [
@@ -79,12 +85,12 @@ EOF
 ev() {
   echo "{\"schema\": \"env\", \"key_schema\": \"key\", \"key\": $4, \"value\": {\"before\": $2, \"after\": $3, \"op\": '$1', \"ts_ms\": 1700000000000, \"transaction\": None, \"source\": {\"version\": '3.6.1.Final', \"connector\": 'postgresql', \"name\": 'dbz', \"ts_ms\": 1700000000000, \"db\": 'src', \"schema\": 'public', \"table\": 'cav', \"lsn\": 1}}}"
 }
-full1="{'id': 1, 'amount': D('-1234567890.12'), 'day': -1, 'at_local': 1700000000123456, 'at_ms': -1, 'at_zoned': '2023-11-14T22:13:20.123456Z', 'tod': 86399999999, 'uid': '8c2d5b8e-4a8f-4c5e-9d3a-2f1e0b7c6a59', 'doc': '{\"a\": [1, null]}', 'raw': b'\\x00\\xff\\\\', 'nums': [1, None, -3], 'note': 'r'}"
-row2="{'id': 2, 'amount': D('0.01'), 'day': 19000, 'at_local': 0, 'at_ms': 1700000000123, 'at_zoned': '2023-11-14T23:13:20+01:00', 'tod': 0, 'uid': '00000000-0000-0000-0000-000000000000', 'doc': '{}', 'raw': b'', 'nums': [], 'note': None}"
-row2u="{'id': 2, 'amount': D('2.50'), 'day': 19000, 'at_local': 0, 'at_ms': 1700000000123, 'at_zoned': None, 'tod': 1, 'uid': None, 'doc': None, 'raw': None, 'nums': None, 'note': 'updated'}"
-row3="{'id': 3, 'amount': None, 'day': None, 'at_local': None, 'at_ms': None, 'at_zoned': None, 'tod': None, 'uid': None, 'doc': None, 'raw': None, 'nums': None, 'note': 'three'}"
-row30="{'id': 30, 'amount': None, 'day': None, 'at_local': None, 'at_ms': None, 'at_zoned': None, 'tod': None, 'uid': None, 'doc': None, 'raw': None, 'nums': None, 'note': 'moved'}"
-row4="{'id': 4, 'amount': None, 'day': None, 'at_local': None, 'at_ms': None, 'at_zoned': None, 'tod': None, 'uid': None, 'doc': None, 'raw': None, 'nums': None, 'note': 'after truncate'}"
+full1="{'id': 1, 'amount': D('-1234567890.12'), 'day': -1, 'at_local': 1700000000123456, 'at_ms': -1, 'at_zoned': '2023-11-14T22:13:20.123456Z', 'tod': 86399999999, 'uid': '8c2d5b8e-4a8f-4c5e-9d3a-2f1e0b7c6a59', 'doc': '{\"a\": [1, null]}', 'raw': b'\\x00\\xff\\\\', 'nums': [1, None, -3], 'note': 'r', 'tn': 86399999999999, 'vd': {'scale': 3, 'value': b'\\xed\\x29\\x79'}, 'bits': b'\\x05\\x02'}"
+row2="{'id': 2, 'amount': D('0.01'), 'day': 19000, 'at_local': 0, 'at_ms': 1700000000123, 'at_zoned': '2023-11-14T23:13:20+01:00', 'tod': 0, 'uid': '00000000-0000-0000-0000-000000000000', 'doc': '{}', 'raw': b'', 'nums': [], 'note': None, 'tn': 1500, 'vd': {'scale': 0, 'value': b'\\x00'}, 'bits': b'\\x00\\x00'}"
+row2u="{'id': 2, 'amount': D('2.50'), 'day': 19000, 'at_local': 0, 'at_ms': 1700000000123, 'at_zoned': None, 'tod': 1, 'uid': None, 'doc': None, 'raw': None, 'nums': None, 'note': 'updated', 'tn': None, 'vd': None, 'bits': None}"
+row3="{'id': 3, 'amount': None, 'day': None, 'at_local': None, 'at_ms': None, 'at_zoned': None, 'tod': None, 'uid': None, 'doc': None, 'raw': None, 'nums': None, 'note': 'three', 'tn': None, 'vd': None, 'bits': None}"
+row30="{'id': 30, 'amount': None, 'day': None, 'at_local': None, 'at_ms': None, 'at_zoned': None, 'tod': None, 'uid': None, 'doc': None, 'raw': None, 'nums': None, 'note': 'moved', 'tn': None, 'vd': None, 'bits': None}"
+row4="{'id': 4, 'amount': None, 'day': None, 'at_local': None, 'at_ms': None, 'at_zoned': None, 'tod': None, 'uid': None, 'doc': None, 'raw': None, 'nums': None, 'note': 'after truncate', 'tn': None, 'vd': None, 'bits': None}"
 
 topic=cav_$$
 topic_d=cav_d_$$
@@ -111,7 +117,7 @@ head -2 "$work/events" | produce "$topic_d"   # the types, never updated afterwa
 
 sql "CREATE EXTENSION IF NOT EXISTS eoingest" >/dev/null 2>&1
 cols="id int PRIMARY KEY, amount numeric(12,2), day date, at_local timestamp, at_ms timestamptz, at_zoned timestamptz,
-      tod time, uid uuid, doc jsonb, raw bytea, nums int[], note text"
+      tod time, uid uuid, doc jsonb, raw bytea, nums int[], note text, tn time, vd numeric, bits bit(10)"
 sql "CREATE TABLE cav ($cols); CREATE TABLE cav_t ($cols); CREATE TABLE cav_d ($cols)" >/dev/null
 # cav: stops before the truncate (a second topic would be more code; batch by batch is the same path)
 sql "SELECT eoingest.create_job(name => 'cav', brokers => '$KAFKA_BROKERS', topic => '$topic', target => 'cav',
@@ -146,3 +152,6 @@ is "$(sql "SET TimeZone = 'UTC'; SELECT amount, day, at_local, at_ms, at_zoned, 
 is "$(sql "SELECT uid, doc, encode(raw, 'hex'), nums FROM cav_d WHERE id IN (1, 2) ORDER BY id" | tr '\n' ' ')" \
   '8c2d5b8e-4a8f-4c5e-9d3a-2f1e0b7c6a59|{"a": [1, null]}|00ff5c|{1,NULL,-3} 00000000-0000-0000-0000-000000000000|{}||{} ' \
   "Uuid, Json into jsonb, bytes into bytea, an array with nulls into int[]"
+is "$(sql "SELECT tn, vd, bits FROM cav_d WHERE id IN (1, 2) ORDER BY id" | tr '\n' ' ')" \
+  "23:59:59.999999|-1234.567|1000000101 00:00:00.000001|0|0000000000 " \
+  "NanoTime (rounded down to microseconds), VariableScaleDecimal, Bits (a BitSet's bytes, bit 0 the lowest) exactly"
