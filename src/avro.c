@@ -55,6 +55,7 @@
 #include "utils/numeric.h"
 #include "utils/timestamp.h"
 #include "utils/uuid.h"
+#include "utils/varbit.h"
 
 #include "avro.h"
 #include "batch.h"
@@ -77,7 +78,11 @@ typedef enum Logical
 	L_LOCAL_TIMESTAMP_MICROS,
 	L_LOCAL_TIMESTAMP_NANOS,
 	L_UUID,
-	L_DURATION
+	L_DURATION,
+	/* Debezium's, by connect.name */
+	L_TIME_NANOS,				/* io.debezium.time.NanoTime: long */
+	L_VARIABLE_DECIMAL,			/* io.debezium.data.VariableScaleDecimal: record */
+	L_BITS						/* io.debezium.data.Bits: bytes, scale = length */
 } Logical;
 
 /* A node of the writer's schema, with what Avro C does not keep. */
@@ -86,7 +91,7 @@ typedef struct AvroType
 	avro_schema_t schema;		/* Avro C's node, links resolved */
 	avro_type_t kind;
 	Logical		logical;
-	int			scale;			/* decimal */
+	int			scale;			/* decimal; bits: their number, or -1 */
 	int			nchildren;		/* record fields, union branches, items, values */
 	struct AvroType **children;
 } AvroType;
@@ -226,7 +231,7 @@ json_int(JsonbValue *obj, const char *key, int fallback)
  * right for timestamp and timestamptz columns alike.
  */
 static Logical
-connect_logical_of(JsonbValue *json, avro_type_t kind)
+connect_logical_of(JsonbValue *json, avro_type_t kind, int *scale)
 {
 	static const struct
 	{
@@ -240,14 +245,34 @@ connect_logical_of(JsonbValue *json, avro_type_t kind)
 		{"io.debezium.time.Timestamp", AVRO_INT64, L_TIMESTAMP_MILLIS},
 		{"io.debezium.time.MicroTimestamp", AVRO_INT64, L_TIMESTAMP_MICROS},
 		{"io.debezium.time.NanoTimestamp", AVRO_INT64, L_TIMESTAMP_NANOS},
+		{"io.debezium.time.NanoTime", AVRO_INT64, L_TIME_NANOS},
+		{"io.debezium.data.VariableScaleDecimal", AVRO_RECORD, L_VARIABLE_DECIMAL},
+		{"io.debezium.data.Bits", AVRO_BYTES, L_BITS},
 	};
 	JsonbValue	cn;
+	JsonbValue	params;
+	JsonbValue	length;
 
 	if (!json_key(json, "connect.name", &cn) || cn.type != jbvString)
 		return L_NONE;
 	for (int i = 0; i < lengthof(names); i++)
-		if (names[i].kind == kind && json_is(&cn, names[i].name))
-			return names[i].logical;
+	{
+		if (names[i].kind != kind || !json_is(&cn, names[i].name))
+			continue;
+		/* Bits: as many as connect.parameters' length (a string), else all the bytes' */
+		*scale = -1;
+		if (names[i].logical == L_BITS && json_key(json, "connect.parameters", &params) &&
+			json_key(&params, "length", &length) && length.type == jbvString)
+		{
+			char	   *text = pnstrdup(length.val.string.val, length.val.string.len);
+			char	   *end;
+			long		n = strtol(text, &end, 10);
+
+			if (*text != '\0' && *end == '\0' && n >= 0 && n <= VARBITMAXLEN)
+				*scale = (int) n;
+		}
+		return names[i].logical;
+	}
 	return L_NONE;
 }
 
@@ -261,7 +286,7 @@ logical_of(JsonbValue *json, avro_schema_t s, avro_type_t kind, int *scale)
 	JsonbValue	lt;
 
 	if (!json_key(json, "logicalType", &lt) || lt.type != jbvString)
-		return connect_logical_of(json, kind);
+		return connect_logical_of(json, kind, scale);
 	if (json_is(&lt, "decimal") && (kind == AVRO_BYTES || kind == AVRO_FIXED))
 	{
 		*scale = json_int(json, "scale", 0);
@@ -676,6 +701,13 @@ append_decimal(StringInfo out, const unsigned char *b, size_t n, int scale)
 	appendBinaryStringInfo(out, digits + nd - scale, scale);
 }
 
+/* Nanoseconds as microseconds: PostgreSQL keeps those; towards minus infinity. */
+static int64
+floor_div_1000(int64 v)
+{
+	return v / 1000 - (v % 1000 < 0 ? 1 : 0);
+}
+
 /* Days since 1970-01-01 as a PostgreSQL date. */
 static DateADT
 date_of(int32 days)
@@ -705,12 +737,7 @@ timestamp_of(int64 v, int unit)
 	if (unit == 1 && pg_mul_s64_overflow(v, 1000, &us))
 		bad_value("timestamp");
 	if (unit == 3)
-	{
-		/* PostgreSQL keeps microseconds: round towards minus infinity */
-		us = v / 1000;
-		if (v % 1000 < 0)
-			us--;
-	}
+		us = floor_div_1000(v);
 	if (pg_sub_s64_overflow(us, (int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY, &ts) ||
 		!IS_VALID_TIMESTAMP(ts))
 		bad_value("timestamp");
@@ -775,6 +802,21 @@ append_uuid(StringInfo out, const unsigned char *b)
 					 b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
 }
 
+/* Debezium's Bits: a Java BitSet's bytes, bit 0 the least significant. */
+static void
+append_bits(StringInfo out, const unsigned char *b, size_t n, int length)
+{
+	uint64		nbits = length >= 0 ? (uint64) length : (uint64) n * 8;
+
+	if (nbits > VARBITMAXLEN)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("Debezium Bits of %zu bytes are more bits than a bit string holds", n)));
+	enlargeStringInfo(out, (int) nbits);
+	for (uint64 i = nbits; i-- > 0;)
+		appendStringInfoChar(out, i / 8 < n && (b[i / 8] >> (i % 8)) & 1 ? '1' : '0');
+}
+
 static void
 avro_failed(const char *call)
 {
@@ -801,6 +843,7 @@ resolve_union(avro_value_t **v, avro_value_t *branch, AvroType **t)
 }
 
 static void append_json(StringInfo out, avro_value_t *v, AvroType *t);
+static bool append_variable_decimal(StringInfo out, avro_value_t *v, AvroType *t);
 
 static void
 value_bytes(avro_value_t *v, AvroType *t, const void **buf, size_t *size)
@@ -872,6 +915,9 @@ append_scalar(StringInfo out, avro_value_t *v, AvroType *t)
 					case L_TIME_MICROS:
 						append_time(out, l);
 						break;
+					case L_TIME_NANOS:
+						append_time(out, floor_div_1000(l));
+						break;
 					case L_TIMESTAMP_MILLIS:
 					case L_TIMESTAMP_MICROS:
 					case L_TIMESTAMP_NANOS:
@@ -940,6 +986,8 @@ append_scalar(StringInfo out, avro_value_t *v, AvroType *t)
 					append_duration(out, buf);
 				else if (t->logical == L_UUID && size == 16)
 					append_uuid(out, buf);
+				else if (t->logical == L_BITS)
+					append_bits(out, buf, size, t->scale);
 				else
 					append_hex(out, buf, size);
 				return;
@@ -1003,6 +1051,8 @@ append_json(StringInfo out, avro_value_t *v, AvroType *t)
 			}
 			break;
 		case AVRO_RECORD:
+			if (t->logical == L_VARIABLE_DECIMAL && append_variable_decimal(out, v, t))
+				return;
 			appendStringInfoChar(out, '{');
 			for (int i = 0; i < t->nchildren; i++)
 			{
@@ -1052,6 +1102,36 @@ append_json(StringInfo out, avro_value_t *v, AvroType *t)
 		append_scalar(&text, v, t);
 		append_json_string(out, text.data);
 	}
+}
+
+/*
+ * Debezium's VariableScaleDecimal, a record {scale int, value bytes (a
+ * decimal's unscaled value)}: its digits, as a JSON number.  False for a
+ * record of that name whose fields are something else.
+ */
+static bool
+append_variable_decimal(StringInfo out, avro_value_t *v, AvroType *t)
+{
+	int			si = avro_schema_record_field_get_index(t->schema, "scale");
+	int			vi = avro_schema_record_field_get_index(t->schema, "value");
+	avro_value_t scale;
+	avro_value_t value;
+	int32_t		s = 0;
+	const void *buf = NULL;
+	size_t		size = 0;
+
+	if (si < 0 || vi < 0 || t->nchildren != 2 ||
+		t->children[si]->kind != AVRO_INT32 || t->children[vi]->kind != AVRO_BYTES)
+		return false;
+	if (avro_value_get_by_index(v, si, &scale, NULL) != 0 || avro_value_get_int(&scale, &s) != 0 ||
+		avro_value_get_by_index(v, vi, &value, NULL) != 0 || avro_value_get_bytes(&value, &buf, &size) != 0)
+		avro_failed("VariableScaleDecimal");
+	if (s > NUMERIC_MAX_DISPLAY_SCALE || s < -NUMERIC_MAX_DISPLAY_SCALE)
+		ereport(ERROR,
+				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+				 errmsg("Debezium VariableScaleDecimal has a scale of %d", (int) s)));
+	append_decimal(out, buf, size, s);
+	return true;
 }
 
 /* An Avro array as the text of a PostgreSQL array of `elemtype`. */
@@ -1334,7 +1414,7 @@ logical_datum(avro_value_t *v, AvroType *t, Oid typid, Datum *out)
 				TimeADTGetDatum(time_of((int64) i * 1000));
 			return true;
 		case AVRO_INT64:
-			if (!((t->logical == L_TIME_MICROS && typid == TIMEOID) ||
+			if (!(((t->logical == L_TIME_MICROS || t->logical == L_TIME_NANOS) && typid == TIMEOID) ||
 				  (t->logical >= L_TIMESTAMP_MILLIS && t->logical <= L_TIMESTAMP_NANOS &&
 				   typid == TIMESTAMPTZOID) ||
 				  (t->logical >= L_LOCAL_TIMESTAMP_MILLIS && t->logical <= L_LOCAL_TIMESTAMP_NANOS &&
@@ -1344,6 +1424,8 @@ logical_datum(avro_value_t *v, AvroType *t, Oid typid, Datum *out)
 				avro_failed("long");
 			if (t->logical == L_TIME_MICROS)
 				*out = TimeADTGetDatum(time_of(l));
+			else if (t->logical == L_TIME_NANOS)
+				*out = TimeADTGetDatum(time_of(floor_div_1000(l)));
 			else if (typid == TIMESTAMPTZOID)
 				*out = TimestampTzGetDatum(timestamp_of(l, t->logical - L_TIMESTAMP_MILLIS + 1));
 			else
@@ -1372,7 +1454,7 @@ logical_datum(avro_value_t *v, AvroType *t, Oid typid, Datum *out)
 				*out = UUIDPGetDatum(uuid);
 				return true;
 			}
-			if (typid != BYTEAOID)
+			if (typid != BYTEAOID || t->logical == L_BITS)
 				return false;
 			/* Avro C may have no buffer for an empty value */
 			*out = PointerGetDatum(eoi_message_bytes(size > 0 ? buf : "", size));
