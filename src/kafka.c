@@ -83,6 +83,17 @@ static const char *const default_properties[][2] = {
  * one loaded at run time, not the headers built against.
  */
 #define RDKAFKA_VERSION_SCRAM_KAFKA4	0x020601ff	/* 2.6.1: SCRAM with Kafka 4 (bug #4895) */
+#define RDKAFKA_VERSION_FETCH_BACKOFF	0x020200ff	/* 2.2.0: fetch.queue.backoff.ms */
+
+/*
+ * fetch.queue.backoff.ms of a job that does not set its own, with a
+ * librdkafka that has it.  Its default (1 s) idles a worker that drains the
+ * prefetch queue faster, and with 2.14.2 wake_starved_fetcher's seek does
+ * not make up for it: bench/run.sh's exactly_once, 1 worker, ran at
+ * 330k-351k rows/s against 806k-897k with Debian's 2.0.2 and the seek;
+ * with 1, 10 or 100 ms here, 704k-966k (see README, Performance).
+ */
+#define DEFAULT_FETCH_QUEUE_BACKOFF_MS	"10"
 
 /* How long a group request of reset_offsets and drop_job may take. */
 #define GROUP_REQUEST_TIMEOUT_MS	10000
@@ -341,6 +352,9 @@ eoi_kafka_open(const EoiJob *job, int worker_index)
 	 */
 	if (job->source_transactions && !job_sets_option(job, "fetch.wait.max.ms"))
 		conf_set_or_error(conf, "fetch.wait.max.ms", SOURCE_TXN_FETCH_WAIT_MS);
+	if (rd_kafka_version() >= RDKAFKA_VERSION_FETCH_BACKOFF &&
+		!job_sets_option(job, "fetch.queue.backoff.ms"))
+		conf_set_or_error(conf, "fetch.queue.backoff.ms", DEFAULT_FETCH_QUEUE_BACKOFF_MS);
 	rd_kafka_conf_set_opaque(conf, kafka);
 	rd_kafka_conf_set_error_cb(conf, error_cb);
 	rd_kafka_conf_set_stats_cb(conf, stats_cb);
@@ -355,7 +369,9 @@ eoi_kafka_open(const EoiJob *job, int worker_index)
 				 errdetail("%s", errstr)));
 	}
 	rd_kafka_poll_set_consumer(kafka->rk);
-	kafka->seek_wake = !job_sets_option(job, "fetch.queue.backoff.ms");
+	/* librdkafka's own re-check when it has one, the seek otherwise */
+	kafka->seek_wake = rd_kafka_version() < RDKAFKA_VERSION_FETCH_BACKOFF &&
+		!job_sets_option(job, "fetch.queue.backoff.ms");
 	kafka->fill_messages = conf_int(kafka, "queued.min.messages", 100000) / 2;
 	kafka->fill_bytes = conf_int(kafka, "queued.max.messages.kbytes", 65536) * 1024 / 2;
 	return kafka;
@@ -948,11 +964,10 @@ handle_consumer_error(EoiKafka *kafka, rd_kafka_message_t *msg)
  * discarded and fetched again: each record is still delivered once, in
  * order, from that position, and the queue being empty, nothing is lost.
  *
- * A job that sets fetch.queue.backoff.ms (librdkafka 2.2 and later) has
- * chosen librdkafka's own re-check instead: no seek then.  The seek stays
- * the default with every librdkafka version: it is what the benchmark
- * measured (bench/results), and the re-check has not been measured against
- * it yet.
+ * With librdkafka 2.2 and later, fetch.queue.backoff.ms (10 ms unless the
+ * job sets it, DEFAULT_FETCH_QUEUE_BACKOFF_MS) makes librdkafka re-check
+ * soon by itself: no seek then.  Measured with 2.14.2, the seek left the
+ * worker idle half of the time.
  *
  * Only when the queue can have reached a threshold since it was last dry
  * (queue_may_have_filled): a live stream that the worker keeps up with
