@@ -19,6 +19,13 @@
  *
  * Errors are the record's (SQLSTATE class 22), with a hint.
  *
+ * The values come as JsonbValues (jsonb's way, and Debezium's envelope) or
+ * as jsonscan.c's tokens (format json's scan): eoi_json_token_text gives
+ * for a token the very text eoi_json_value_text gives for the JsonbValue
+ * jsonb_in makes of it, and eoi_json_token_datum, on the direct path, the
+ * value the column's input function would make of that text, where that
+ * is plainly the same and cannot fail.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
