@@ -10,6 +10,7 @@ OBJS = \
 	src/kafka.o \
 	src/decode.o \
 	src/jsonvalue.o \
+	src/jsonscan.o \
 	src/sink.o \
 	src/direct.o \
 	src/batch.o \

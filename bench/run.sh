@@ -1098,12 +1098,14 @@ run_latency() {
 # ---- profile: one more b=10000 par=1 run under perf ----
 # run_profile MODE TABLE OUTPUT: exactly_once into bench_nopk (profile.txt), and
 # upsert_0 into bench_pk (profile-upsert.txt), the mode furthest from its target.
+# BENCH_PROFILE_FORMAT (csv, json or avro; default csv) picks the format of the
+# exactly_once profile.
 run_profile() {
-  local mode=$1 table=$2 output=$3 data=$WORK/perf.data
-  log "profile: perf record of the worker during one extra $mode b=10000 par=1 run into $table"
+  local mode=$1 table=$2 output=$3 fmt=${4:-csv} data=$WORK/perf.data
+  log "profile: perf record of the worker during one extra $fmt $mode b=10000 par=1 run into $table"
   reset_result
   rm -f "$data"
-  eoi_once "$(topic_name csv 4)" "$table" csv "$mode" 10000 1 0 "$data"
+  eoi_once "$(topic_name "$fmt" 4)" "$table" "$fmt" "$mode" 10000 1 0 "$data"
   [ "$R_STATUS" = ok ] || { fail_loudly "profiled run: $R_NOTE"; return; }
   [ -s "$data" ] || { log "    perf recorded nothing"; return; }
   perf report -i "$data" --stdio --no-children --sort dso,symbol -g none --percent-limit 0.3 \
@@ -1114,7 +1116,7 @@ run_profile() {
   perf report -i "$data" --stdio --no-children --sort dso -g none \
     >"$WORK/perf-dso.txt" 2>/dev/null || true
   {
-    echo "# $mode b=10000 par=1 into $table"
+    echo "# $fmt $mode b=10000 par=1 into $table"
     echo "# $R_ROWS rows in ${R_SECONDS}s under perf (sampling slows it down); worker CPU ${R_PCPU}s"
     echo "# (all threads of the worker process, librdkafka's included; PostgreSQL's static"
     echo "# functions have no symbols in Debian's stripped binary and show as addresses)"
@@ -1179,7 +1181,7 @@ if [ -z "$ONLY" ] || [[ latency =~ $ONLY ]]; then
   run_latency 4
 fi
 if [ "$PROFILE" = 1 ]; then
-  run_profile exactly_once bench_nopk "$PROF"
+  run_profile exactly_once bench_nopk "$PROF" "${BENCH_PROFILE_FORMAT:-csv}"
   run_profile upsert_0 bench_pk "$PROF_UPSERT"
 fi
 job_drop

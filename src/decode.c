@@ -18,6 +18,15 @@
  *			none has it, the one whose name differs only in ASCII case), a
  *			key that is absent takes the column's default, other keys are
  *			ignored and logged once; values convert as jsonvalue.c says.
+ *			jsonscan.c reads the object in one pass, straight into the
+ *			columns (datums on the direct path where jsonvalue.c has one).
+ *			jsonb stays where it is still needed: for the messages the scan
+ *			declines (invalid JSON, whose errors jsonb_in raises, and the
+ *			rare shapes listed in jsonscan.h), for two keys that match one
+ *			column ignoring case (the error names them in jsonb's order),
+ *			for a nested value a column takes (jsonb_in of its text), for
+ *			Debezium's envelope (cdc.c, eoi_decode_json_object) and for
+ *			eoingest.batch()'s value_json (batch.c).
  *
  * GENERATED ALWAYS identity columns never take a message's value: csv and
  * text refuse to map one, json leaves it to PostgreSQL (as INSERT ...
@@ -42,15 +51,25 @@
 
 #include "avro.h"
 #include "decode.h"
+#include "jsonscan.h"
 
-/* decode_json's view of one column in the message being decoded. */
+int			eoingest_json_decode = EOI_JSON_DECODE_SCAN;
+
+/*
+ * decode_json's view of one column in the message being decoded: jsonb's
+ * way fills value, the scan's token (and the fold_ fields while it runs).
+ */
 typedef struct EoiJsonSlot
 {
 	JsonbValue	value;
+	EoiJsonToken token;
 	bool		found;
 	bool		exact;			/* by a key of exactly its name */
 	const char *key;			/* the key that matched it ignoring case */
 	int			key_len;
+	bool		fold_found;		/* scan: a key matched it ignoring case */
+	bool		fold_keys;		/* scan: two different such keys */
+	EoiJsonToken fold_token;
 } EoiJsonSlot;
 
 static bool
@@ -220,6 +239,7 @@ prepare_json_columns(EoiColumns *cols, Relation rel, EState *estate)
 	cols->defaults = palloc0(sizeof(ExprState *) * Max(cols->ncolumns, 1));
 	cols->outfuncs = palloc0(sizeof(FmgrInfo) * Max(cols->ncolumns, 1));
 	cols->typids = palloc0(sizeof(Oid) * Max(cols->ncolumns, 1));
+	cols->typmods = palloc0(sizeof(int32) * Max(cols->ncolumns, 1));
 	cols->json = palloc0(sizeof(EoiJsonColumn) * Max(cols->ncolumns, 1));
 	cols->json_slots = palloc0(sizeof(EoiJsonSlot) * Max(cols->ncolumns, 1));
 	cols->json_text = makeStringInfo();
@@ -239,6 +259,7 @@ prepare_json_columns(EoiColumns *cols, Relation rel, EState *estate)
 		getTypeOutputInfo(att->atttypid, &outfunc, &isvarlena);
 		fmgr_info(outfunc, &cols->outfuncs[c]);
 		cols->typids[c] = att->atttypid;
+		cols->typmods[c] = att->atttypmod;
 		if (estate != NULL && !cols->is_key)
 		{
 			Node	   *expr = build_column_default(rel, att->attnum);
@@ -658,9 +679,177 @@ match_other_keys(EoiColumns *cols, JsonbContainer *root)
 	}
 }
 
+/* ---- json, in one scan (jsonscan.c) ---- */
+
+/*
+ * The column named exactly `key`, or -1.  Messages usually list the keys
+ * in the columns' order: the search starts after the last match.
+ */
+static int
+exact_column(EoiColumns *cols, const char *key, size_t len, int *next)
+{
+	for (int i = 0; i < cols->ncolumns; i++)
+	{
+		int			c = *next + i;
+
+		if (c >= cols->ncolumns)
+			c -= cols->ncolumns;
+		if (cols->json[c].name_len == (int) len && memcmp(cols->json[c].name, key, len) == 0)
+		{
+			*next = (c + 1 == cols->ncolumns) ? 0 : c + 1;
+			return c;
+		}
+	}
+	return -1;
+}
+
+/* The column `key` may fill ignoring case (fold_case_column's), or -1. */
+static int
+fold_column(EoiColumns *cols, const char *key, size_t len)
+{
+	for (int c = 0; c < cols->ncolumns; c++)
+		if (cols->json[c].fold_case && spells_name(key, len, cols->json[c].name))
+			return c;
+	return -1;
+}
+
+typedef struct KeyMatchState
+{
+	EoiColumns *cols;
+	int			next;			/* where exact_column looks first */
+} KeyMatchState;
+
+/*
+ * One key of the message, as match_exact_keys and match_other_keys would
+ * take it: a later duplicate replaces an earlier one (jsonb keeps the
+ * last); a key that matches a column only ignoring case counts once the
+ * whole message is read (a key of exactly the name may still come).
+ */
+static bool
+scan_field(void *arg, const char *key, size_t key_len, const EoiJsonToken *value)
+{
+	KeyMatchState  *st = arg;
+	EoiColumns *cols = st->cols;
+	int			c = exact_column(cols, key, key_len, &st->next);
+	EoiJsonSlot *slot;
+
+	if (c >= 0)
+	{
+		slot = &cols->json_slots[c];
+		slot->token = *value;
+		slot->found = slot->exact = true;
+		return true;
+	}
+	c = fold_column(cols, key, key_len);
+	if (c < 0)
+	{
+		report_unmatched_key(cols, key, (int) key_len, NULL);
+		return true;
+	}
+	slot = &cols->json_slots[c];
+	if (slot->fold_found &&
+		(slot->key_len != (int) key_len || memcmp(slot->key, key, key_len) != 0))
+		slot->fold_keys = true;
+	slot->fold_found = true;
+	slot->fold_token = *value;
+	slot->key = key;
+	slot->key_len = (int) key_len;
+	return true;
+}
+
+/* jsonscan.c's scratch for a message of `len` bytes, kept in cols. */
+static char *
+reserve_scan_buffer(EoiColumns *cols, size_t len)
+{
+	if (len + 1 > cols->json_scan_size)
+	{
+		if (cols->json_scan != NULL)
+			pfree(cols->json_scan);
+		cols->json_scan_size = Max(len + 1, 2 * cols->json_scan_size);
+		cols->json_scan = MemoryContextAlloc(GetMemoryChunkContext(cols), cols->json_scan_size);
+	}
+	return cols->json_scan;
+}
+
+/*
+ * Messages longer than this take jsonb's way: jsonb refuses documents
+ * whose binary form exceeds its limits (256 MB, a few times the text).
+ */
+#define SCAN_MAX_MESSAGE (16 * 1024 * 1024)
+
+/*
+ * Read the message with jsonscan.c into the columns' tokens; false (and
+ * nothing written) when the scan declines, or when two keys match one
+ * column ignoring case, whose error jsonb's way raises.
+ */
+static bool
+scan_json(EoiColumns *cols, const char *value, size_t len)
+{
+	KeyMatchState	st = {cols, 0};
+
+	if (len > SCAN_MAX_MESSAGE)
+		return false;
+	for (int c = 0; c < cols->ncolumns; c++)
+	{
+		EoiJsonSlot *slot = &cols->json_slots[c];
+
+		slot->found = slot->exact = slot->fold_found = slot->fold_keys = false;
+	}
+	if (!eoi_json_scan_object(value, len, reserve_scan_buffer(cols, len),
+							  GetDatabaseEncoding() == PG_UTF8, scan_field, &st))
+		return false;
+	for (int c = 0; c < cols->ncolumns; c++)
+	{
+		EoiJsonSlot *slot = &cols->json_slots[c];
+
+		if (!slot->fold_found)
+			continue;
+		if (slot->exact)
+			report_unmatched_key(cols, slot->key, slot->key_len, cols->json[c].name);
+		else if (slot->fold_keys)
+			return false;
+		else
+		{
+			slot->token = slot->fold_token;
+			slot->found = true;
+		}
+	}
+	return true;
+}
+
+/* Column c's value from its token: a datum when the writer takes one. */
 static void
-decode_json(EoiColumns *cols, const char *value, size_t len, EoiRowWriter *writer,
-			ExprContext *econtext)
+write_json_token(EoiColumns *cols, int c, EoiRowWriter *writer, const EoiJsonToken *t)
+{
+	const EoiJsonColumn *jc = &cols->json[c];
+	StringInfo	text = cols->json_text;
+	Datum		d;
+
+	if (t->kind == EOI_JSON_NULL)
+		writer->field(writer, c, NULL, 0);
+	else if (writer->datum != NULL &&
+			 eoi_json_token_datum(jc, cols->timestamp_unit, cols->typids[c], cols->typmods[c], t, &d))
+		writer->datum(writer, c, d);
+	else if (t->kind == EOI_JSON_STRING && jc->kind != EOI_VALUE_BYTEA)
+		writer->field(writer, c, t->data, t->len);	/* its text is its contents */
+	else
+	{
+		resetStringInfo(text);
+		if (eoi_json_token_text(jc, cols->timestamp_unit, t, text, cols->json_scratch))
+			writer->field(writer, c, text->data, text->len);
+		else
+			writer->field(writer, c, NULL, 0);
+	}
+}
+
+/*
+ * Format json through jsonb (eoingest.json_decode = jsonb, and the
+ * messages the scan declines): the message parsed by jsonb_in, its keys
+ * read back from the jsonb.
+ */
+static void
+decode_json_jsonb(EoiColumns *cols, const char *value, size_t len, EoiRowWriter *writer,
+				  ExprContext *econtext)
 {
 	Jsonb	   *jb;
 
@@ -672,6 +861,34 @@ decode_json(EoiColumns *cols, const char *value, size_t len, EoiRowWriter *write
 				 errmsg("JSON message is not an object"),
 				 errhint("Format json maps the keys of an object to columns; use a transform for other shapes.")));
 	eoi_decode_json_object(cols, &jb->root, writer, econtext);
+}
+
+/*
+ * Format json: the scan's tokens when it reads the message, converted in
+ * the columns' order after the whole message is read, as jsonb's way
+ * converts (so that the first error is the same one); jsonb's way else.
+ */
+static void
+decode_json(EoiColumns *cols, const char *value, size_t len, EoiRowWriter *writer,
+			ExprContext *econtext)
+{
+	if (eoingest_json_decode == EOI_JSON_DECODE_JSONB || !scan_json(cols, value, len))
+	{
+		if (eoingest_json_decode == EOI_JSON_DECODE_SCAN_ONLY)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_EXCEPTION),
+					 errmsg("JSON message declined by the scan (eoingest.json_decode = scan_only)"),
+					 errhint("Set eoingest.json_decode to scan (the default) to read such messages through jsonb.")));
+		decode_json_jsonb(cols, value, len, writer, econtext);
+		return;
+	}
+	for (int c = 0; c < cols->ncolumns; c++)
+	{
+		if (cols->json_slots[c].found)
+			write_json_token(cols, c, writer, &cols->json_slots[c].token);
+		else
+			eoi_write_default(cols, c, writer, econtext);
+	}
 }
 
 /*

@@ -41,6 +41,7 @@ typedef struct EoiColumns
 	ExprState **defaults;		/* json, avro: evaluated for an absent key, or NULL */
 	FmgrInfo   *outfuncs;		/* json, avro: to print a default */
 	Oid		   *typids;			/* json, avro: the columns' types */
+	int32	   *typmods;		/* json: their typmods */
 	void	   *avro;			/* avro: avro.c's state */
 	bool		is_key;			/* decodes message keys (upsert tombstones) */
 	EoiJsonColumn *json;		/* json: how each column reads values */
@@ -49,6 +50,8 @@ typedef struct EoiColumns
 	struct EoiJsonSlot *json_slots; /* json: decode_json's buffers, reused */
 	StringInfo	json_text;
 	StringInfo	json_scratch;
+	char	   *json_scan;		/* json: jsonscan.c's scratch, reused */
+	size_t		json_scan_size;
 	const char *what;			/* for errors: "the target has" */
 	EoiCsvField *csv_fields;	/* csv: decode_csv's buffers, reused */
 	char	   *csv_scratch;
@@ -76,6 +79,22 @@ typedef struct EoiCopyWriter
 	EoiRowWriter writer;
 	StringInfo	out;
 } EoiCopyWriter;
+
+/*
+ * eoingest.json_decode (superuser, for tests): how format json reads a
+ * message: with jsonscan.c's scan (falling back to jsonb where it
+ * declines), always through jsonb_in as before the scan, or (to show
+ * which messages the scan reads) with the scan alone, a declined message
+ * being a record error.
+ */
+typedef enum EoiJsonDecode
+{
+	EOI_JSON_DECODE_SCAN,
+	EOI_JSON_DECODE_JSONB,
+	EOI_JSON_DECODE_SCAN_ONLY
+} EoiJsonDecode;
+
+extern int	eoingest_json_decode;
 
 extern EoiMapping eoi_job_mapping(const EoiJob *job);
 extern void eoi_write_default(EoiColumns *cols, int c, EoiRowWriter *writer,

@@ -40,6 +40,13 @@ int			eoingest_lock_timeout = 10000;
 static int	eoingest_stall_after = 30000;
 int			eoingest_test_batch_text_limit = 0;
 
+static const struct config_enum_entry json_decode_options[] = {
+	{"scan", EOI_JSON_DECODE_SCAN, false},
+	{"jsonb", EOI_JSON_DECODE_JSONB, false},
+	{"scan_only", EOI_JSON_DECODE_SCAN_ONLY, false},
+	{NULL, 0, false}
+};
+
 static const struct config_enum_entry insert_path_options[] = {
 	{"copy", EOI_INSERT_PATH_COPY, false},
 	{"direct", EOI_INSERT_PATH_DIRECT, false},
@@ -166,6 +173,15 @@ eoi_define_settings(void)
 							 "direct builds tuples from the decoded fields when the target allows it (src/direct.c says when) and uses COPY otherwise; copy always goes through COPY's text.",
 							 &eoingest_insert_path,
 							 EOI_INSERT_PATH_DIRECT, insert_path_options,
+							 PGC_SUSET,
+							 GUC_NOT_IN_SAMPLE,
+							 NULL, NULL, NULL);
+
+	DefineCustomEnumVariable("eoingest.json_decode",
+							 "How format json reads a message: scan (one pass into the columns) or jsonb (jsonb_in, then the keys).",
+							 "scan reads the top-level object in one pass (src/jsonscan.c) and takes jsonb's way only for the messages it declines; jsonb always parses into jsonb first. Both give the same rows and errors; jsonb is there for the tests that show it, and so is scan_only (a message the scan declines is a record error).",
+							 &eoingest_json_decode,
+							 EOI_JSON_DECODE_SCAN, json_decode_options,
 							 PGC_SUSET,
 							 GUC_NOT_IN_SAMPLE,
 							 NULL, NULL, NULL);

@@ -19,10 +19,18 @@
  *
  * Errors are the record's (SQLSTATE class 22), with a hint.
  *
+ * The values come as JsonbValues (jsonb's way, and Debezium's envelope) or
+ * as jsonscan.c's tokens (format json's scan): eoi_json_token_text gives
+ * for a token the very text eoi_json_value_text gives for the JsonbValue
+ * jsonb_in makes of it, and eoi_json_token_datum, on the direct path, the
+ * value the column's input function would make of that text, where that
+ * is plainly the same and cannot fail.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include <errno.h>
 #include <math.h>
 
 #include "catalog/pg_type.h"
@@ -180,16 +188,15 @@ epoch_timestamp(const EoiJsonColumn *jc, EoiTimestampUnit unit, Numeric num)
  * same whatever the session's DateStyle and TimeZone.  A timestamp column
  * gets the UTC time of the instant, a date column its UTC date.
  */
-static void
-epoch_text(const EoiJsonColumn *jc, EoiTimestampUnit unit, Numeric num, StringInfo out)
+static bool
+epoch_encode(const EoiJsonColumn *jc, Timestamp ts, StringInfo out)
 {
-	Timestamp	ts = epoch_timestamp(jc, unit, num);
 	struct pg_tm tm;
 	fsec_t		fsec;
 	char		buf[MAXDATELEN + 1];
 
 	if (timestamp2tm(ts, NULL, &tm, &fsec, NULL, NULL) != 0)
-		epoch_out_of_range(jc, num);
+		return false;
 	switch (jc->kind)
 	{
 		case EOI_VALUE_TIMESTAMPTZ:
@@ -203,6 +210,123 @@ epoch_text(const EoiJsonColumn *jc, EoiTimestampUnit unit, Numeric num, StringIn
 			break;
 	}
 	appendStringInfoString(out, buf);
+	return true;
+}
+
+static void
+epoch_text(const EoiJsonColumn *jc, EoiTimestampUnit unit, Numeric num, StringInfo out)
+{
+	if (!epoch_encode(jc, epoch_timestamp(jc, unit, num), out))
+		epoch_out_of_range(jc, num);
+}
+
+/* A JSON integer of at most 19 digits (and a sign) as an int64. */
+static bool
+token_int64(const EoiJsonToken *t, int64 *result)
+{
+	const char *p = t->data;
+	const char *end = t->data + t->len;
+	bool		neg = (p < end && *p == '-');
+	int64		v = 0;
+
+	if (!t->integer || t->len > 20)
+		return false;
+	if (neg)
+		p++;
+	for (; p < end; p++)
+	{
+		/* negative, so that INT64_MIN fits */
+		if (pg_mul_s64_overflow(v, 10, &v) || pg_sub_s64_overflow(v, *p - '0', &v))
+			return false;
+	}
+	if (!neg && v == PG_INT64_MIN)
+		return false;
+	*result = neg ? v : -v;
+	return true;
+}
+
+/*
+ * epoch_timestamp's result for a JSON integer, in int64 arithmetic that
+ * gives exactly what its numeric arithmetic gives; false for anything
+ * where it would raise an error (or that this does not cover), so that
+ * the caller goes the numeric way and raises it.
+ */
+static bool
+epoch_integer(const EoiJsonColumn *jc, EoiTimestampUnit unit, const EoiJsonToken *t,
+			  Timestamp *result)
+{
+	int64		n;
+	int64		usecs;
+	int64		rest;
+	bool		days = false;
+	EoiTimestampUnit u = unit;
+	Timestamp	ts;
+
+	if (!token_int64(t, &n))
+		return false;
+	if (u == EOI_TS_AUTO)
+	{
+		/* as epoch_unit: (double) rounds an int64 as strtod rounds its digits */
+		double		mag = fabs((double) n);
+
+		if (jc->kind == EOI_VALUE_DATE && mag < 1e7)
+		{
+			days = true;
+			u = EOI_TS_SECONDS;
+		}
+		else
+			u = mag < 1e11 ? EOI_TS_SECONDS : mag < 1e14 ? EOI_TS_MILLISECONDS :
+				mag < 1e17 ? EOI_TS_MICROSECONDS : EOI_TS_NANOSECONDS;
+	}
+	switch (u)
+	{
+		case EOI_TS_SECONDS:
+			if (pg_mul_s64_overflow(n, days ? USECS_PER_DAY : USECS_PER_SEC, &usecs))
+				return false;
+			break;
+		case EOI_TS_MILLISECONDS:
+			if (pg_mul_s64_overflow(n, 1000, &usecs))
+				return false;
+			break;
+		case EOI_TS_MICROSECONDS:
+			usecs = n;
+			break;
+		case EOI_TS_NANOSECONDS:
+			/* numeric_round: halves away from zero */
+			usecs = n / 1000;
+			rest = n % 1000;
+			if (rest >= 500)
+				usecs++;
+			else if (rest <= -500)
+				usecs--;
+			break;
+		default:
+			return false;
+	}
+	if (fabs((double) usecs) >= 9.0e18 ||
+		pg_sub_s64_overflow(usecs, (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY, &ts) ||
+		!IS_VALID_TIMESTAMP(ts))
+		return false;
+	*result = ts;
+	return true;
+}
+
+/* date_in's value for epoch_encode's text of `ts`, when it has one. */
+static bool
+epoch_date(Timestamp ts, DateADT *result)
+{
+	struct pg_tm tm;
+	fsec_t		fsec;
+	DateADT		date;
+
+	if (timestamp2tm(ts, NULL, &tm, &fsec, NULL, NULL) != 0 ||
+		!IS_VALID_JULIAN(tm.tm_year, tm.tm_mon, tm.tm_mday))
+		return false;
+	date = date2j(tm.tm_year, tm.tm_mon, tm.tm_mday) - POSTGRES_EPOCH_JDATE;
+	if (!IS_VALID_DATE(date))
+		return false;
+	*result = date;
+	return true;
 }
 
 /* ---- strings into bytea ---- */
@@ -458,4 +582,200 @@ eoi_json_value_text(const EoiJsonColumn *jc, EoiTimestampUnit unit, JsonbValue *
 		return true;
 	}
 	return scalar_text(jc, unit, v, out);
+}
+
+/* ---- values from jsonscan.c's tokens ---- */
+
+/*
+ * The tokens of jsonscan.c stand for the JsonbValues jsonb_in would have
+ * made of the same text, and convert exactly as eoi_json_value_text
+ * converts those: the same text for every column, the same errors.
+ */
+
+/* A number's text as numeric_out writes the Numeric numeric_in reads of it. */
+static void
+number_text(const EoiJsonToken *t, StringInfo out)
+{
+	bool		zero = true;
+
+	/* Without an exponent that is its own text, but that numeric has no -0. */
+	for (size_t i = 0; i < t->len && zero; i++)
+		zero = (t->data[i] == '-' || t->data[i] == '0' || t->data[i] == '.');
+	if (!t->exponent && !(zero && t->data[0] == '-'))
+	{
+		appendBinaryStringInfo(out, t->data, t->len);
+		return;
+	}
+	appendStringInfoString(out,
+						   DatumGetCString(DirectFunctionCall1(numeric_out,
+															   DirectFunctionCall3(numeric_in,
+																				   CStringGetDatum(pnstrdup(t->data, t->len)),
+																				   ObjectIdGetDatum(InvalidOid),
+																				   Int32GetDatum(-1)))));
+}
+
+static bool
+is_time_kind(const EoiJsonColumn *jc)
+{
+	return jc->kind == EOI_VALUE_TIMESTAMPTZ || jc->kind == EOI_VALUE_TIMESTAMP ||
+		jc->kind == EOI_VALUE_DATE;
+}
+
+/* A nested object or array, as jsonb_in reads its text. */
+static Jsonb *
+token_jsonb(const EoiJsonToken *t)
+{
+	return DatumGetJsonbP(DirectFunctionCall1(jsonb_in,
+											  CStringGetDatum(pnstrdup(t->data, t->len))));
+}
+
+/*
+ * Append to `out` the text column `jc` reads for the value `t`; false for
+ * a JSON null.  As eoi_json_value_text for the JsonbValue of `t`.
+ */
+bool
+eoi_json_token_text(const EoiJsonColumn *jc, EoiTimestampUnit unit, const EoiJsonToken *t,
+					StringInfo out, StringInfo scratch)
+{
+	switch (t->kind)
+	{
+		case EOI_JSON_NULL:
+			return false;
+		case EOI_JSON_TRUE:
+		case EOI_JSON_FALSE:
+			appendStringInfoString(out, t->kind == EOI_JSON_TRUE ? "true" : "false");
+			return true;
+		case EOI_JSON_STRING:
+			if (jc->kind == EOI_VALUE_BYTEA)
+				bytea_text(jc, t->data, (int) t->len, out);
+			else
+				appendBinaryStringInfo(out, t->data, t->len);
+			return true;
+		case EOI_JSON_NUMBER:
+			if (unit != EOI_TS_NONE && is_time_kind(jc))
+			{
+				Timestamp	ts;
+				int			start = out->len;
+
+				if (epoch_integer(jc, unit, t, &ts) && epoch_encode(jc, ts, out))
+					return true;
+				out->len = start;
+				out->data[start] = '\0';
+				epoch_text(jc, unit,
+						   DatumGetNumeric(DirectFunctionCall3(numeric_in,
+															   CStringGetDatum(pnstrdup(t->data, t->len)),
+															   ObjectIdGetDatum(InvalidOid),
+															   Int32GetDatum(-1))),
+						   out);
+			}
+			else
+				number_text(t, out);
+			return true;
+		case EOI_JSON_NESTED:
+			{
+				Jsonb	   *jb = token_jsonb(t);
+				JsonbValue	v;
+
+				v.type = jbvBinary;
+				v.val.binary.data = &jb->root;
+				v.val.binary.len = VARSIZE(jb) - VARHDRSZ;
+				return eoi_json_value_text(jc, unit, &v, out, scratch);
+			}
+	}
+	return false;
+}
+
+/* float8in's value of a number, when it takes it without a word. */
+static bool
+token_double(const EoiJsonToken *t, bool single, Datum *out)
+{
+	char		buf[64];
+	char	   *end;
+	double		d = 0;
+	float		f = 0;
+
+	if (t->len >= sizeof(buf))
+		return false;
+	memcpy(buf, t->data, t->len);
+	buf[t->len] = '\0';
+	errno = 0;
+	if (single)
+		f = strtof(buf, &end);
+	else
+		d = strtod(buf, &end);
+	/* range errors (and subnormals) go the text's way, which reports them */
+	if (errno != 0 || end != buf + t->len || isinf(single ? f : d))
+		return false;
+	/* numeric has no -0: float8in reads "0" */
+	if (single)
+		*out = Float4GetDatum(f == 0 ? 0.0f : f);
+	else
+		*out = Float8GetDatum(d == 0 ? 0.0 : d);
+	return true;
+}
+
+/*
+ * The value of type `typid` (typmod `typmod`) that the column's input
+ * function makes of eoi_json_token_text's text, without the text: for the
+ * types and values where that is plainly the same; false otherwise (the
+ * text's way then gives the value, or the error).
+ */
+bool
+eoi_json_token_datum(const EoiJsonColumn *jc, EoiTimestampUnit unit, Oid typid, int32 typmod,
+					 const EoiJsonToken *t, Datum *out)
+{
+	int64		i;
+	Timestamp	ts;
+	DateADT		date;
+
+	switch (typid)
+	{
+		case INT8OID:
+		case INT4OID:
+		case INT2OID:
+			if (t->kind != EOI_JSON_NUMBER || !token_int64(t, &i))
+				return false;
+			if (typid == INT8OID)
+				*out = Int64GetDatum(i);
+			else if (typid == INT4OID && i >= PG_INT32_MIN && i <= PG_INT32_MAX)
+				*out = Int32GetDatum((int32) i);
+			else if (typid == INT2OID && i >= PG_INT16_MIN && i <= PG_INT16_MAX)
+				*out = Int16GetDatum((int16) i);
+			else
+				return false;
+			return true;
+		case FLOAT8OID:
+		case FLOAT4OID:
+			return t->kind == EOI_JSON_NUMBER && token_double(t, typid == FLOAT4OID, out);
+		case BOOLOID:
+			if (t->kind != EOI_JSON_TRUE && t->kind != EOI_JSON_FALSE)
+				return false;
+			*out = BoolGetDatum(t->kind == EOI_JSON_TRUE);
+			return true;
+		case TEXTOID:
+			if (t->kind != EOI_JSON_STRING)
+				return false;
+			*out = PointerGetDatum(cstring_to_text_with_len(t->data, (int) t->len));
+			return true;
+		case TIMESTAMPTZOID:
+		case TIMESTAMPOID:
+			if (t->kind != EOI_JSON_NUMBER || typmod >= 0 || unit == EOI_TS_NONE ||
+				!epoch_integer(jc, unit, t, &ts))
+				return false;
+			*out = typid == TIMESTAMPTZOID ? TimestampTzGetDatum(ts) : TimestampGetDatum(ts);
+			return true;
+		case DATEOID:
+			if (t->kind != EOI_JSON_NUMBER || unit == EOI_TS_NONE ||
+				!epoch_integer(jc, unit, t, &ts) || !epoch_date(ts, &date))
+				return false;
+			*out = DateADTGetDatum(date);
+			return true;
+		case JSONBOID:
+			if (t->kind != EOI_JSON_NESTED)
+				return false;
+			*out = JsonbPGetDatum(token_jsonb(t));
+			return true;
+		default:
+			return false;
+	}
 }

@@ -14,6 +14,8 @@
 #include "lib/stringinfo.h"
 #include "utils/jsonb.h"
 
+#include "jsonscan.h"
+
 /*
  * How a value converts for a column, or for each element of an array
  * column: most types read the value's text with their input function;
@@ -42,5 +44,9 @@ typedef struct EoiJsonColumn
 extern void eoi_json_column_init(EoiJsonColumn *jc, const char *name, Oid typid);
 extern bool eoi_json_value_text(const EoiJsonColumn *jc, EoiTimestampUnit unit,
 								JsonbValue *v, StringInfo out, StringInfo scratch);
+extern bool eoi_json_token_text(const EoiJsonColumn *jc, EoiTimestampUnit unit,
+								const EoiJsonToken *t, StringInfo out, StringInfo scratch);
+extern bool eoi_json_token_datum(const EoiJsonColumn *jc, EoiTimestampUnit unit,
+								 Oid typid, int32 typmod, const EoiJsonToken *t, Datum *out);
 
 #endif

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Build a libFuzzer target and run it for a bounded time: csv (the CSV
-# splitter, src/csv.c; the default) or avro (Avro C's reading as format avro
-# uses it, test/fuzz/avro_fuzz.c).
+# splitter, src/csv.c; the default), avro (Avro C's reading as format avro
+# uses it, test/fuzz/avro_fuzz.c) or json (format json's scan, src/jsonscan.c,
+# against PostgreSQL's own JSON parser, test/fuzz/json_fuzz.c).
 #
-#   bash test/fuzz/run.sh [SECONDS] [csv|avro]      (default 60 csv)
+#   bash test/fuzz/run.sh [SECONDS] [csv|avro|json]      (default 60 csv)
 #
 # TAP on stdout (1..1, then ok / not ok), diagnostics on stderr.  Exits
 # non-zero on any crash, sanitizer report, leak, timeout or out-of-memory.
@@ -26,12 +27,12 @@ FUZZ_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 DURATION=${1:-60}
 case "$DURATION" in
-  ''|*[!0-9]*|0) echo "usage: $0 [SECONDS>0] [csv|avro]" >&2; exit 2 ;;
+  ''|*[!0-9]*|0) echo "usage: $0 [SECONDS>0] [csv|avro|json]" >&2; exit 2 ;;
 esac
 TARGET=${2:-csv}
 case "$TARGET" in
-  csv|avro) ;;
-  *) echo "usage: $0 [SECONDS>0] [csv|avro]" >&2; exit 2 ;;
+  csv|avro|json) ;;
+  *) echo "usage: $0 [SECONDS>0] [csv|avro|json]" >&2; exit 2 ;;
 esac
 
 OUT=$EOINGEST_RUN/fuzz
@@ -83,6 +84,13 @@ DICT=()
 if [ "$TARGET" = csv ]; then
   BUILD+=("$EOINGEST_REPO/src/csv.c" "$FUZZ_DIR/csv_fuzz.c" -o "$BIN")
   DICT=(-dict="$FUZZ_DIR/csv.dict")
+elif [ "$TARGET" = json ]; then
+  # PostgreSQL's own JSON parser (frontend libpgcommon) is the oracle
+  BUILD+=(-I "$(pg_config --includedir)/internal" -I "$(pg_config --includedir-server)"
+          "$EOINGEST_REPO/src/jsonscan.c" "$FUZZ_DIR/json_fuzz.c"
+          -L "$(pg_config --pkglibdir)" -lpgcommon -lpgport -Wno-ignored-attributes -Wno-unused-parameter -o "$BIN")
+  DICT=(-dict="$FUZZ_DIR/json.dict")
+  export LSAN_OPTIONS="suppressions=$FUZZ_DIR/json.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 else
   # Avro C (libavro-dev, from test/deps.sh) is not instrumented: ASan sees its
   # allocations.  src/avrocheck.c refuses every length that the record's
