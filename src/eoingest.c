@@ -26,6 +26,7 @@
 #include "launcher.h"
 #include "policy.h"
 #include "shmem.h"
+#include "upsert.h"
 
 PG_MODULE_MAGIC;
 
@@ -43,6 +44,12 @@ int			eoingest_test_batch_text_limit = 0;
 static const struct config_enum_entry insert_path_options[] = {
 	{"copy", EOI_INSERT_PATH_COPY, false},
 	{"direct", EOI_INSERT_PATH_DIRECT, false},
+	{NULL, 0, false}
+};
+
+static const struct config_enum_entry upsert_path_options[] = {
+	{"bulk", EOI_UPSERT_PATH_BULK, false},
+	{"on_conflict", EOI_UPSERT_PATH_ON_CONFLICT, false},
 	{NULL, 0, false}
 };
 
@@ -166,6 +173,15 @@ eoi_define_settings(void)
 							 "direct builds tuples from the decoded fields when the target allows it (src/direct.c says when) and uses COPY otherwise; copy always goes through COPY's text.",
 							 &eoingest_insert_path,
 							 EOI_INSERT_PATH_DIRECT, insert_path_options,
+							 PGC_SUSET,
+							 GUC_NOT_IN_SAMPLE,
+							 NULL, NULL, NULL);
+
+	DefineCustomEnumVariable("eoingest.upsert_path",
+							 "How mode upsert and envelope debezium write a batch's rows: bulk or on_conflict.",
+							 "bulk updates the rows whose keys exist and inserts the others as tuples when the target allows it (src/upsert.c says when), with INSERT ... ON CONFLICT as the fallback; on_conflict always uses INSERT ... ON CONFLICT.",
+							 &eoingest_upsert_path,
+							 EOI_UPSERT_PATH_BULK, upsert_path_options,
 							 PGC_SUSET,
 							 GUC_NOT_IN_SAMPLE,
 							 NULL, NULL, NULL);

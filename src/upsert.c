@@ -19,6 +19,37 @@
  * NOTHING when every column is a key column).  Replaying a batch applies
  * the same final values again: that is what makes the sink idempotent.
  *
+ * The bulk path.  INSERT ... ON CONFLICT costs a speculative insertion and
+ * an index probe per row.  Where the target allows (bulk_fits), the rows
+ * go in another way, with the same final state: after the deletes, one
+ * UPDATE ... FROM unnest(text arrays) ... RETURNING sets the rows whose
+ * keys exist (a nested loop of index probes on the key's unique index, the
+ * bulk probe), and the rows it did not return, the new keys, go in as
+ * tuples through direct.c's multi-insert (table_multi_insert, then their
+ * index entries, as COPY does).  A writer of its own inserting one of those
+ * keys in between makes the insert raise unique_violation: the UPDATE and
+ * the inserts run in a subtransaction, which is then rolled back, and the
+ * rows go in with the ON CONFLICT statement after all; any other error is
+ * the batch's, as before.  The statement stays the only path (bulk_fits
+ * says no) for:
+ *	- eoingest.upsert_path = on_conflict (superuser, for tests),
+ *	- targets direct.c does not cover (partitioned tables and partitions,
+ *	  any trigger, a volatile default: eoi_direct_target_fits), and those
+ *	  with row-level security,
+ *	- DO NOTHING (every column a key column): nothing to update, and the
+ *	  probe alone would cost what the statement does,
+ *	- any other unique index or exclusion constraint: the statement checks
+ *	  its rows in key order, interleaving updates and inserts; the new rows
+ *	  after the updates could meet, or miss, a conflict the statement would
+ *	  not,
+ *	- a key index whose equality is not its columns' default (another
+ *	  operator class or collation) or whose nulls are not distinct: the
+ *	  UPDATE's "=" must be the index's,
+ *	- a column whose text the statement's cast reads otherwise than the
+ *	  type's input function does: a length typmod (the explicit cast to
+ *	  varchar(n) truncates, the input function refuses) or a cast from text
+ *	  by a function.
+ *
  * The same machinery, an EoiChangeSet, applies Debezium change events
  * (cdc.c), which add their upserts and deletes to it one by one.
  *
@@ -29,15 +60,23 @@
 #include "access/genam.h"
 #include "access/htup_details.h"
 #include "access/nbtree.h"
+#include "access/xact.h"
 #include "access/table.h"
 #include "catalog/pg_index.h"
+#include "catalog/pg_opclass.h"
 #include "catalog/pg_type.h"
+#include "commands/defrem.h"
+#include "executor/executor.h"
 #include "executor/spi.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
+#include "parser/parse_coerce.h"
+#include "parser/parse_node.h"
 #include "parser/parse_relation.h"
 #include "utils/acl.h"
+#include "utils/guc.h"
+#include "utils/rls.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
@@ -45,8 +84,11 @@
 #include "utils/rel.h"
 
 #include "decode.h"
+#include "direct.h"
 #include "sink.h"
 #include "upsert.h"
+
+int			eoingest_upsert_path = EOI_UPSERT_PATH_BULK;
 
 /* Rows of text fields, row-major. */
 typedef struct ArrayWriter
@@ -449,7 +491,243 @@ struct EoiChangeSet
 	int			capacity;
 	int			seq;
 	MemoryContext cxt;			/* where the ops and their keys live */
+	bool		bulk;			/* the bulk path (see the header comment) */
 };
+
+/* ---- the bulk path (see the header comment) ---- */
+
+/*
+ * Does the column's text read the same through the statement's cast
+ * (text::type) as through its type's input function (direct.c)?
+ */
+static bool
+cast_is_input(Form_pg_attribute att)
+{
+	int32		typmod = att->atttypmod;
+	Oid			base = getBaseTypeAndTypmod(att->atttypid, &typmod);
+	Oid			func;
+	CoercionPathType path;
+
+	/* The input functions of these apply a typmod as the cast does: rounding. */
+	if (typmod >= 0 && base != NUMERICOID && base != TIMESTAMPOID && base != TIMESTAMPTZOID &&
+		base != TIMEOID && base != TIMETZOID && base != INTERVALOID)
+		return false;
+	path = find_coercion_pathway(base, TEXTOID, COERCION_EXPLICIT, &func);
+	return path == COERCION_PATH_RELABELTYPE || path == COERCION_PATH_COERCEVIAIO;
+}
+
+/* Is the key index's equality, for each key column, its type's default "="? */
+static bool
+key_equality_is_default(Relation rel, Relation idx)
+{
+	for (int j = 0; j < idx->rd_index->indnkeyatts; j++)
+	{
+		Form_pg_attribute att = TupleDescAttr(RelationGetDescr(rel), idx->rd_index->indkey.values[j] - 1);
+		Oid			opclass = GetDefaultOpClass(att->atttypid, BTREE_AM_OID);
+
+		if (!OidIsValid(opclass) || get_opclass_family(opclass) != idx->rd_opfamily[j] ||
+			idx->rd_indcollation[j] != att->attcollation)
+			return false;
+	}
+	return true;
+}
+
+/* May the changes to `rel` take the bulk path?  See the header comment. */
+static bool
+bulk_fits(Relation rel, EoiColumns *cols, List *key_columns, KeyOrder *ko)
+{
+	Oid			keyidx;
+	List	   *indexes;
+	ListCell   *lc;
+	bool		fits = true;
+	bool		has_value_column = false;
+
+	if (eoingest_upsert_path != EOI_UPSERT_PATH_BULK || !ko->nulls_distinct ||
+		!eoi_direct_target_fits(rel, cols) ||
+		check_enable_rls(RelationGetRelid(rel), InvalidOid, true) != RLS_NONE)
+		return false;
+	for (int c = 0; c < cols->ncolumns; c++)
+	{
+		Form_pg_attribute att = TupleDescAttr(RelationGetDescr(rel),
+											  attnameAttNum(rel, cols->colnames[c], false) - 1);
+
+		if (!is_key(key_columns, cols->colnames[c]))
+			has_value_column = true;
+		if (!cast_is_input(att))
+			return false;
+	}
+	if (!has_value_column)
+		return false;
+	keyidx = check_unique_index(rel, key_columns);
+	indexes = RelationGetIndexList(rel);
+	foreach(lc, indexes)
+	{
+		Relation	idx = index_open(lfirst_oid(lc), AccessShareLock);
+
+		if (lfirst_oid(lc) == keyidx)
+			fits &= key_equality_is_default(rel, idx);
+		else
+			fits &= !idx->rd_index->indisunique && !idx->rd_index->indisexclusion;
+		index_close(idx, AccessShareLock);
+	}
+	list_free(indexes);
+	return fits;
+}
+
+/*
+ * UPDATE target AS t SET c = u.c::type ... FROM ROWS FROM (unnest($1), ...)
+ * WITH ORDINALITY AS u(cols, n) WHERE t.k = u.k::type ... RETURNING u.n
+ */
+static char *
+build_update_sql(Relation rel, const char *target, EoiColumns *cols, List *key_columns)
+{
+	StringInfoData sql;
+	char	   *ord = "eoi_n";
+	bool		first = true;
+	ListCell   *lc;
+
+	/* The ordinality's name must not be a column's. */
+	for (int c = 0; c < cols->ncolumns; c++)
+		if (strcmp(cols->colnames[c], ord) == 0)
+		{
+			ord = psprintf("%s_", ord);
+			c = -1;
+		}
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "UPDATE %s AS t SET ", target);
+	for (int c = 0; c < cols->ncolumns; c++)
+	{
+		const char *q = quote_identifier(cols->colnames[c]);
+
+		if (is_key(key_columns, cols->colnames[c]))
+			continue;
+		appendStringInfo(&sql, "%s%s = u.%s::%s", first ? "" : ", ", q, q,
+						 column_type(rel, cols->colnames[c]));
+		first = false;
+	}
+	appendStringInfoString(&sql, " FROM ROWS FROM (");
+	for (int c = 0; c < cols->ncolumns; c++)
+		appendStringInfo(&sql, "%spg_catalog.unnest($%d::pg_catalog.text[])", c ? ", " : "", c + 1);
+	appendStringInfoString(&sql, ") WITH ORDINALITY AS u(");
+	for (int c = 0; c < cols->ncolumns; c++)
+		appendStringInfo(&sql, "%s, ", quote_identifier(cols->colnames[c]));
+	appendStringInfo(&sql, "%s) WHERE ", ord);
+	foreach(lc, key_columns)
+	{
+		const char *q = quote_identifier(strVal(lfirst(lc)));
+
+		appendStringInfo(&sql, "%st.%s OPERATOR(pg_catalog.=) u.%s::%s", foreach_current_index(lc) ? " AND " : "",
+						 q, q, column_type(rel, strVal(lfirst(lc))));
+	}
+	appendStringInfo(&sql, " RETURNING u.%s", ord);
+	return sql.data;
+}
+
+/*
+ * Update the rows whose keys exist; exists[i] tells whether rows[i] was one.
+ * The join is planned as a nested loop over the key's unique index whatever
+ * the estimates: a hash or merge join would read the whole target per batch.
+ */
+static void
+update_existing(EoiChangeSet *cs, const int *rows, int nrows, bool *exists)
+{
+	int			nestlevel = NewGUCNestLevel();
+
+	(void) set_config_option("enable_hashjoin", "off", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	(void) set_config_option("enable_mergejoin", "off", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	(void) set_config_option("enable_seqscan", "off", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	(void) execute_with_arrays(build_update_sql(cs->rel, cs->target, cs->cols, cs->key_columns),
+							   &cs->values, rows, nrows, cs->cols->ncolumns);
+	AtEOXact_GUC(true, nestlevel);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+		int64		n = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
+
+		if (isnull || n < 1 || n > nrows)
+			elog(ERROR, "upsert: the update returned row %lld of %d", (long long) n, nrows);
+		exists[n - 1] = true;
+	}
+	SPI_freetuptable(SPI_tuptable);
+}
+
+/* Insert the rows whose keys did not exist, as tuples (direct.c). */
+static void
+insert_new(EoiChangeSet *cs, const int *rows, int nrows, const bool *exists)
+{
+	ParseState *pstate = make_parsestate(NULL);
+	EState	   *estate = CreateExecutorState();
+	RangeTblEntry *rte = eoi_target_rte(pstate, cs->rel, cs->cols->names);
+	EoiDirectRows *dr;
+
+#if PG_VERSION_NUM >= 160000
+	ExecCheckPermissions(pstate->p_rtable, pstate->p_rteperminfos, true);
+#else
+	ExecCheckRTPerms(pstate->p_rtable, true);
+#endif
+	dr = eoi_direct_rows_begin(cs->rel, rte, cs->cols, estate);
+	for (int i = 0; i < nrows; i++)
+		if (!exists[i])
+			eoi_direct_rows_add(dr, &cs->values.cells[rows[i] * cs->values.ncols]);
+	eoi_direct_rows_end(dr);
+	FreeExecutorState(estate);
+	free_parsestate(pstate);
+}
+
+/*
+ * The rows through the bulk path, in a subtransaction: false (and nothing
+ * done) if a concurrent writer's key made it raise unique_violation.
+ */
+static bool
+try_bulk(EoiChangeSet *cs, const int *rows, int nrows)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	volatile bool done = true;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(cxt);
+	PG_TRY();
+	{
+		bool	   *exists = palloc0(sizeof(bool) * Max(nrows, 1));
+
+		if (SPI_connect() != SPI_OK_CONNECT)
+			elog(ERROR, "SPI_connect failed");
+		update_existing(cs, rows, nrows, exists);
+		SPI_finish();
+		/* For tests: a concurrent writer inserts one of the new keys here. */
+		EOI_FAULT_POINT("upsert-bulk-insert");
+		insert_new(cs, rows, nrows, exists);
+		pfree(exists);
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+		if (edata->sqlerrcode != ERRCODE_UNIQUE_VIOLATION)
+			ReThrowError(edata);
+		ereport(LOG,
+				(errmsg("eoingest: a concurrent writer inserted a key of the batch into \"%s\"; its rows go in with INSERT ... ON CONFLICT",
+						RelationGetRelationName(cs->rel)),
+				 errdetail_internal("%s", edata->message)));
+		FreeErrorData(edata);
+		done = false;
+	}
+	PG_END_TRY();
+	return done;
+}
 
 EoiChangeSet *
 eoi_changes_begin(Relation rel, const char *target, EoiColumns *cols, EoiColumns *keys,
@@ -471,6 +749,7 @@ eoi_changes_begin(Relation rel, const char *target, EoiColumns *cols, EoiColumns
 	cs->capacity = 64;
 	cs->ops = palloc(sizeof(Op) * cs->capacity);
 	cs->cxt = CurrentMemoryContext;
+	cs->bulk = bulk_fits(rel, cols, key_columns, cs->ko);
 	return cs;
 }
 
@@ -566,7 +845,9 @@ eoi_changes_apply(EoiChangeSet *cs)
 	if (ndeletes > 0)
 		processed += execute_with_arrays(build_delete_sql(cs->rel, cs->target, cs->keys),
 										 &cs->tombstones, delete_rows, ndeletes, cs->keys->ncolumns);
-	if (nupserts > 0)
+	if (nupserts > 0 && cs->bulk && try_bulk(cs, upsert_rows, nupserts))
+		processed += nupserts;
+	else if (nupserts > 0)
 		processed += execute_with_arrays(build_upsert_sql(cs->rel, cs->target, cs->cols, cs->key_columns),
 										 &cs->values, upsert_rows, nupserts, cs->cols->ncolumns);
 	SPI_finish();
