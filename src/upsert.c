@@ -20,31 +20,30 @@
  * the same final values again: that is what makes the sink idempotent.
  *
  * The bulk path.  INSERT ... ON CONFLICT costs a speculative insertion and
- * an index probe per row.  Where the target allows (bulk_fits), the rows
- * go in another way, with the same final state: after the deletes, one
- * UPDATE ... FROM unnest(text arrays) ... RETURNING sets the rows whose
- * keys exist (a nested loop of index probes on the key's unique index, the
- * bulk probe), and the rows it did not return, the new keys, go in as
- * tuples through direct.c's multi-insert (table_multi_insert, then their
- * index entries, as COPY does).  A writer of its own inserting one of those
- * keys in between makes the insert raise unique_violation: the UPDATE and
- * the inserts run in a subtransaction, which is then rolled back, and the
- * rows go in with the ON CONFLICT statement after all; any other error is
- * the batch's, as before.  The statement stays the only path (bulk_fits
- * says no) for:
+ * an index probe per row; for a new key that is most of the cost of its
+ * row.  Where the target allows (bulk_fits), the batch's keys (typed,
+ * sorted) are first looked up in the key's unique index, one descent each
+ * and no executor (probe_keys); the rows whose keys exist go through the
+ * ON CONFLICT statement (for them its conflict path is what an update
+ * costs: an UPDATE ... FROM unnest join measured slower), the new ones go
+ * in as tuples through direct.c's multi-insert (table_multi_insert, then
+ * their index entries, as COPY does).  A writer of its own inserting one of
+ * those keys in between makes the insert raise unique_violation: the
+ * statement and the inserts run in a subtransaction, which is then rolled
+ * back, and all the rows go in with the ON CONFLICT statement after all;
+ * any other error is the batch's, as before.  Where nearly every key exists
+ * the probe is skipped for a few batches (PROBE_REST).  The statement stays
+ * the only path (bulk_fits says no) for:
  *	- eoingest.upsert_path = on_conflict (superuser, for tests),
  *	- targets direct.c does not cover (partitioned tables and partitions,
  *	  any trigger, a volatile default: eoi_direct_target_fits), and those
  *	  with row-level security,
- *	- DO NOTHING (every column a key column): nothing to update, and the
- *	  probe alone would cost what the statement does,
+ *	- DO NOTHING (every column a key column), left as it was,
  *	- any other unique index or exclusion constraint: the statement checks
  *	  its rows in key order, interleaving updates and inserts; the new rows
  *	  after the updates could meet, or miss, a conflict the statement would
  *	  not,
- *	- a key index whose equality is not its columns' default (another
- *	  operator class or collation) or whose nulls are not distinct: the
- *	  UPDATE's "=" must be the index's,
+ *	- a key index whose nulls are not distinct (the probe skips null keys),
  *	- a column whose text the statement's cast reads otherwise than the
  *	  type's input function does: a length typmod (the explicit cast to
  *	  varchar(n) truncates, the input function refuses) or a cast from text
@@ -62,10 +61,9 @@
 #include "access/nbtree.h"
 #include "access/xact.h"
 #include "access/table.h"
+#include "access/tableam.h"
 #include "catalog/pg_index.h"
-#include "catalog/pg_opclass.h"
 #include "catalog/pg_type.h"
-#include "commands/defrem.h"
 #include "executor/executor.h"
 #include "executor/spi.h"
 #include "lib/stringinfo.h"
@@ -75,8 +73,8 @@
 #include "parser/parse_node.h"
 #include "parser/parse_relation.h"
 #include "utils/acl.h"
-#include "utils/guc.h"
 #include "utils/rls.h"
+#include "utils/snapmgr.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
@@ -126,6 +124,9 @@ typedef struct KeyOrder
 	FmgrInfo   *cmp;
 	Oid		   *collations;
 	bool		nulls_distinct;
+	Oid			index;			/* the key's unique index */
+	AttrNumber *index_att;		/* each key column's position in it */
+	RegProcedure *eqproc;		/* its "=", for the bulk path's probe */
 } KeyOrder;
 
 static char *
@@ -437,6 +438,9 @@ key_order(Relation rel, List *key_columns)
 	ko->typmods = palloc0(sizeof(int32) * ko->nkeys);
 	ko->cmp = palloc0(sizeof(FmgrInfo) * ko->nkeys);
 	ko->collations = palloc0(sizeof(Oid) * ko->nkeys);
+	ko->index = RelationGetRelid(idx);
+	ko->index_att = palloc0(sizeof(AttrNumber) * ko->nkeys);
+	ko->eqproc = palloc0(sizeof(RegProcedure) * ko->nkeys);
 #if PG_VERSION_NUM >= 150000
 	ko->nulls_distinct = !idx->rd_index->indnullsnotdistinct;
 #else
@@ -464,6 +468,9 @@ key_order(Relation rel, List *key_columns)
 				 NameStr(att->attname), RelationGetRelationName(idx));
 		fmgr_info(cmpproc, &ko->cmp[k]);
 		ko->collations[k] = idx->rd_indcollation[j];
+		ko->index_att[k] = j + 1;
+		ko->eqproc[k] = get_opcode(get_opfamily_member(idx->rd_opfamily[j], idx->rd_opcintype[j],
+													   idx->rd_opcintype[j], BTEqualStrategyNumber));
 	}
 	index_close(idx, AccessShareLock);
 	return ko;
@@ -516,27 +523,10 @@ cast_is_input(Form_pg_attribute att)
 	return path == COERCION_PATH_RELABELTYPE || path == COERCION_PATH_COERCEVIAIO;
 }
 
-/* Is the key index's equality, for each key column, its type's default "="? */
-static bool
-key_equality_is_default(Relation rel, Relation idx)
-{
-	for (int j = 0; j < idx->rd_index->indnkeyatts; j++)
-	{
-		Form_pg_attribute att = TupleDescAttr(RelationGetDescr(rel), idx->rd_index->indkey.values[j] - 1);
-		Oid			opclass = GetDefaultOpClass(att->atttypid, BTREE_AM_OID);
-
-		if (!OidIsValid(opclass) || get_opclass_family(opclass) != idx->rd_opfamily[j] ||
-			idx->rd_indcollation[j] != att->attcollation)
-			return false;
-	}
-	return true;
-}
-
 /* May the changes to `rel` take the bulk path?  See the header comment. */
 static bool
 bulk_fits(Relation rel, EoiColumns *cols, List *key_columns, KeyOrder *ko)
 {
-	Oid			keyidx;
 	List	   *indexes;
 	ListCell   *lc;
 	bool		fits = true;
@@ -558,16 +548,15 @@ bulk_fits(Relation rel, EoiColumns *cols, List *key_columns, KeyOrder *ko)
 	}
 	if (!has_value_column)
 		return false;
-	keyidx = check_unique_index(rel, key_columns);
 	indexes = RelationGetIndexList(rel);
 	foreach(lc, indexes)
 	{
-		Relation	idx = index_open(lfirst_oid(lc), AccessShareLock);
+		Relation	idx;
 
-		if (lfirst_oid(lc) == keyidx)
-			fits &= key_equality_is_default(rel, idx);
-		else
-			fits &= !idx->rd_index->indisunique && !idx->rd_index->indisexclusion;
+		if (lfirst_oid(lc) == ko->index)
+			continue;
+		idx = index_open(lfirst_oid(lc), AccessShareLock);
+		fits &= !idx->rd_index->indisunique && !idx->rd_index->indisexclusion;
 		index_close(idx, AccessShareLock);
 	}
 	list_free(indexes);
@@ -575,83 +564,48 @@ bulk_fits(Relation rel, EoiColumns *cols, List *key_columns, KeyOrder *ko)
 }
 
 /*
- * UPDATE target AS t SET c = u.c::type ... FROM ROWS FROM (unnest($1), ...)
- * WITH ORDINALITY AS u(cols, n) WHERE t.k = u.k::type ... RETURNING u.n
+ * Which of the rows' keys are in the key's unique index: one descent each
+ * (the keys are sorted), with a dirty snapshot, as ON CONFLICT looks.  A
+ * hint only: a key seen here that is gone by the time its row is written
+ * is inserted by the ON CONFLICT statement, and one not seen that a
+ * concurrent writer inserts meanwhile makes the multi-insert raise
+ * unique_violation (see try_bulk).  Returns how many exist.
  */
-static char *
-build_update_sql(Relation rel, const char *target, EoiColumns *cols, List *key_columns)
+static int
+probe_keys(EoiChangeSet *cs, Op *const *ops, int nrows, bool *exists)
 {
-	StringInfoData sql;
-	char	   *ord = "eoi_n";
-	bool		first = true;
-	ListCell   *lc;
+	KeyOrder   *ko = cs->ko;
+	Relation	idx = index_open(ko->index, AccessShareLock);
+	TupleTableSlot *slot = table_slot_create(cs->rel, NULL);
+	ScanKeyData skeys[INDEX_MAX_KEYS];
+	SnapshotData dirty;
+	IndexScanDesc scan;
+	int			nexist = 0;
 
-	/* The ordinality's name must not be a column's. */
-	for (int c = 0; c < cols->ncolumns; c++)
-		if (strcmp(cols->colnames[c], ord) == 0)
+	InitDirtySnapshot(dirty);
+	scan = index_beginscan(cs->rel, idx, &dirty, ko->nkeys, 0);
+	for (int i = 0; i < nrows; i++)
+	{
+		const Op   *op = ops[i];
+
+		exists[i] = false;
+		if (op->distinct)
+			continue;			/* a null in the key: no row has it */
+		for (int k = 0; k < ko->nkeys; k++)
+			ScanKeyEntryInitialize(&skeys[k], 0, ko->index_att[k], BTEqualStrategyNumber,
+								   InvalidOid, ko->collations[k], ko->eqproc[k], op->key[k]);
+		index_rescan(scan, skeys, ko->nkeys, NULL, 0);
+		if (index_getnext_slot(scan, ForwardScanDirection, slot))
 		{
-			ord = psprintf("%s_", ord);
-			c = -1;
+			exists[i] = true;
+			nexist++;
 		}
-	initStringInfo(&sql);
-	appendStringInfo(&sql, "UPDATE %s AS t SET ", target);
-	for (int c = 0; c < cols->ncolumns; c++)
-	{
-		const char *q = quote_identifier(cols->colnames[c]);
-
-		if (is_key(key_columns, cols->colnames[c]))
-			continue;
-		appendStringInfo(&sql, "%s%s = u.%s::%s", first ? "" : ", ", q, q,
-						 column_type(rel, cols->colnames[c]));
-		first = false;
+		CHECK_FOR_INTERRUPTS();
 	}
-	appendStringInfoString(&sql, " FROM ROWS FROM (");
-	for (int c = 0; c < cols->ncolumns; c++)
-		appendStringInfo(&sql, "%spg_catalog.unnest($%d::pg_catalog.text[])", c ? ", " : "", c + 1);
-	appendStringInfoString(&sql, ") WITH ORDINALITY AS u(");
-	for (int c = 0; c < cols->ncolumns; c++)
-		appendStringInfo(&sql, "%s, ", quote_identifier(cols->colnames[c]));
-	appendStringInfo(&sql, "%s) WHERE ", ord);
-	foreach(lc, key_columns)
-	{
-		const char *q = quote_identifier(strVal(lfirst(lc)));
-
-		appendStringInfo(&sql, "%st.%s OPERATOR(pg_catalog.=) u.%s::%s", foreach_current_index(lc) ? " AND " : "",
-						 q, q, column_type(rel, strVal(lfirst(lc))));
-	}
-	appendStringInfo(&sql, " RETURNING u.%s", ord);
-	return sql.data;
-}
-
-/*
- * Update the rows whose keys exist; exists[i] tells whether rows[i] was one.
- * The join is planned as a nested loop over the key's unique index whatever
- * the estimates: a hash or merge join would read the whole target per batch.
- */
-static void
-update_existing(EoiChangeSet *cs, const int *rows, int nrows, bool *exists)
-{
-	int			nestlevel = NewGUCNestLevel();
-
-	(void) set_config_option("enable_hashjoin", "off", PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_SAVE, true, 0, false);
-	(void) set_config_option("enable_mergejoin", "off", PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_SAVE, true, 0, false);
-	(void) set_config_option("enable_seqscan", "off", PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_SAVE, true, 0, false);
-	(void) execute_with_arrays(build_update_sql(cs->rel, cs->target, cs->cols, cs->key_columns),
-							   &cs->values, rows, nrows, cs->cols->ncolumns);
-	AtEOXact_GUC(true, nestlevel);
-	for (uint64 i = 0; i < SPI_processed; i++)
-	{
-		bool		isnull;
-		int64		n = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
-
-		if (isnull || n < 1 || n > nrows)
-			elog(ERROR, "upsert: the update returned row %lld of %d", (long long) n, nrows);
-		exists[n - 1] = true;
-	}
-	SPI_freetuptable(SPI_tuptable);
+	index_endscan(scan);
+	ExecDropSingleTupleTableSlot(slot);
+	index_close(idx, AccessShareLock);
+	return nexist;
 }
 
 /* Insert the rows whose keys did not exist, as tuples (direct.c). */
@@ -678,11 +632,23 @@ insert_new(EoiChangeSet *cs, const int *rows, int nrows, const bool *exists)
 }
 
 /*
- * The rows through the bulk path, in a subtransaction: false (and nothing
- * done) if a concurrent writer's key made it raise unique_violation.
+ * Where nearly every key exists the probe is wasted: the statement looks
+ * each key up again.  After a probe that found 90% or more of a batch's
+ * keys, the next PROBE_REST batches of that target go straight to the
+ * statement.
+ */
+#define PROBE_REST 8
+static Oid	rest_relid = InvalidOid;
+static int	rest_batches = 0;
+
+/*
+ * The rows through the bulk path, in a subtransaction: those whose keys
+ * exist with the ON CONFLICT statement (its conflict path is what an
+ * update costs), the new ones as tuples.  false (and nothing done) if a
+ * concurrent writer's key made the inserts raise unique_violation.
  */
 static bool
-try_bulk(EoiChangeSet *cs, const int *rows, int nrows)
+try_bulk(EoiChangeSet *cs, const int *rows, Op *const *ops, int nrows)
 {
 	MemoryContext cxt = CurrentMemoryContext;
 	ResourceOwner owner = CurrentResourceOwner;
@@ -692,16 +658,31 @@ try_bulk(EoiChangeSet *cs, const int *rows, int nrows)
 	MemoryContextSwitchTo(cxt);
 	PG_TRY();
 	{
-		bool	   *exists = palloc0(sizeof(bool) * Max(nrows, 1));
+		bool	   *exists = palloc(sizeof(bool) * Max(nrows, 1));
+		int		   *old_rows = palloc(sizeof(int) * Max(nrows, 1));
+		int			nold = 0;
 
-		if (SPI_connect() != SPI_OK_CONNECT)
-			elog(ERROR, "SPI_connect failed");
-		update_existing(cs, rows, nrows, exists);
-		SPI_finish();
+		(void) probe_keys(cs, ops, nrows, exists);
+		for (int i = 0; i < nrows; i++)
+			if (exists[i])
+				old_rows[nold++] = rows[i];
+		if (nold > 0)
+		{
+			if (SPI_connect() != SPI_OK_CONNECT)
+				elog(ERROR, "SPI_connect failed");
+			(void) execute_with_arrays(build_upsert_sql(cs->rel, cs->target, cs->cols, cs->key_columns),
+									   &cs->values, old_rows, nold, cs->cols->ncolumns);
+			SPI_finish();
+		}
 		/* For tests: a concurrent writer inserts one of the new keys here. */
 		EOI_FAULT_POINT("upsert-bulk-insert");
-		insert_new(cs, rows, nrows, exists);
-		pfree(exists);
+		if (nold < nrows)
+			insert_new(cs, rows, nrows, exists);
+		if (nold * 10 >= nrows * 9)
+		{
+			rest_relid = RelationGetRelid(cs->rel);
+			rest_batches = PROBE_REST;
+		}
 		ReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(cxt);
 		CurrentResourceOwner = owner;
@@ -818,6 +799,8 @@ uint64
 eoi_changes_apply(EoiChangeSet *cs)
 {
 	int		   *upsert_rows = palloc(sizeof(int) * Max(cs->nops, 1));
+	Op		  **upsert_ops = palloc(sizeof(Op *) * Max(cs->nops, 1));
+	bool		bulk = cs->bulk;
 	int		   *delete_rows = palloc(sizeof(int) * Max(cs->nops, 1));
 	int			nupserts = 0;
 	int			ndeletes = 0;
@@ -836,7 +819,10 @@ eoi_changes_apply(EoiChangeSet *cs)
 		if (last_delete >= 0)
 			delete_rows[ndeletes++] = ops[last_delete].row;
 		if (!ops[next - 1].is_delete)
+		{
+			upsert_ops[nupserts] = &ops[next - 1];
 			upsert_rows[nupserts++] = ops[next - 1].row;
+		}
 	}
 	cs->nops = 0;
 
@@ -845,13 +831,19 @@ eoi_changes_apply(EoiChangeSet *cs)
 	if (ndeletes > 0)
 		processed += execute_with_arrays(build_delete_sql(cs->rel, cs->target, cs->keys),
 										 &cs->tombstones, delete_rows, ndeletes, cs->keys->ncolumns);
-	if (nupserts > 0 && cs->bulk && try_bulk(cs, upsert_rows, nupserts))
+	if (bulk && rest_batches > 0 && rest_relid == RelationGetRelid(cs->rel))
+	{
+		rest_batches--;
+		bulk = false;
+	}
+	if (nupserts > 0 && bulk && try_bulk(cs, upsert_rows, upsert_ops, nupserts))
 		processed += nupserts;
 	else if (nupserts > 0)
 		processed += execute_with_arrays(build_upsert_sql(cs->rel, cs->target, cs->cols, cs->key_columns),
 										 &cs->values, upsert_rows, nupserts, cs->cols->ncolumns);
 	SPI_finish();
 	pfree(upsert_rows);
+	pfree(upsert_ops);
 	pfree(delete_rows);
 	return processed;
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Mode upsert's bulk path (src/upsert.c: UPDATE ... FROM unnest for the keys
-# that exist, multi-insert for the new ones, INSERT ... ON CONFLICT when a
-# concurrent writer races).
+# Mode upsert's bulk path (src/upsert.c: the keys probed in the key's index,
+# INSERT ... ON CONFLICT for the rows whose keys exist, multi-insert for the
+# new ones, ON CONFLICT for all when a concurrent writer races).
 #  - Differential: the same random batches (repeated keys, keys spelled
 #    01 and 1, tombstones, keys already in the table, bad values and CHECK
 #    violations) through the bulk path and through ON CONFLICT alone
@@ -9,10 +9,10 @@
 #    dead letters; likewise for a target with a second unique index (which
 #    keeps the ON CONFLICT statement).
 #  - A concurrent session inserts some of a batch's new keys between the
-#    bulk path's UPDATE and its inserts (fault point upsert-bulk-insert):
+#    bulk path's probe and its inserts (fault point upsert-bulk-insert):
 #    the batch goes in with ON CONFLICT, nothing lost, nothing doubled.
 #  - Any other error there is the batch's: the job fails, the UPDATE is
-#    rolled back, no offset moves.
+#    the update of the existing key is rolled back, no offset moves.
 # EOINGEST_UPSERT_MESSAGES / EOINGEST_UPSERT_SEED set the batches.
 set -euo pipefail
 . "$(dirname "$0")/../lib/tap.sh"
@@ -33,7 +33,7 @@ r = random.Random(seed)
 def spell(k):
     return ("0" * r.choice([0, 0, 0, 1, 2])) + str(k)
 for i in range(n):
-    k = r.randrange(400)
+    k = r.randrange(1500)
     if r.random() < 0.1:
         print(f"{spell(k)}\t")
         continue
@@ -116,7 +116,7 @@ is "$(sql "SELECT count(*) FROM plain_new WHERE note = 'pre'") $(sql "SELECT cou
   "$(sql "SELECT count(*) FROM plain_old WHERE note = 'pre'") $(sql "SELECT count(*) FROM plain_old WHERE note = 'dflt'")" \
   "plain: updated rows keep the column no message fills, new ones get its default"
 
-# --- a concurrent writer inserts new keys of the batch between the UPDATE and the inserts ---
+# --- a concurrent writer inserts new keys of the batch between the probe and the inserts ---
 rtopic=ur_$$
 eoi-kafka create-topic "$rtopic" 1 >/dev/null
 for i in $(seq 1 100); do printf '%s\t%s,kafka%s\n' "$i" "$i" "$i"; done | eoi-kafka produce -K -p 0 "$rtopic" >/dev/null
@@ -127,7 +127,7 @@ set_fault upsert-bulk-insert sleep 4000
 sql "SELECT eoingest.create_job(name => 'ur', brokers => '$KAFKA_BROKERS', topic => '$rtopic', target => 'ur',
        format => 'csv', mode => 'upsert', batch_size => 1000, batch_timeout_ms => 1000);
      SELECT eoingest.start_job('ur')" >/dev/null
-check "the worker stops between its UPDATE and its inserts" wait_fault upsert-bulk-insert "$before" 60
+check "the worker stops between its probe and its inserts" wait_fault upsert-bulk-insert "$before" 60
 sql "INSERT INTO ur SELECT g, 'concurrent' FROM generate_series(50, 60) g" >/dev/null
 check "the concurrent insert of 11 of the batch's new keys commits meanwhile" \
   test "$(sql "SELECT count(*) FROM ur WHERE v = 'concurrent'")" = 11
@@ -142,7 +142,7 @@ is "$(sql "SELECT count(*) FROM eoingest.dead_letters WHERE job = 'ur'") $(sql "
   "0 running" "no dead letter, the job runs on"
 sql "SELECT eoingest.drop_job('ur')" >/dev/null
 
-# --- any other error between the UPDATE and the inserts is the batch's ---
+# --- any other error between the probe and the inserts is the batch's ---
 etopic=ue_$$
 eoi-kafka create-topic "$etopic" 1 >/dev/null
 printf '1\t1,new1\n2\t2,new2\n' | eoi-kafka produce -K -p 0 "$etopic" >/dev/null
@@ -156,6 +156,6 @@ clear_fault
 is "$(sql "SELECT state || ': ' || (last_error LIKE '%fault point \"upsert-bulk-insert\" reached%') FROM eoingest.job_status WHERE name = 'ue'")" \
   "failed: true" "an error other than unique_violation fails the job, not swallowed"
 is "$(sql "SELECT string_agg(id || '=' || v, ',' ORDER BY id) FROM ue")|$(sql "SELECT coalesce(sum(next_offset), 0) FROM eoingest.offsets WHERE job = 'ue'")" \
-  "1=old|0" "and the batch's UPDATE is rolled back, no offset stored"
+  "1=old|0" "and the update of the existing key is rolled back, no offset stored"
 sql "SELECT eoingest.drop_job('ue'); DROP TABLE ue, ur, plain_old, plain_new, uq_old, uq_new" >/dev/null
 done_testing
