@@ -555,12 +555,17 @@ eoi_direct_rows_add(EoiDirectRows *dr, char *const *fields)
 	error_context_stack = &errcb;
 	slot = start_row(buf, &dr->w);
 	for (int c = 0; c < dr->ncolumns; c++)
-		datum_field(&dr->w.writer, c, fields[c], fields[c] ? strlen(fields[c]) : 0);
+	{
+		size_t		len = fields[c] ? strlen(fields[c]) : 0;
+
+		datum_field(&dr->w.writer, c, fields[c], len);
+		buf->nbytes += len;
+	}
 	finish_row(buf, dr->defaults, slot);
 	error_context_stack = errcb.previous;
 	buf->messages[buf->nrows++] = -1;
 	ResetPerTupleExprContext(buf->estate);
-	if (buf->nrows == DIRECT_MAX_ROWS)
+	if (buf->nrows == DIRECT_MAX_ROWS || buf->nbytes >= DIRECT_MAX_BYTES)
 		flush_rows(buf);
 }
 
