@@ -38,6 +38,9 @@
  *	- targets direct.c does not cover (partitioned tables and partitions,
  *	  any trigger, a volatile default: eoi_direct_target_fits), and those
  *	  with row-level security,
+ *	- a job owner without INSERT, UPDATE and SELECT on the whole table: the
+ *	  statement checks UPDATE even for a batch of new keys only, and the
+ *	  same error must come from it,
  *	- DO NOTHING (every column a key column), left as it was,
  *	- any other unique index or exclusion constraint: the statement checks
  *	  its rows in key order, interleaving updates and inserts; the new rows
@@ -534,7 +537,9 @@ bulk_fits(Relation rel, EoiColumns *cols, List *key_columns, KeyOrder *ko)
 
 	if (eoingest_upsert_path != EOI_UPSERT_PATH_BULK || !ko->nulls_distinct ||
 		!eoi_direct_target_fits(rel, cols) ||
-		check_enable_rls(RelationGetRelid(rel), InvalidOid, true) != RLS_NONE)
+		check_enable_rls(RelationGetRelid(rel), InvalidOid, true) != RLS_NONE ||
+		pg_class_aclmask(RelationGetRelid(rel), GetUserId(), ACL_INSERT | ACL_UPDATE | ACL_SELECT,
+						 ACLMASK_ALL) != (ACL_INSERT | ACL_UPDATE | ACL_SELECT))
 		return false;
 	for (int c = 0; c < cols->ncolumns; c++)
 	{
