@@ -13,12 +13,14 @@
 #    the batch goes in with ON CONFLICT, nothing lost, nothing doubled.
 #  - Any other error there is the batch's: the job fails, the UPDATE is
 #    the update of the existing key is rolled back, no offset moves.
+#  - An owner whose UPDATE was revoked gets the statement's error, even
+#    for a batch of new keys only.
 # EOINGEST_UPSERT_MESSAGES / EOINGEST_UPSERT_SEED set the batches.
 set -euo pipefail
 . "$(dirname "$0")/../lib/tap.sh"
 . "$(dirname "$0")/../lib/faults.sh"
 
-plan 19
+plan 21
 n=${EOINGEST_UPSERT_MESSAGES:-3000}
 seed=${EOINGEST_UPSERT_SEED:-$RANDOM}
 diag "messages $n, seed $seed (EOINGEST_UPSERT_SEED=$seed to repeat)"
@@ -157,5 +159,25 @@ is "$(sql "SELECT state || ': ' || (last_error LIKE '%fault point \"upsert-bulk-
   "failed: true" "an error other than unique_violation fails the job, not swallowed"
 is "$(sql "SELECT string_agg(id || '=' || v, ',' ORDER BY id) FROM ue")|$(sql "SELECT coalesce(sum(next_offset), 0) FROM eoingest.offsets WHERE job = 'ue'")" \
   "1=old|0" "and the update of the existing key is rolled back, no offset stored"
-sql "SELECT eoingest.drop_job('ue'); DROP TABLE ue, ur, plain_old, plain_new, uq_old, uq_new" >/dev/null
+sql "SELECT eoingest.drop_job('ue')" >/dev/null
+
+# --- an owner whose UPDATE was revoked: the statement's error, even for a batch of new keys only ---
+ptopic=up_$$
+eoi-kafka create-topic "$ptopic" 1 >/dev/null
+sql "DO \$\$ BEGIN CREATE ROLE eoi_ub_owner LOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END \$\$;
+     GRANT USAGE ON SCHEMA eoingest TO eoi_ub_owner;
+     GRANT EXECUTE ON FUNCTION eoingest.create_job, eoingest.start_job, eoingest.drop_job TO eoi_ub_owner;
+     GRANT SELECT ON eoingest.job_status TO eoi_ub_owner;
+     CREATE TABLE up (id int PRIMARY KEY, v text);
+     GRANT SELECT, INSERT, UPDATE, DELETE ON up TO eoi_ub_owner" >/dev/null
+psql -XAtq -v ON_ERROR_STOP=1 -U eoi_ub_owner -c "SELECT eoingest.create_job(name => 'up', brokers => '$KAFKA_BROKERS',
+  topic => '$ptopic', target => 'up', format => 'csv', mode => 'upsert', batch_timeout_ms => 200)" >/dev/null
+sql "REVOKE UPDATE ON up FROM eoi_ub_owner" >/dev/null
+printf '1\t1,a\n2\t2,b\n' | eoi-kafka produce -K -p 0 "$ptopic" >/dev/null
+psql -XAtq -v ON_ERROR_STOP=1 -U eoi_ub_owner -c "SELECT eoingest.start_job('up')" >/dev/null
+check "a revoked UPDATE fails the job, new keys or not, as the ON CONFLICT statement does" wait_until 60 \
+  "SELECT state = 'failed' AND last_error LIKE '%permission denied for table up%' FROM eoingest.job_status WHERE name = 'up'"
+is "$(sql "SELECT count(*) FROM up")" 0 "and nothing was written"
+sql "SELECT eoingest.drop_job('up'); DROP TABLE up, ue, ur, plain_old, plain_new, uq_old, uq_new;
+     DROP OWNED BY eoi_ub_owner; DROP ROLE eoi_ub_owner" >/dev/null
 done_testing
