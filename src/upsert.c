@@ -32,7 +32,9 @@
  * statement and the inserts run in a subtransaction, which is then rolled
  * back, and all the rows go in with the ON CONFLICT statement after all;
  * any other error is the batch's, as before.  Where nearly every key exists
- * the probe is skipped for a few batches (PROBE_REST).  The statement stays
+ * the probe is skipped for a few batches (PROBE_REST); where none did, the
+ * next batch is inserted without it, and probed only if an existing key
+ * makes that raise unique_violation (rolled back likewise).  The statement stays
  * the only path (bulk_fits says no) for:
  *	- eoingest.upsert_path = on_conflict (superuser, for tests),
  *	- targets direct.c does not cover (partitioned tables and partitions,
@@ -640,34 +642,46 @@ insert_new(EoiChangeSet *cs, const int *rows, int nrows, const bool *exists)
  * Where nearly every key exists the probe is wasted: the statement looks
  * each key up again.  After a probe that found 90% or more of a batch's
  * keys, the next PROBE_REST batches of that target go straight to the
- * statement.
+ * statement.  Where no key exists it is wasted too: after a probe that
+ * found none, the next batch of that target is inserted without one, and
+ * probed only if that meets an existing key (a unique_violation).
  */
 #define PROBE_REST 8
 static Oid	rest_relid = InvalidOid;
 static int	rest_batches = 0;
+static Oid	unprobed_relid = InvalidOid;
+
+typedef enum BulkResult
+{
+	BULK_DONE,
+	BULK_UNIQUE_VIOLATION		/* rolled back: nothing done */
+} BulkResult;
 
 /*
  * The rows through the bulk path, in a subtransaction: those whose keys
  * exist with the ON CONFLICT statement (its conflict path is what an
- * update costs), the new ones as tuples.  false (and nothing done) if a
- * concurrent writer's key made the inserts raise unique_violation.
+ * update costs), the new ones as tuples; without `probe`, every row as a
+ * new one.  BULK_UNIQUE_VIOLATION if an existing key (or, after a probe, a
+ * concurrent writer's) made the inserts raise unique_violation.
  */
-static bool
-try_bulk(EoiChangeSet *cs, const int *rows, Op *const *ops, int nrows)
+static BulkResult
+try_bulk(EoiChangeSet *cs, const int *rows, Op *const *ops, int nrows, bool probe)
 {
 	MemoryContext cxt = CurrentMemoryContext;
 	ResourceOwner owner = CurrentResourceOwner;
-	volatile bool done = true;
+	volatile BulkResult result = BULK_DONE;
+	Oid			relid = RelationGetRelid(cs->rel);
 
 	BeginInternalSubTransaction(NULL);
 	MemoryContextSwitchTo(cxt);
 	PG_TRY();
 	{
-		bool	   *exists = palloc(sizeof(bool) * Max(nrows, 1));
+		bool	   *exists = palloc0(sizeof(bool) * Max(nrows, 1));
 		int		   *old_rows = palloc(sizeof(int) * Max(nrows, 1));
 		int			nold = 0;
 
-		(void) probe_keys(cs, ops, nrows, exists);
+		if (probe)
+			(void) probe_keys(cs, ops, nrows, exists);
 		for (int i = 0; i < nrows; i++)
 			if (exists[i])
 				old_rows[nold++] = rows[i];
@@ -683,11 +697,12 @@ try_bulk(EoiChangeSet *cs, const int *rows, Op *const *ops, int nrows)
 		EOI_FAULT_POINT("upsert-bulk-insert");
 		if (nold < nrows)
 			insert_new(cs, rows, nrows, exists);
-		if (nold * 10 >= nrows * 9)
+		if (probe && nold * 10 >= nrows * 9)
 		{
-			rest_relid = RelationGetRelid(cs->rel);
+			rest_relid = relid;
 			rest_batches = PROBE_REST;
 		}
+		unprobed_relid = (!probe || nold == 0) ? relid : InvalidOid;
 		ReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(cxt);
 		CurrentResourceOwner = owner;
@@ -704,15 +719,35 @@ try_bulk(EoiChangeSet *cs, const int *rows, Op *const *ops, int nrows)
 		CurrentResourceOwner = owner;
 		if (edata->sqlerrcode != ERRCODE_UNIQUE_VIOLATION)
 			ReThrowError(edata);
-		ereport(LOG,
-				(errmsg("eoingest: a concurrent writer inserted a key of the batch into \"%s\"; its rows go in with INSERT ... ON CONFLICT",
-						RelationGetRelationName(cs->rel)),
-				 errdetail_internal("%s", edata->message)));
+		unprobed_relid = InvalidOid;
+		if (probe)
+			ereport(LOG,
+					(errmsg("eoingest: a concurrent writer inserted a key of the batch into \"%s\"; its rows go in with INSERT ... ON CONFLICT",
+							RelationGetRelationName(cs->rel)),
+					 errdetail_internal("%s", edata->message)));
 		FreeErrorData(edata);
-		done = false;
+		result = BULK_UNIQUE_VIOLATION;
 	}
 	PG_END_TRY();
-	return done;
+	return result;
+}
+
+/* The rows through the bulk path if it may take them (see above); false if not. */
+static bool
+apply_bulk(EoiChangeSet *cs, const int *rows, Op *const *ops, int nrows)
+{
+	Oid			relid = RelationGetRelid(cs->rel);
+
+	if (!cs->bulk)
+		return false;
+	if (rest_batches > 0 && rest_relid == relid)
+	{
+		rest_batches--;
+		return false;
+	}
+	if (unprobed_relid == relid && try_bulk(cs, rows, ops, nrows, false) == BULK_DONE)
+		return true;
+	return try_bulk(cs, rows, ops, nrows, true) == BULK_DONE;
 }
 
 EoiChangeSet *
@@ -805,7 +840,6 @@ eoi_changes_apply(EoiChangeSet *cs)
 {
 	int		   *upsert_rows = palloc(sizeof(int) * Max(cs->nops, 1));
 	Op		  **upsert_ops = palloc(sizeof(Op *) * Max(cs->nops, 1));
-	bool		bulk = cs->bulk;
 	int		   *delete_rows = palloc(sizeof(int) * Max(cs->nops, 1));
 	int			nupserts = 0;
 	int			ndeletes = 0;
@@ -836,12 +870,7 @@ eoi_changes_apply(EoiChangeSet *cs)
 	if (ndeletes > 0)
 		processed += execute_with_arrays(build_delete_sql(cs->rel, cs->target, cs->keys),
 										 &cs->tombstones, delete_rows, ndeletes, cs->keys->ncolumns);
-	if (bulk && rest_batches > 0 && rest_relid == RelationGetRelid(cs->rel))
-	{
-		rest_batches--;
-		bulk = false;
-	}
-	if (nupserts > 0 && bulk && try_bulk(cs, upsert_rows, upsert_ops, nupserts))
+	if (nupserts > 0 && apply_bulk(cs, upsert_rows, upsert_ops, nupserts))
 		processed += nupserts;
 	else if (nupserts > 0)
 		processed += execute_with_arrays(build_upsert_sql(cs->rel, cs->target, cs->cols, cs->key_columns),

@@ -13,6 +13,8 @@
 #    the batch goes in with ON CONFLICT, nothing lost, nothing doubled.
 #  - Any other error there is the batch's: the job fails, the UPDATE is
 #    the update of the existing key is rolled back, no offset moves.
+#  - After a batch of new keys only the next goes in unprobed; if it meets
+#    an existing key it is rolled back and probed.
 #  - An owner whose UPDATE was revoked gets the statement's error, even
 #    for a batch of new keys only.
 # EOINGEST_UPSERT_MESSAGES / EOINGEST_UPSERT_SEED set the batches.
@@ -20,7 +22,7 @@ set -euo pipefail
 . "$(dirname "$0")/../lib/tap.sh"
 . "$(dirname "$0")/../lib/faults.sh"
 
-plan 21
+plan 23
 n=${EOINGEST_UPSERT_MESSAGES:-3000}
 seed=${EOINGEST_UPSERT_SEED:-$RANDOM}
 diag "messages $n, seed $seed (EOINGEST_UPSERT_SEED=$seed to repeat)"
@@ -160,6 +162,28 @@ is "$(sql "SELECT state || ': ' || (last_error LIKE '%fault point \"upsert-bulk-
 is "$(sql "SELECT string_agg(id || '=' || v, ',' ORDER BY id) FROM ue")|$(sql "SELECT coalesce(sum(next_offset), 0) FROM eoingest.offsets WHERE job = 'ue'")" \
   "1=old|0" "and the update of the existing key is rolled back, no offset stored"
 sql "SELECT eoingest.drop_job('ue')" >/dev/null
+
+# --- after a batch of new keys only, the next is inserted unprobed; one that meets an existing key is probed ---
+otopic=uo_$$
+eoi-kafka create-topic "$otopic" 1 >/dev/null
+sql "CREATE TABLE uo (id int PRIMARY KEY, v text)" >/dev/null
+set_fault upsert-bulk-insert sleep 0
+f0=$(fault_count upsert-bulk-insert)
+sql "SELECT eoingest.create_job(name => 'uo', brokers => '$KAFKA_BROKERS', topic => '$otopic', target => 'uo',
+       format => 'csv', mode => 'upsert', batch_timeout_ms => 200);
+     SELECT eoingest.start_job('uo')" >/dev/null
+for i in $(seq 1 50); do printf '%s\t%s,a\n' "$i" "$i"; done | eoi-kafka produce -K -p 0 "$otopic" >/dev/null
+wait_until 60 "SELECT coalesce(sum(next_offset), 0) = 50 FROM eoingest.offsets WHERE job = 'uo'" >/dev/null || true
+for i in $(seq 40 90); do printf '%s\t%s,b\n' "$i" "$i"; done | eoi-kafka produce -K -p 0 "$otopic" >/dev/null
+wait_until 60 "SELECT coalesce(sum(next_offset), 0) = 101 FROM eoingest.offsets WHERE job = 'uo'" >/dev/null || true
+clear_fault
+f1=$(fault_count upsert-bulk-insert)
+diag "uo: $((f1 - f0)) bulk attempts"
+is "$(sql "SELECT count(*) || ' ' || count(*) FILTER (WHERE v = 'a' AND id < 40) || ' ' || count(*) FILTER (WHERE v = 'b' AND id >= 40) FROM uo")" \
+  "90 39 51" "a batch meeting existing keys after one of new keys only: each key once, the last value"
+check "it was tried unprobed first, then probed, without the ON CONFLICT fallback" \
+  test $((f1 - f0)) -ge 3 -a "$(grep -c 'a concurrent writer inserted a key of the batch into "uo"' "$EOINGEST_RUN/pg.log" || true)" = 0
+sql "SELECT eoingest.drop_job('uo'); DROP TABLE uo" >/dev/null
 
 # --- an owner whose UPDATE was revoked: the statement's error, even for a batch of new keys only ---
 ptopic=up_$$
