@@ -503,8 +503,12 @@ eoi_once() {
   fi
   job_drop
   q "TRUNCATE $table" >/dev/null
+  # 100% conflicts: the table already holds every row; 50%: every other one (even ts),
+  # so that the batches mix new keys with existing ones.
   if [ "$conflicts" = 100 ]; then
     q "COPY $table FROM '$ROWS_FILE' (FORMAT csv)" >/dev/null
+  elif [ "$conflicts" = 50 ]; then
+    q "COPY $table FROM '$ROWS_FILE' (FORMAT csv) WHERE ts % 2 = 0" >/dev/null
   fi
   if ! err=$(q "SELECT eoingest.create_job(name => '$JOB', brokers => '$KAFKA_BROKERS', topic => '$topic',
         target => $target, format => '$fmt', mode => '$real_mode', batch_size => $batch,
@@ -582,7 +586,7 @@ eoi_once() {
     R_NOTE="stored offsets: $np partitions summing to $oend; the topic has $parts ending at $sum"
     return
   fi
-  if [ "$conflicts" = 100 ]; then
+  if [ "$conflicts" != 0 ]; then
     local stale
     stale=$(q "SELECT count(*) FROM $table WHERE pg_xact_commit_timestamp(xmin) < to_timestamp($t0)")
     [ "$stale" = 0 ] || { R_STATUS=FAILED R_NOTE="$stale rows were not rewritten by the upsert"; return; }
@@ -707,6 +711,7 @@ run_eoingest() {
     for mode in at_least_once at_most_once two_phase; do eoi_variant $mode csv 4 no 10000 1; done
     eoi_variant upsert_0 csv 4 yes 10000 1
     eoi_variant upsert_100 csv 4 yes 10000 1 100
+    eoi_variant upsert_50 csv 4 yes 10000 1 50
     eoi_variant exactly_once json 4 no 10000 1
     eoi_variant exactly_once avro 4 no 10000 1
     eoi_variant exactly_once csv 1 no 10000 1
@@ -729,7 +734,7 @@ run_eoingest() {
       done
     done
   done
-  for mode in upsert_0 upsert_100; do
+  for mode in upsert_0 upsert_50 upsert_100; do
     for batch in "${batches[@]}"; do
       for par in "${pars[@]}"; do eoi_variant "$mode" csv 4 yes "$batch" "$par" "${mode#upsert_}"; done
     done

@@ -138,14 +138,24 @@ unfilled_defaults(Relation rel, EoiColumns *cols, bool *is_volatile)
 bool
 eoi_direct_fits(Relation rel, EoiColumns *cols)
 {
-	bool		is_volatile;
-
 	if (eoingest_insert_path != EOI_INSERT_PATH_DIRECT ||
 		eoingest_test_batch_text_limit > 0)
 		return false;
 	if (cols->format != EOI_FORMAT_CSV && cols->format != EOI_FORMAT_TEXT &&
 		cols->format != EOI_FORMAT_JSON && cols->format != EOI_FORMAT_AVRO)
 		return false;
+	return eoi_direct_target_fits(rel, cols);
+}
+
+/*
+ * Does direct.c cover the target's needs (see above), whatever makes the
+ * rows?  Mode upsert asks for its rows of text (eoi_direct_rows_begin).
+ */
+bool
+eoi_direct_target_fits(Relation rel, EoiColumns *cols)
+{
+	bool		is_volatile;
+
 	if (rel->rd_rel->relkind != RELKIND_RELATION || rel->rd_rel->relispartition ||
 		rel->trigdesc != NULL)
 		return false;
@@ -346,28 +356,29 @@ refuse_tombstone(void)
 			 errhint("Tombstones delete rows in mode upsert only; use a transform to handle them otherwise.")));
 }
 
-/*
- * Decode message i into the next slot and check it; false if it makes no
- * row (a CSV header).
- */
-static bool
-build_row(DirectBuffer *buf, EoiColumns *cols, DatumWriter *w, List *defaults,
-		  rd_kafka_message_t *msg)
+/* The next slot, emptied, its values to be filled through w. */
+static TupleTableSlot *
+start_row(DirectBuffer *buf, DatumWriter *w)
 {
-	ExprContext *econtext = GetPerTupleExprContext(buf->estate);
 	TupleTableSlot *slot = next_slot(buf);
 	TupleDesc	desc = slot->tts_tupleDescriptor;
-	ListCell   *lc;
 
-	if (msg->payload == NULL)
-		refuse_tombstone();
 	ExecClearTuple(slot);
 	memset(slot->tts_values, 0, sizeof(Datum) * desc->natts);
 	memset(slot->tts_isnull, true, sizeof(bool) * desc->natts);
 	w->values = slot->tts_values;
 	w->isnull = slot->tts_isnull;
-	if (!eoi_decode_kafka_message(cols, msg, false, &w->writer, econtext))
-		return false;
+	return slot;
+}
+
+/* The filled slot: defaults, generated columns, constraints, then its own copy. */
+static void
+finish_row(DirectBuffer *buf, List *defaults, TupleTableSlot *slot)
+{
+	ExprContext *econtext = GetPerTupleExprContext(buf->estate);
+	TupleDesc	desc = slot->tts_tupleDescriptor;
+	ListCell   *lc;
+
 	foreach(lc, defaults)
 	{
 		DirectDefault *d = lfirst(lc);
@@ -382,6 +393,25 @@ build_row(DirectBuffer *buf, EoiColumns *cols, DatumWriter *w, List *defaults,
 		ExecConstraints(buf->rri, slot, buf->estate);
 	/* The row's own copy: the per-row memory is reset next. */
 	ExecMaterializeSlot(slot);
+}
+
+/*
+ * Decode message i into the next slot and check it; false if it makes no
+ * row (a CSV header).
+ */
+static bool
+build_row(DirectBuffer *buf, EoiColumns *cols, DatumWriter *w, List *defaults,
+		  rd_kafka_message_t *msg)
+{
+	ExprContext *econtext = GetPerTupleExprContext(buf->estate);
+	TupleTableSlot *slot;
+
+	if (msg->payload == NULL)
+		refuse_tombstone();
+	slot = start_row(buf, w);
+	if (!eoi_decode_kafka_message(cols, msg, false, &w->writer, econtext))
+		return false;
+	finish_row(buf, defaults, slot);
 	return true;
 }
 
@@ -405,20 +435,12 @@ prepare_defaults(Relation rel, EoiColumns *cols, EState *estate)
 	return result;
 }
 
-/*
- * Insert the batch's rows into `rel` (opened and locked, privileges
- * checked; `rte` its range table entry); returns how many.  `position` is
- * told which message is being worked on, for the caller's error context.
- */
-uint64
-eoi_direct_insert(Relation rel, RangeTblEntry *rte, EoiColumns *cols, EoiBatch *batch,
-				  EState *estate, EoiDirectPositionFn position, void *arg)
+/* The executor's state for inserting into `rel` through a buffer. */
+static DirectBuffer *
+buffer_begin(Relation rel, RangeTblEntry *rte, EState *estate,
+			 EoiDirectPositionFn position, void *arg)
 {
 	DirectBuffer *buf = palloc0(sizeof(DirectBuffer));
-	DatumWriter w;
-	ErrorContextCallback errcb;
-	List	   *defaults;
-	uint64		processed = 0;
 
 #if PG_VERSION_NUM >= 160000
 	ExecInitRangeTable(estate, list_make1(rte), NIL);
@@ -435,13 +457,48 @@ eoi_direct_insert(Relation rel, RangeTblEntry *rte, EoiColumns *cols, EoiBatch *
 	buf->bistate = GetBulkInsertState();
 	buf->position = position;
 	buf->arg = arg;
+	return buf;
+}
+
+static void
+buffer_end(DirectBuffer *buf)
+{
+	flush_rows(buf);
+	FreeBulkInsertState(buf->bistate);
+	table_finish_bulk_insert(buf->rel, 0);
+	for (int k = 0; k < DIRECT_MAX_ROWS && buf->slots[k] != NULL; k++)
+		ExecDropSingleTupleTableSlot(buf->slots[k]);
+	ExecCloseResultRelations(buf->estate);
+	ExecCloseRangeTableRelations(buf->estate);
+}
+
+static void
+datum_writer_init(DatumWriter *w, Relation rel, EoiColumns *cols)
+{
+	w->writer.field = datum_field;
+	w->writer.datum = datum_value;
+	w->writer.end_row = datum_end_row;
+	w->columns = direct_columns(rel, cols);
+	w->cur_col = -1;
+}
+
+/*
+ * Insert the batch's rows into `rel` (opened and locked, privileges
+ * checked; `rte` its range table entry); returns how many.  `position` is
+ * told which message is being worked on, for the caller's error context.
+ */
+uint64
+eoi_direct_insert(Relation rel, RangeTblEntry *rte, EoiColumns *cols, EoiBatch *batch,
+				  EState *estate, EoiDirectPositionFn position, void *arg)
+{
+	DirectBuffer *buf = buffer_begin(rel, rte, estate, position, arg);
+	DatumWriter w;
+	ErrorContextCallback errcb;
+	List	   *defaults;
+	uint64		processed = 0;
 
 	defaults = prepare_defaults(rel, cols, estate);
-	w.writer.field = datum_field;
-	w.writer.datum = datum_value;
-	w.writer.end_row = datum_end_row;
-	w.columns = direct_columns(rel, cols);
-	w.cur_col = -1;
+	datum_writer_init(&w, rel, cols);
 
 	errcb.callback = field_error_callback;
 	errcb.arg = &w;
@@ -467,11 +524,73 @@ eoi_direct_insert(Relation rel, RangeTblEntry *rte, EoiColumns *cols, EoiBatch *
 	position(arg, -1);
 	error_context_stack = errcb.previous;
 
-	FreeBulkInsertState(buf->bistate);
-	table_finish_bulk_insert(rel, 0);
-	for (int k = 0; k < DIRECT_MAX_ROWS && buf->slots[k] != NULL; k++)
-		ExecDropSingleTupleTableSlot(buf->slots[k]);
-	ExecCloseResultRelations(estate);
-	ExecCloseRangeTableRelations(estate);
+	buffer_end(buf);
 	return processed;
+}
+
+/* ---- rows of text fields (mode upsert's new rows) ---- */
+
+struct EoiDirectRows
+{
+	DirectBuffer *buf;
+	DatumWriter w;
+	List	   *defaults;
+	int			ncolumns;
+};
+
+static void
+no_position(void *arg, int message)
+{
+}
+
+/*
+ * Rows given as text fields, one per column of `cols` (NULL for SQL NULL),
+ * into `rel` the way eoi_direct_insert puts decoded messages: each field
+ * through its type's input function, then the same defaults, constraints,
+ * multi-insert and index entries.  The caller checks that the target fits
+ * (eoi_direct_fits' rules) and the INSERT privilege.
+ */
+EoiDirectRows *
+eoi_direct_rows_begin(Relation rel, RangeTblEntry *rte, EoiColumns *cols, EState *estate)
+{
+	EoiDirectRows *dr = palloc0(sizeof(EoiDirectRows));
+
+	dr->buf = buffer_begin(rel, rte, estate, no_position, NULL);
+	dr->defaults = prepare_defaults(rel, cols, estate);
+	datum_writer_init(&dr->w, rel, cols);
+	dr->ncolumns = cols->ncolumns;
+	return dr;
+}
+
+void
+eoi_direct_rows_add(EoiDirectRows *dr, char *const *fields)
+{
+	DirectBuffer *buf = dr->buf;
+	ErrorContextCallback errcb;
+	TupleTableSlot *slot;
+
+	errcb.callback = field_error_callback;
+	errcb.arg = &dr->w;
+	errcb.previous = error_context_stack;
+	error_context_stack = &errcb;
+	slot = start_row(buf, &dr->w);
+	for (int c = 0; c < dr->ncolumns; c++)
+	{
+		size_t		len = fields[c] ? strlen(fields[c]) : 0;
+
+		datum_field(&dr->w.writer, c, fields[c], len);
+		buf->nbytes += len;
+	}
+	finish_row(buf, dr->defaults, slot);
+	error_context_stack = errcb.previous;
+	buf->messages[buf->nrows++] = -1;
+	ResetPerTupleExprContext(buf->estate);
+	if (buf->nrows == DIRECT_MAX_ROWS || buf->nbytes >= DIRECT_MAX_BYTES)
+		flush_rows(buf);
+}
+
+void
+eoi_direct_rows_end(EoiDirectRows *dr)
+{
+	buffer_end(dr->buf);
 }

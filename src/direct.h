@@ -30,8 +30,17 @@ extern int	eoingest_insert_path;
 typedef void (*EoiDirectPositionFn) (void *arg, int message);
 
 extern bool eoi_direct_fits(Relation rel, EoiColumns *cols);
+extern bool eoi_direct_target_fits(Relation rel, EoiColumns *cols);
 extern uint64 eoi_direct_insert(Relation rel, RangeTblEntry *rte, EoiColumns *cols,
 								EoiBatch *batch, EState *estate,
 								EoiDirectPositionFn position, void *arg);
+
+/* Rows of text fields into the target (mode upsert's rows of new keys). */
+typedef struct EoiDirectRows EoiDirectRows;
+
+extern EoiDirectRows *eoi_direct_rows_begin(Relation rel, RangeTblEntry *rte, EoiColumns *cols,
+											EState *estate);
+extern void eoi_direct_rows_add(EoiDirectRows *dr, char *const *fields);
+extern void eoi_direct_rows_end(EoiDirectRows *dr);
 
 #endif

@@ -26,6 +26,7 @@
 #include "launcher.h"
 #include "policy.h"
 #include "shmem.h"
+#include "upsert.h"
 
 PG_MODULE_MAGIC;
 
@@ -50,6 +51,12 @@ static const struct config_enum_entry json_decode_options[] = {
 static const struct config_enum_entry insert_path_options[] = {
 	{"copy", EOI_INSERT_PATH_COPY, false},
 	{"direct", EOI_INSERT_PATH_DIRECT, false},
+	{NULL, 0, false}
+};
+
+static const struct config_enum_entry upsert_path_options[] = {
+	{"bulk", EOI_UPSERT_PATH_BULK, false},
+	{"on_conflict", EOI_UPSERT_PATH_ON_CONFLICT, false},
 	{NULL, 0, false}
 };
 
@@ -182,6 +189,15 @@ eoi_define_settings(void)
 							 "scan reads the top-level object in one pass (src/jsonscan.c) and takes jsonb's way only for the messages it declines; jsonb always parses into jsonb first. Both give the same rows and errors; jsonb is there for the tests that show it, and so is scan_only (a message the scan declines is a record error).",
 							 &eoingest_json_decode,
 							 EOI_JSON_DECODE_SCAN, json_decode_options,
+							 PGC_SUSET,
+							 GUC_NOT_IN_SAMPLE,
+							 NULL, NULL, NULL);
+
+	DefineCustomEnumVariable("eoingest.upsert_path",
+							 "How mode upsert and envelope debezium write a batch's rows: bulk or on_conflict.",
+							 "bulk looks the batch's keys up in the key's index, inserts the new rows as tuples and sends the existing ones through INSERT ... ON CONFLICT when the target allows it (src/upsert.c says when), with the statement for the whole batch as the fallback; on_conflict always uses INSERT ... ON CONFLICT.",
+							 &eoingest_upsert_path,
+							 EOI_UPSERT_PATH_BULK, upsert_path_options,
 							 PGC_SUSET,
 							 GUC_NOT_IN_SAMPLE,
 							 NULL, NULL, NULL);

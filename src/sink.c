@@ -190,8 +190,9 @@ eoi_open_job_target(const EoiJob *job, LOCKMODE lockmode)
 	pg_unreachable();
 }
 
-static RangeTblEntry *
-add_target_rte(ParseState *pstate, Relation rel, List *colnames)
+/* The target's range table entry, for an INSERT of the given columns. */
+RangeTblEntry *
+eoi_target_rte(ParseState *pstate, Relation rel, List *colnames)
 {
 	ParseNamespaceItem *nsitem;
 	RangeTblEntry *rte;
@@ -274,7 +275,7 @@ eoi_check_target_insert(Relation rel, List *colnames)
 {
 	ParseState *pstate = make_parsestate(NULL);
 
-	(void) add_target_rte(pstate, rel, colnames);
+	(void) eoi_target_rte(pstate, rel, colnames);
 	check_insert(pstate, rel);
 	free_parsestate(pstate);
 }
@@ -461,7 +462,7 @@ copy_into_target(const EoiJob *job, EoiBatch *batch)
 
 	eoi_check_target_kind(rel, job->mode);
 	eoi_check_target_unchanged(rel, cols);
-	rte = add_target_rte(pstate, rel, cols->names);
+	rte = eoi_target_rte(pstate, rel, cols->names);
 	check_insert(pstate, rel);
 
 	errcb.callback = message_error_callback;

@@ -20,6 +20,9 @@ extern Relation eoi_open_job_target(const EoiJob *job, LOCKMODE lockmode);
 extern bool eoi_target_exists(const char *target);
 extern void eoi_check_target_kind(Relation rel, EoiMode mode);
 extern void eoi_check_target_insert(Relation rel, List *colnames);
+struct ParseState;
+struct RangeTblEntry;
+extern struct RangeTblEntry *eoi_target_rte(struct ParseState *pstate, Relation rel, List *colnames);
 
 struct EoiColumns;
 extern void eoi_check_target_unchanged(Relation rel, struct EoiColumns *cols);

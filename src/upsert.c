@@ -19,6 +19,41 @@
  * NOTHING when every column is a key column).  Replaying a batch applies
  * the same final values again: that is what makes the sink idempotent.
  *
+ * The bulk path.  INSERT ... ON CONFLICT costs a speculative insertion and
+ * an index probe per row; for a new key that is most of the cost of its
+ * row.  Where the target allows (bulk_fits), the batch's keys (typed,
+ * sorted) are first looked up in the key's unique index, one descent each
+ * and no executor (probe_keys); the rows whose keys exist go through the
+ * ON CONFLICT statement (for them its conflict path is what an update
+ * costs: an UPDATE ... FROM unnest join measured slower), the new ones go
+ * in as tuples through direct.c's multi-insert (table_multi_insert, then
+ * their index entries, as COPY does).  A writer of its own inserting one of
+ * those keys in between makes the insert raise unique_violation: the
+ * statement and the inserts run in a subtransaction, which is then rolled
+ * back, and all the rows go in with the ON CONFLICT statement after all;
+ * any other error is the batch's, as before.  Where nearly every key exists
+ * the probe is skipped for a few batches (PROBE_REST); where none did, the
+ * next batch is inserted without it, and probed only if an existing key
+ * makes that raise unique_violation (rolled back likewise).  The statement stays
+ * the only path (bulk_fits says no) for:
+ *	- eoingest.upsert_path = on_conflict (superuser, for tests),
+ *	- targets direct.c does not cover (partitioned tables and partitions,
+ *	  any trigger, a volatile default: eoi_direct_target_fits), and those
+ *	  with row-level security,
+ *	- a job owner without INSERT, UPDATE and SELECT on the whole table: the
+ *	  statement checks UPDATE even for a batch of new keys only, and the
+ *	  same error must come from it,
+ *	- DO NOTHING (every column a key column), left as it was,
+ *	- any other unique index or exclusion constraint: the statement checks
+ *	  its rows in key order, interleaving updates and inserts; the new rows
+ *	  after the updates could meet, or miss, a conflict the statement would
+ *	  not,
+ *	- a key index whose nulls are not distinct (the probe skips null keys),
+ *	- a column whose text the statement's cast reads otherwise than the
+ *	  type's input function does: a length typmod (the explicit cast to
+ *	  varchar(n) truncates, the input function refuses) or a cast from text
+ *	  by a function.
+ *
  * The same machinery, an EoiChangeSet, applies Debezium change events
  * (cdc.c), which add their upserts and deletes to it one by one.
  *
@@ -29,15 +64,22 @@
 #include "access/genam.h"
 #include "access/htup_details.h"
 #include "access/nbtree.h"
+#include "access/xact.h"
 #include "access/table.h"
+#include "access/tableam.h"
 #include "catalog/pg_index.h"
 #include "catalog/pg_type.h"
+#include "executor/executor.h"
 #include "executor/spi.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
+#include "parser/parse_coerce.h"
+#include "parser/parse_node.h"
 #include "parser/parse_relation.h"
 #include "utils/acl.h"
+#include "utils/rls.h"
+#include "utils/snapmgr.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
@@ -45,8 +87,11 @@
 #include "utils/rel.h"
 
 #include "decode.h"
+#include "direct.h"
 #include "sink.h"
 #include "upsert.h"
+
+int			eoingest_upsert_path = EOI_UPSERT_PATH_BULK;
 
 /* Rows of text fields, row-major. */
 typedef struct ArrayWriter
@@ -84,6 +129,9 @@ typedef struct KeyOrder
 	FmgrInfo   *cmp;
 	Oid		   *collations;
 	bool		nulls_distinct;
+	Oid			index;			/* the key's unique index */
+	AttrNumber *index_att;		/* each key column's position in it */
+	RegProcedure *eqproc;		/* its "=", for the bulk path's probe */
 } KeyOrder;
 
 static char *
@@ -395,6 +443,9 @@ key_order(Relation rel, List *key_columns)
 	ko->typmods = palloc0(sizeof(int32) * ko->nkeys);
 	ko->cmp = palloc0(sizeof(FmgrInfo) * ko->nkeys);
 	ko->collations = palloc0(sizeof(Oid) * ko->nkeys);
+	ko->index = RelationGetRelid(idx);
+	ko->index_att = palloc0(sizeof(AttrNumber) * ko->nkeys);
+	ko->eqproc = palloc0(sizeof(RegProcedure) * ko->nkeys);
 #if PG_VERSION_NUM >= 150000
 	ko->nulls_distinct = !idx->rd_index->indnullsnotdistinct;
 #else
@@ -422,6 +473,9 @@ key_order(Relation rel, List *key_columns)
 				 NameStr(att->attname), RelationGetRelationName(idx));
 		fmgr_info(cmpproc, &ko->cmp[k]);
 		ko->collations[k] = idx->rd_indcollation[j];
+		ko->index_att[k] = j + 1;
+		ko->eqproc[k] = get_opcode(get_opfamily_member(idx->rd_opfamily[j], idx->rd_opcintype[j],
+													   idx->rd_opcintype[j], BTEqualStrategyNumber));
 	}
 	index_close(idx, AccessShareLock);
 	return ko;
@@ -449,7 +503,252 @@ struct EoiChangeSet
 	int			capacity;
 	int			seq;
 	MemoryContext cxt;			/* where the ops and their keys live */
+	bool		bulk;			/* the bulk path (see the header comment) */
 };
+
+/* ---- the bulk path (see the header comment) ---- */
+
+/*
+ * Does the column's text read the same through the statement's cast
+ * (text::type) as through its type's input function (direct.c)?
+ */
+static bool
+cast_is_input(Form_pg_attribute att)
+{
+	int32		typmod = att->atttypmod;
+	Oid			base = getBaseTypeAndTypmod(att->atttypid, &typmod);
+	Oid			func;
+	CoercionPathType path;
+
+	/* The input functions of these apply a typmod as the cast does: rounding. */
+	if (typmod >= 0 && base != NUMERICOID && base != TIMESTAMPOID && base != TIMESTAMPTZOID &&
+		base != TIMEOID && base != TIMETZOID && base != INTERVALOID)
+		return false;
+	path = find_coercion_pathway(base, TEXTOID, COERCION_EXPLICIT, &func);
+	return path == COERCION_PATH_RELABELTYPE || path == COERCION_PATH_COERCEVIAIO;
+}
+
+/* May the changes to `rel` take the bulk path?  See the header comment. */
+static bool
+bulk_fits(Relation rel, EoiColumns *cols, List *key_columns, KeyOrder *ko)
+{
+	List	   *indexes;
+	ListCell   *lc;
+	bool		fits = true;
+	bool		has_value_column = false;
+
+	if (eoingest_upsert_path != EOI_UPSERT_PATH_BULK || !ko->nulls_distinct ||
+		!eoi_direct_target_fits(rel, cols) ||
+		check_enable_rls(RelationGetRelid(rel), InvalidOid, true) != RLS_NONE ||
+		pg_class_aclmask(RelationGetRelid(rel), GetUserId(), ACL_INSERT | ACL_UPDATE | ACL_SELECT,
+						 ACLMASK_ALL) != (ACL_INSERT | ACL_UPDATE | ACL_SELECT))
+		return false;
+	for (int c = 0; c < cols->ncolumns; c++)
+	{
+		Form_pg_attribute att = TupleDescAttr(RelationGetDescr(rel),
+											  attnameAttNum(rel, cols->colnames[c], false) - 1);
+
+		if (!is_key(key_columns, cols->colnames[c]))
+			has_value_column = true;
+		if (!cast_is_input(att))
+			return false;
+	}
+	if (!has_value_column)
+		return false;
+	indexes = RelationGetIndexList(rel);
+	foreach(lc, indexes)
+	{
+		Relation	idx;
+
+		if (lfirst_oid(lc) == ko->index)
+			continue;
+		idx = index_open(lfirst_oid(lc), AccessShareLock);
+		fits &= !idx->rd_index->indisunique && !idx->rd_index->indisexclusion;
+		index_close(idx, AccessShareLock);
+	}
+	list_free(indexes);
+	return fits;
+}
+
+/*
+ * Which of the rows' keys are in the key's unique index: one descent each
+ * (the keys are sorted), with a dirty snapshot, as ON CONFLICT looks.  A
+ * hint only: a key seen here that is gone by the time its row is written
+ * is inserted by the ON CONFLICT statement, and one not seen that a
+ * concurrent writer inserts meanwhile makes the multi-insert raise
+ * unique_violation (see try_bulk).  Returns how many exist.
+ */
+static int
+probe_keys(EoiChangeSet *cs, Op *const *ops, int nrows, bool *exists)
+{
+	KeyOrder   *ko = cs->ko;
+	Relation	idx = index_open(ko->index, AccessShareLock);
+	TupleTableSlot *slot = table_slot_create(cs->rel, NULL);
+	ScanKeyData skeys[INDEX_MAX_KEYS];
+	SnapshotData dirty;
+	IndexScanDesc scan;
+	int			nexist = 0;
+
+	InitDirtySnapshot(dirty);
+	scan = index_beginscan(cs->rel, idx, &dirty, ko->nkeys, 0);
+	for (int i = 0; i < nrows; i++)
+	{
+		const Op   *op = ops[i];
+
+		exists[i] = false;
+		if (op->distinct)
+			continue;			/* a null in the key: no row has it */
+		for (int k = 0; k < ko->nkeys; k++)
+			ScanKeyEntryInitialize(&skeys[k], 0, ko->index_att[k], BTEqualStrategyNumber,
+								   InvalidOid, ko->collations[k], ko->eqproc[k], op->key[k]);
+		index_rescan(scan, skeys, ko->nkeys, NULL, 0);
+		if (index_getnext_slot(scan, ForwardScanDirection, slot))
+		{
+			exists[i] = true;
+			nexist++;
+		}
+		CHECK_FOR_INTERRUPTS();
+	}
+	index_endscan(scan);
+	ExecDropSingleTupleTableSlot(slot);
+	index_close(idx, AccessShareLock);
+	return nexist;
+}
+
+/* Insert the rows whose keys did not exist, as tuples (direct.c). */
+static void
+insert_new(EoiChangeSet *cs, const int *rows, int nrows, const bool *exists)
+{
+	ParseState *pstate = make_parsestate(NULL);
+	EState	   *estate = CreateExecutorState();
+	RangeTblEntry *rte = eoi_target_rte(pstate, cs->rel, cs->cols->names);
+	EoiDirectRows *dr;
+
+#if PG_VERSION_NUM >= 160000
+	ExecCheckPermissions(pstate->p_rtable, pstate->p_rteperminfos, true);
+#else
+	ExecCheckRTPerms(pstate->p_rtable, true);
+#endif
+	dr = eoi_direct_rows_begin(cs->rel, rte, cs->cols, estate);
+	for (int i = 0; i < nrows; i++)
+		if (!exists[i])
+			eoi_direct_rows_add(dr, &cs->values.cells[rows[i] * cs->values.ncols]);
+	eoi_direct_rows_end(dr);
+	FreeExecutorState(estate);
+	free_parsestate(pstate);
+}
+
+/*
+ * Where nearly every key exists the probe is wasted: the statement looks
+ * each key up again.  After a probe that found 90% or more of a batch's
+ * keys, the next PROBE_REST batches of that target go straight to the
+ * statement.  Where no key exists it is wasted too: after a probe that
+ * found none, the next batch of that target is inserted without one, and
+ * probed only if that meets an existing key (a unique_violation).
+ */
+#define PROBE_REST 8
+static Oid	rest_relid = InvalidOid;
+static int	rest_batches = 0;
+static Oid	unprobed_relid = InvalidOid;
+
+typedef enum BulkResult
+{
+	BULK_DONE,
+	BULK_UNIQUE_VIOLATION		/* rolled back: nothing done */
+} BulkResult;
+
+/*
+ * The rows through the bulk path, in a subtransaction: those whose keys
+ * exist with the ON CONFLICT statement (its conflict path is what an
+ * update costs), the new ones as tuples; without `probe`, every row as a
+ * new one.  BULK_UNIQUE_VIOLATION if an existing key (or, after a probe, a
+ * concurrent writer's) made the inserts raise unique_violation.
+ */
+static BulkResult
+try_bulk(EoiChangeSet *cs, const int *rows, Op *const *ops, int nrows, bool probe)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	volatile BulkResult result = BULK_DONE;
+	Oid			relid = RelationGetRelid(cs->rel);
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(cxt);
+	PG_TRY();
+	{
+		bool	   *exists = palloc0(sizeof(bool) * Max(nrows, 1));
+		int		   *old_rows = palloc(sizeof(int) * Max(nrows, 1));
+		int			nold = 0;
+
+		if (probe)
+			(void) probe_keys(cs, ops, nrows, exists);
+		for (int i = 0; i < nrows; i++)
+			if (exists[i])
+				old_rows[nold++] = rows[i];
+		if (nold > 0)
+		{
+			if (SPI_connect() != SPI_OK_CONNECT)
+				elog(ERROR, "SPI_connect failed");
+			(void) execute_with_arrays(build_upsert_sql(cs->rel, cs->target, cs->cols, cs->key_columns),
+									   &cs->values, old_rows, nold, cs->cols->ncolumns);
+			SPI_finish();
+		}
+		/* For tests: a concurrent writer inserts one of the new keys here. */
+		EOI_FAULT_POINT("upsert-bulk-insert");
+		if (nold < nrows)
+			insert_new(cs, rows, nrows, exists);
+		if (probe && nold * 10 >= nrows * 9)
+		{
+			rest_relid = relid;
+			rest_batches = PROBE_REST;
+		}
+		unprobed_relid = (!probe || nold == 0) ? relid : InvalidOid;
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+		if (edata->sqlerrcode != ERRCODE_UNIQUE_VIOLATION)
+			ReThrowError(edata);
+		unprobed_relid = InvalidOid;
+		if (probe)
+			ereport(LOG,
+					(errmsg("eoingest: a concurrent writer inserted a key of the batch into \"%s\"; its rows go in with INSERT ... ON CONFLICT",
+							RelationGetRelationName(cs->rel)),
+					 errdetail_internal("%s", edata->message)));
+		FreeErrorData(edata);
+		result = BULK_UNIQUE_VIOLATION;
+	}
+	PG_END_TRY();
+	return result;
+}
+
+/* The rows through the bulk path if it may take them (see above); false if not. */
+static bool
+apply_bulk(EoiChangeSet *cs, const int *rows, Op *const *ops, int nrows)
+{
+	Oid			relid = RelationGetRelid(cs->rel);
+
+	if (!cs->bulk)
+		return false;
+	if (rest_batches > 0 && rest_relid == relid)
+	{
+		rest_batches--;
+		return false;
+	}
+	if (unprobed_relid == relid && try_bulk(cs, rows, ops, nrows, false) == BULK_DONE)
+		return true;
+	return try_bulk(cs, rows, ops, nrows, true) == BULK_DONE;
+}
 
 EoiChangeSet *
 eoi_changes_begin(Relation rel, const char *target, EoiColumns *cols, EoiColumns *keys,
@@ -471,6 +770,7 @@ eoi_changes_begin(Relation rel, const char *target, EoiColumns *cols, EoiColumns
 	cs->capacity = 64;
 	cs->ops = palloc(sizeof(Op) * cs->capacity);
 	cs->cxt = CurrentMemoryContext;
+	cs->bulk = bulk_fits(rel, cols, key_columns, cs->ko);
 	return cs;
 }
 
@@ -539,6 +839,7 @@ uint64
 eoi_changes_apply(EoiChangeSet *cs)
 {
 	int		   *upsert_rows = palloc(sizeof(int) * Max(cs->nops, 1));
+	Op		  **upsert_ops = palloc(sizeof(Op *) * Max(cs->nops, 1));
 	int		   *delete_rows = palloc(sizeof(int) * Max(cs->nops, 1));
 	int			nupserts = 0;
 	int			ndeletes = 0;
@@ -557,7 +858,10 @@ eoi_changes_apply(EoiChangeSet *cs)
 		if (last_delete >= 0)
 			delete_rows[ndeletes++] = ops[last_delete].row;
 		if (!ops[next - 1].is_delete)
+		{
+			upsert_ops[nupserts] = &ops[next - 1];
 			upsert_rows[nupserts++] = ops[next - 1].row;
+		}
 	}
 	cs->nops = 0;
 
@@ -566,11 +870,14 @@ eoi_changes_apply(EoiChangeSet *cs)
 	if (ndeletes > 0)
 		processed += execute_with_arrays(build_delete_sql(cs->rel, cs->target, cs->keys),
 										 &cs->tombstones, delete_rows, ndeletes, cs->keys->ncolumns);
-	if (nupserts > 0)
+	if (nupserts > 0 && apply_bulk(cs, upsert_rows, upsert_ops, nupserts))
+		processed += nupserts;
+	else if (nupserts > 0)
 		processed += execute_with_arrays(build_upsert_sql(cs->rel, cs->target, cs->cols, cs->key_columns),
 										 &cs->values, upsert_rows, nupserts, cs->cols->ncolumns);
 	SPI_finish();
 	pfree(upsert_rows);
+	pfree(upsert_ops);
 	pfree(delete_rows);
 	return processed;
 }

@@ -15,6 +15,15 @@
 #include "decode.h"
 #include "utils/relcache.h"
 
+/* eoingest.upsert_path (hidden, for tests): bulk when the target allows, or always ON CONFLICT. */
+typedef enum EoiUpsertPath
+{
+	EOI_UPSERT_PATH_ON_CONFLICT,
+	EOI_UPSERT_PATH_BULK
+} EoiUpsertPath;
+
+extern int	eoingest_upsert_path;
+
 extern uint64 eoi_upsert_batch(const EoiJob *job, EoiBatch *batch);
 
 /*
