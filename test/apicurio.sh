@@ -1,11 +1,10 @@
 #!/usr/bin/env bash
-# WORK IN PROGRESS (issue 15), its build does not yet give a runnable registry: see README.md.
 # Apicurio Registry (in-memory storage: H2 in memory) for the eoingest tests, through its
 # Confluent-compatible API at http://127.0.0.1:$APICURIO_PORT/apis/ccompat/v7.
 #   test/apicurio.sh fetch|start|stop|status|url
 # fetch: builds test/apicurio/pom.xml (io.apicurio:apicurio-registry-app from Maven Central, made
 #   runnable by quarkus-maven-plugin's build; the pom says why 2.4.2.Final) into
-#   $EOINGEST_CACHE/apicurio-$APICURIO_VERSION/quarkus-app, Maven's repository in $EOINGEST_CACHE/m2.
+#   $EOINGEST_CACHE/apicurio-$APICURIO_VERSION/app, Maven's repository in $EOINGEST_CACHE/m2.
 #   Cached: done again only when the pom or the Java source changes.
 # start: one registry on 127.0.0.1:$APICURIO_PORT (default 29103); returns when it answers, within
 #   $APICURIO_START_TIMEOUT s (120). Log: $APICURIO_DIR/apicurio.log. Heap $APICURIO_HEAP (384m).
@@ -37,7 +36,7 @@ java_home() {
 }
 
 tag() { (cd "$SRC" && find . -type f | LC_ALL=C sort | xargs sha256sum) | sha256sum | cut -c1-64; }
-fetched() { [ "$(cat "$APICURIO_HOME/.fetched" 2>/dev/null)" = "$(tag)" ] && [ -f "$APICURIO_HOME/quarkus-app/quarkus-run.jar" ]; }
+fetched() { [ "$(cat "$APICURIO_HOME/.fetched" 2>/dev/null)" = "$(tag)" ] && [ -f "$APICURIO_HOME/app/registry-runner.jar" ]; }
 
 cmd_fetch() {
   command -v mvn >/dev/null || eoi_die "mvn not found (run test/deps.sh)"
@@ -55,10 +54,13 @@ cmd_fetch() {
     grep -E '^\[ERROR\]' "$tmp/mvn.log" | head -n 20 >&2 || tail -n 40 "$tmp/mvn.log" >&2
     eoi_die "maven could not build Apicurio Registry $APICURIO_VERSION (log: $tmp/mvn.log)"
   fi
-  [ -f "$tmp/target/quarkus-app/quarkus-run.jar" ] || eoi_die "no quarkus-run.jar after the build (log: $tmp/mvn.log)"
+  # The app's own build properties make it a legacy jar: the runner and lib/ beside it.
+  [ -f "$tmp/target/apicurio-runner-1-runner.jar" ] || eoi_die "no runner jar after the build (log: $tmp/mvn.log)"
   mkdir -p "$APICURIO_HOME"
-  rm -rf "$APICURIO_HOME/quarkus-app"
-  mv "$tmp/target/quarkus-app" "$APICURIO_HOME/quarkus-app"
+  rm -rf "$APICURIO_HOME/app"
+  mkdir "$APICURIO_HOME/app"
+  mv "$tmp/target/apicurio-runner-1-runner.jar" "$APICURIO_HOME/app/registry-runner.jar"
+  mv "$tmp/target/lib" "$APICURIO_HOME/app/lib"
   rm -rf "$tmp"
   tag >"$APICURIO_HOME/.fetched"
 }
@@ -86,7 +88,7 @@ cmd_start() {
   setsid "$(java_home)/bin/java" -Xmx"$APICURIO_HEAP" -XX:TieredStopAtLevel=1 -XX:+UseSerialGC \
     -Dquarkus.http.host=127.0.0.1 -Dquarkus.http.port="$APICURIO_PORT" \
     -Dquarkus.log.level=WARN -Dquarkus.log.category.\"io.apicurio\".level=WARN \
-    -jar "$APICURIO_HOME/quarkus-app/quarkus-run.jar" </dev/null >"$APICURIO_DIR/apicurio.log" 2>&1 &
+    -jar "$APICURIO_HOME/app/registry-runner.jar" </dev/null >"$APICURIO_DIR/apicurio.log" 2>&1 &
   pid=$!
   echo "$pid" >"$APICURIO_PID"
   deadline=$((SECONDS + APICURIO_START_TIMEOUT))
