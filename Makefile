@@ -35,7 +35,7 @@ OBJS = \
 
 DATA = $(wildcard sql/eoingest--*.sql)
 
-REGRESS = setup api formats mappings transform upsert deadletters batchbytes operations multitopic cdc cdctxn
+REGRESS = setup api formats mappings transform upsert deadletters batchbytes operations multitopic cdc cdctxn cdcschemas
 REGRESS_OPTS = --use-existing
 
 PG_CPPFLAGS = -I$(srcdir)/src -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare
