@@ -102,6 +102,7 @@ PAIRED=$WORK/paired.tsv
 META=$WORK/meta.tsv
 PROF=$WORK/profile.txt
 PROF_UPSERT=$WORK/profile-upsert.txt
+PROF_CDC=$WORK/profile-cdc.txt
 rm -f "$RAW" "$LAT" "$PAIRED" "$META" "$PROF" "$PROF_UPSERT"
 exec > >(tee "$WORK/bench.log") 2>&1
 
@@ -943,7 +944,7 @@ cdc_wait() {
 
 # cdc_eoi_once KIND: debezium (envelope => 'debezium', exactly_once) or upsert (mode upsert, CSV, tombstones).
 cdc_eoi_once() {
-  local kind=$1 topic args lsn0 t0 pids pid_list err
+  local kind=$1 perf_data=${2:-} topic args lsn0 t0 pids pid_list err
   if [ "$kind" = debezium ]; then
     topic=$(topic_name cdc_debezium 4)
     args="format => 'json', mode => 'exactly_once', envelope => 'debezium'"
@@ -966,11 +967,22 @@ cdc_eoi_once() {
   rm -f "$WORK/rss"
   rss_sampler "$WORK/rss" "${pid_list[@]}" &
   SAMPLER_PID=$!
+  rm -f "$WORK/states.txt"
+  if [ -n "$perf_data" ]; then
+    perf record -q -F 250 --call-graph dwarf,16384 --buildid-mmap -p "${pids// /,}" -o "$perf_data" \
+      >/dev/null 2>&1 &
+    PERF_PID=$!
+  fi
   cdc_wait "$t0" || true
   R_PCPU=$(bench_py cpu "${pid_list[@]}")
   R_HWM=$(bench_py hwm "${pid_list[@]}")
   snap_end
   R_WAL=$(wal_since "$lsn0")
+  if [ -n "$PERF_PID" ]; then
+    kill -INT "$PERF_PID" 2>/dev/null || true
+    wait "$PERF_PID" 2>/dev/null || true
+    PERF_PID=
+  fi
   kill "$SAMPLER_PID" 2>/dev/null || true
   wait "$SAMPLER_PID" 2>/dev/null || true
   SAMPLER_PID=
@@ -1112,6 +1124,23 @@ run_profile() {
   rm -f "$data"
   eoi_once "$(topic_name "$fmt" 4)" "$table" "$fmt" "$mode" 10000 1 0 "$data"
   [ "$R_STATUS" = ok ] || { fail_loudly "profiled run: $R_NOTE"; return; }
+  perf_summary "$data" "$output" "$fmt $mode b=10000 par=1 into $table" "$R_ROWS rows"
+}
+
+# run_profile_cdc OUTPUT: the CDC variant (envelope => 'debezium') once more, under perf.
+run_profile_cdc() {
+  local output=$1 data=$WORK/perf.data
+  log "profile: perf record of the worker during one extra envelope=debezium run"
+  reset_result
+  rm -f "$data"
+  cdc_eoi_once debezium "$data"
+  [ "$R_STATUS" = ok ] || { fail_loudly "profiled CDC run: $R_NOTE"; return; }
+  perf_summary "$data" "$output" "cdc envelope=debezium exactly_once b=10000 par=1 into bench_cdc" "$RECORDS events"
+}
+
+# perf_summary DATA OUTPUT TITLE WHAT: the profile's summary, from perf.data.
+perf_summary() {
+  local data=$1 output=$2 title=$3 what=$4
   [ -s "$data" ] || { log "    perf recorded nothing"; return; }
   perf report -i "$data" --stdio --no-children --sort dso,symbol -g none --percent-limit 0.3 \
     >"$WORK/perf-self.txt" 2>/dev/null || true
@@ -1121,13 +1150,15 @@ run_profile() {
   perf report -i "$data" --stdio --no-children --sort dso -g none \
     >"$WORK/perf-dso.txt" 2>/dev/null || true
   {
-    echo "# $fmt $mode b=10000 par=1 into $table"
-    echo "# $R_ROWS rows in ${R_SECONDS}s under perf (sampling slows it down); worker CPU ${R_PCPU}s"
+    echo "# $title"
+    echo "# $what in ${R_SECONDS}s under perf (sampling slows it down); worker CPU ${R_PCPU}s"
     echo "# (all threads of the worker process, librdkafka's included; PostgreSQL's static"
     echo "# functions have no symbols in Debian's stripped binary and show as addresses)"
-    echo "# what the worker's main thread was doing (pg_stat_activity sampled every 10 ms):"
-    echo "#   idle = inside the Kafka poll (librdkafka), active = decoding, COPY, commit"
-    sed 's/^/  /' "$WORK/states.txt"
+    if [ -s "$WORK/states.txt" ]; then
+      echo "# what the worker's main thread was doing (pg_stat_activity sampled every 10 ms):"
+      echo "#   idle = inside the Kafka poll (librdkafka), active = decoding, COPY, commit"
+      sed 's/^/  /' "$WORK/states.txt"
+    fi
     echo
     echo "# self time by library (perf report --no-children --sort dso):"
     awk '!/^#/ && NF && n++ < 12' "$WORK/perf-dso.txt"
@@ -1188,6 +1219,7 @@ fi
 if [ "$PROFILE" = 1 ]; then
   run_profile exactly_once bench_nopk "$PROF" "${BENCH_PROFILE_FORMAT:-csv}"
   run_profile upsert_0 bench_pk "$PROF_UPSERT"
+  if [ "$CDC" = 1 ]; then run_profile_cdc "$PROF_CDC"; fi
 fi
 job_drop
 write_meta
@@ -1195,7 +1227,7 @@ cp "$RAW" "$META" "$OUT/"
 for f in "$LAT" "$PAIRED"; do
   if [ -f "$f" ]; then cp "$f" "$OUT/"; else rm -f "$OUT/$(basename "$f")"; fi
 done
-for f in "$PROF" "$PROF_UPSERT"; do
+for f in "$PROF" "$PROF_UPSERT" "$PROF_CDC"; do
   if [ -f "$f" ]; then cp "$f" "$OUT/"; else rm -f "$OUT/$(basename "$f")"; fi
 done
 bench_py report --dir "$OUT"
