@@ -57,6 +57,7 @@
 #include "cdc.h"
 #include "cdctxn.h"
 #include "decode.h"
+#include "jsonscan.h"
 #include "sink.h"
 #include "upsert.h"
 
@@ -106,6 +107,45 @@ typedef struct EventPosition
 	int			current;
 } EventPosition;
 
+/*
+ * A value schema of Kafka Connect's wrapper, parsed once per batch: every
+ * event of a table carries the same one, most of its bytes.  serial names
+ * it to the codecs computed from it.
+ */
+typedef struct CachedSchema
+{
+	char	   *text;
+	size_t		len;
+	int			serial;
+	JsonbContainer *schema;
+	JsonbContainer *before;		/* its fields' struct schemas, or NULL */
+	JsonbContainer *after;
+} CachedSchema;
+
+#define SCHEMA_CACHE_SIZE 16
+
+/* A message of the batch as a change event (or a message key). */
+typedef struct EventJson
+{
+	Jsonb	   *jb;				/* the whole message, when it was parsed whole */
+	JsonbContainer *payload;	/* the event or key, NULL for a null payload */
+	bool		is_object;		/* the message is a JSON object */
+	JsonbContainer *schema;		/* its schema, NULL without one */
+	JsonbContainer *before;		/* the schema's before and after fields */
+	JsonbContainer *after;
+	int			serial;			/* the cached schema's, 0 if not cached */
+} EventJson;
+
+/*
+ * The codecs of an image depend only on its struct schema when every
+ * column has a field in it: then they are kept, tagged with the schema's
+ * serial and the image's kind, until a different schema comes.
+ */
+#define CODECS_TAG(serial, kind) ((serial) * 4 + (kind))
+#define IMAGE_AFTER 1
+#define IMAGE_BEFORE 2
+#define IMAGE_KEY 3
+
 /* What one batch works with. */
 typedef struct CdcContext
 {
@@ -120,7 +160,10 @@ typedef struct CdcContext
 	ExprContext *econtext;
 	FieldCodec *col_codecs;
 	FieldCodec *key_codecs;
+	int			col_codecs_tag;	/* CODECS_TAG of col_codecs, 0: none kept */
+	int			key_codecs_tag;
 	EventPosition *position;	/* for errors: the event being applied */
+	struct CdcRoutes *routes;
 } CdcContext;
 
 /* The targets of one batch: a context for each target it has events for. */
@@ -133,6 +176,10 @@ typedef struct CdcRoutes
 	CdcContext **contexts;
 	int			ncontexts;
 	int			capacity;
+	CachedSchema schemas[SCHEMA_CACHE_SIZE];
+	int			nschemas;
+	char	   *scratch;		/* jsonscan.c's, for the wrapper's keys */
+	size_t		scratch_size;
 } CdcRoutes;
 
 EoiEnvelope
@@ -212,40 +259,6 @@ json_get_string(JsonbContainer *object, const char *name)
 	return NULL;
 }
 
-static Jsonb *
-parse_json(const char *data, size_t len)
-{
-	eoi_json_unframe(&data, &len);	/* Confluent's JsonSchemaConverter */
-	(void) pg_verifymbstr(data, (int) len, false);
-	return DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(pnstrdup(data, len))));
-}
-
-/*
- * A message (value or key) of the job's format as JSON.  Format avro
- * (Debezium with an Avro converter): avro.c renders the record with the
- * writer's schema as JSON, its logical types (decimal, date, timestamps,
- * uuid), Debezium's time types named by "connect.name", and bytes already
- * as PostgreSQL's text of them; from then on the event is a bare JSON
- * event, through the same code as format json.  That is less code than a
- * second path for decoded Avro values, and keeps one set of semantics.
- */
-static Jsonb *
-message_json(const EoiJob *job, rd_kafka_message_t *msg, bool key)
-{
-	const char *data = key ? msg->key : msg->payload;
-	size_t		len = key ? msg->key_len : msg->len;
-
-	if (job->format == EOI_FORMAT_AVRO)
-	{
-		char	   *json;
-
-		data = eoi_avro_framed(msg, key, true, &len);
-		json = eoi_avro_json(data, len);
-		return parse_json(json, strlen(json));
-	}
-	return parse_json(data, len);
-}
-
 /*
  * Kafka Connect's JsonConverter with schemas.enable wraps a value in
  * {"schema": ..., "payload": ...}: the payload, and the schema in *schema.
@@ -295,6 +308,156 @@ schema_field(JsonbContainer *struct_schema, const char *name)
 			return f->val.binary.data;
 	}
 	return NULL;
+}
+
+/* ---- messages ---- */
+
+static Jsonb *
+parse_json(const char *data, size_t len)
+{
+	return DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(pnstrdup(data, len))));
+}
+
+/* The members of Kafka Connect's wrapper, as jsonscan.c hands them over. */
+typedef struct WrapperSpans
+{
+	EoiJsonToken schema;
+	EoiJsonToken payload;
+	bool		has_schema;
+	bool		has_payload;
+	bool		other;			/* a member of another name: no wrapper */
+} WrapperSpans;
+
+static bool
+wrapper_member(void *arg, const char *key, size_t key_len, const EoiJsonToken *value)
+{
+	WrapperSpans *w = arg;
+
+	if (key_len == 6 && memcmp(key, "schema", 6) == 0)
+	{
+		w->schema = *value;
+		w->has_schema = true;
+	}
+	else if (key_len == 7 && memcmp(key, "payload", 7) == 0)
+	{
+		w->payload = *value;
+		w->has_payload = true;
+	}
+	else
+	{
+		w->other = true;
+		return false;
+	}
+	return true;
+}
+
+static bool
+is_object_or_null(const EoiJsonToken *t)
+{
+	return t->kind == EOI_JSON_NULL || (t->kind == EOI_JSON_NESTED && t->data[0] == '{');
+}
+
+static void
+set_schema(EventJson *ev, JsonbContainer *schema)
+{
+	ev->schema = schema;
+	ev->before = schema_field(schema, "before");
+	ev->after = schema_field(schema, "after");
+}
+
+/*
+ * The wrapper's schema of this text: from the batch's cache, where it is
+ * parsed the first time it comes.  Once the cache is full, a new schema is
+ * the event's own, in the event's memory, so that a stream of distinct
+ * schemas cannot grow the batch's.
+ */
+static void
+cached_schema(CdcRoutes *routes, const char *text, size_t len, EventJson *ev)
+{
+	CachedSchema *cs;
+	MemoryContext old;
+
+	for (int i = 0; i < routes->nschemas; i++)
+	{
+		cs = &routes->schemas[i];
+		if (cs->len == len && memcmp(cs->text, text, len) == 0)
+		{
+			ev->schema = cs->schema;
+			ev->before = cs->before;
+			ev->after = cs->after;
+			ev->serial = cs->serial;
+			return;
+		}
+	}
+	if (routes->nschemas == SCHEMA_CACHE_SIZE)
+	{
+		set_schema(ev, &parse_json(text, len)->root);
+		return;
+	}
+	old = MemoryContextSwitchTo(routes->cxt);
+	cs = &routes->schemas[routes->nschemas];
+	cs->text = pnstrdup(text, len);
+	cs->len = len;
+	set_schema(ev, &parse_json(text, len)->root);
+	cs->schema = ev->schema;
+	cs->before = ev->before;
+	cs->after = ev->after;
+	cs->serial = ev->serial = ++routes->nschemas;
+	MemoryContextSwitchTo(old);
+}
+
+/*
+ * A message (value or key) as JSON.  Kafka Connect's wrapper is split by
+ * jsonscan.c in one pass: only the payload is parsed, and the schema comes
+ * from the batch's cache.  A bare event, and any message the scan declines
+ * (whose errors are then jsonb_in's), is parsed whole.
+ *
+ * Format avro (Debezium with an Avro converter): avro.c renders the record
+ * with the writer's schema as JSON, its logical types (decimal, date,
+ * timestamps, uuid), Debezium's time types named by "connect.name", and
+ * bytes already as PostgreSQL's text of them; from then on the event is a
+ * bare JSON event, through the same code as format json.  That is less
+ * code than a second path for decoded Avro values, and keeps one set of
+ * semantics.
+ */
+static void
+event_json(CdcRoutes *routes, rd_kafka_message_t *msg, bool key, EventJson *ev)
+{
+	const char *data = key ? msg->key : msg->payload;
+	size_t		len = key ? msg->key_len : msg->len;
+	WrapperSpans w = {0};
+
+	memset(ev, 0, sizeof(*ev));
+	if (routes->job->format == EOI_FORMAT_AVRO)
+	{
+		data = eoi_avro_framed(msg, key, true, &len);
+		data = eoi_avro_json(data, len);
+		len = strlen(data);
+	}
+	eoi_json_unframe(&data, &len);	/* Confluent's JsonSchemaConverter */
+	(void) pg_verifymbstr(data, (int) len, false);
+
+	if (len > routes->scratch_size)
+	{
+		routes->scratch_size = Max(len, 2 * routes->scratch_size);
+		routes->scratch = MemoryContextAlloc(routes->cxt, routes->scratch_size);
+	}
+	if (eoi_json_scan_object(data, len, routes->scratch, GetDatabaseEncoding() == PG_UTF8,
+							 wrapper_member, &w) &&
+		w.has_schema && w.has_payload &&
+		is_object_or_null(&w.schema) && is_object_or_null(&w.payload))
+	{
+		ev->is_object = true;
+		if (w.schema.kind != EOI_JSON_NULL)
+			cached_schema(routes, w.schema.data, w.schema.len, ev);
+		if (w.payload.kind != EOI_JSON_NULL)
+			ev->payload = &parse_json(w.payload.data, w.payload.len)->root;
+		return;
+	}
+	ev->jb = parse_json(data, len);
+	ev->is_object = JB_ROOT_IS_OBJECT(ev->jb);
+	ev->payload = unwrap(ev->jb, &ev->schema);
+	set_schema(ev, ev->schema);
 }
 
 /* ---- codecs ---- */
@@ -752,32 +915,51 @@ converting_writer_init(ConvertingWriter *cw, EoiRowWriter *inner, FieldCodec *co
 
 /* ---- events ---- */
 
-/* The codecs of `cols` for an image, from its struct schema or the target. */
+/*
+ * The codecs of `cols` for an image, from its struct schema or the target.
+ * *tag says which codecs `codecs` holds; want: the CODECS_TAG of this
+ * image's schema, 0 if it is not cached.
+ */
 static void
-image_codecs(CdcContext *cx, EoiColumns *cols, FieldCodec *codecs,
+image_codecs(CdcContext *cx, EoiColumns *cols, FieldCodec *codecs, int *tag, int want,
 			 JsonbContainer *struct_schema, JsonbContainer *image)
 {
 	TupleDesc	desc = RelationGetDescr(cx->rel);
+	bool		from_schema = true;
 
+	if (cx->job->format == EOI_FORMAT_AVRO)
+	{
+		/* avro.c wrote each value as the column type reads it */
+		if (*tag != -1)
+			memset(codecs, 0, sizeof(FieldCodec) * cols->ncolumns);	/* CONV_NONE */
+		*tag = -1;
+		return;
+	}
+	if (want != 0 && *tag == want)
+		return;
 	for (int c = 0; c < cols->ncolumns; c++)
 	{
 		Form_pg_attribute att = TupleDescAttr(desc, attnameAttNum(cx->rel, cols->colnames[c], false) - 1);
 		JsonbContainer *field = schema_field(struct_schema, cols->colnames[c]);
 		JsonbValue	v;
 
-		if (cx->job->format == EOI_FORMAT_AVRO)
-		{
-			/* avro.c wrote each value as the column type reads it */
-			FieldCodec	none = {CONV_NONE, 0, false};
-
-			codecs[c] = none;
-		}
-		else if (field != NULL)
+		if (field != NULL)
 			codecs[c] = codec_from_schema(field, att->atttypid);
 		else
+		{
 			codecs[c] = codec_from_column(att->atttypid, att->atttypmod,
 										  json_get(image, cols->colnames[c], &v));
+			from_schema = false;
+		}
 	}
+	/* codecs that depend on the image's values are for this image only */
+	*tag = from_schema ? want : 0;
+}
+
+static int
+codecs_tag(const EventJson *ev, int kind)
+{
+	return ev->serial != 0 ? CODECS_TAG(ev->serial, kind) : 0;
 }
 
 /* Every field of the after image must be a column of the target. */
@@ -826,9 +1008,9 @@ check_key_fields(CdcContext *cx, char **fields, const int *positions, const char
  */
 static bool
 decode_key(CdcContext *cx, JsonbContainer *object, JsonbContainer *struct_schema,
-		   ConvertingWriter *cw)
+		   int tag, ConvertingWriter *cw)
 {
-	image_codecs(cx, cx->keys, cx->key_codecs, struct_schema, object);
+	image_codecs(cx, cx->keys, cx->key_codecs, &cx->key_codecs_tag, tag, struct_schema, object);
 	cw->codecs = cx->key_codecs;
 	eoi_decode_json_object(cx->keys, object, &cw->writer, cx->econtext);
 	for (int k = 0; k < cx->keys->ncolumns; k++)
@@ -837,35 +1019,24 @@ decode_key(CdcContext *cx, JsonbContainer *object, JsonbContainer *struct_schema
 	return true;
 }
 
-/* The message key as a JSON object, and its schema; NULL without one. */
-static JsonbContainer *
-message_key(CdcContext *cx, rd_kafka_message_t *msg, JsonbContainer **schema)
-{
-	Jsonb	   *jb;
-
-	*schema = NULL;
-	if (msg->key == NULL || msg->key_len == 0)
-		return NULL;
-	jb = message_json(cx->job, msg, true);
-	return unwrap(jb, schema);
-}
-
 /*
  * The old key of an update or delete: of the before image if it has one,
  * else of the message key.  Returns false if neither has.
  */
 static bool
 old_key(CdcContext *cx, rd_kafka_message_t *msg, JsonbContainer *before,
-		JsonbContainer *value_schema, ConvertingWriter *cw)
+		const EventJson *ev, ConvertingWriter *cw)
 {
-	JsonbContainer *key_schema;
-	JsonbContainer *key;
+	EventJson	key;
 
 	if (before != NULL &&
-		decode_key(cx, before, schema_field(value_schema, "before"), cw))
+		decode_key(cx, before, ev->before, codecs_tag(ev, IMAGE_BEFORE), cw))
 		return true;
-	key = message_key(cx, msg, &key_schema);
-	return key != NULL && decode_key(cx, key, key_schema, cw);
+	if (msg->key == NULL || msg->key_len == 0)
+		return false;
+	event_json(cx->routes, msg, true, &key);
+	return key.payload != NULL &&
+		decode_key(cx, key.payload, key.schema, codecs_tag(&key, IMAGE_KEY), cw);
 }
 
 static bool
@@ -937,13 +1108,13 @@ check_available(CdcContext *cx, JsonbContainer *after)
 
 /* The after image as the row to upsert; its fields are kept in *row. */
 static void
-add_after(CdcContext *cx, JsonbContainer *after, JsonbContainer *value_schema,
-		  char ***row)
+add_after(CdcContext *cx, JsonbContainer *after, const EventJson *ev, char ***row)
 {
 	ConvertingWriter cw;
 
 	check_image_fields(cx, after);
-	image_codecs(cx, cx->cols, cx->col_codecs, schema_field(value_schema, "after"), after);
+	image_codecs(cx, cx->cols, cx->col_codecs, &cx->col_codecs_tag, codecs_tag(ev, IMAGE_AFTER),
+				 ev->after, after);
 	converting_writer_init(&cw, eoi_changes_row_writer(cx->changes), cx->col_codecs, cx->cols->ncolumns);
 	eoi_decode_json_object(cx->cols, after, &cw.writer, cx->econtext);
 	check_key_fields(cx, cw.fields, cx->keypos, "the after image");
@@ -989,18 +1160,19 @@ static CdcContext *route_event(CdcRoutes *routes, JsonbContainer *event);
 static void
 apply_event(CdcRoutes *routes, rd_kafka_message_t *msg)
 {
-	Jsonb	   *jb = message_json(routes->job, msg, false);
-	JsonbContainer *schema;
-	JsonbContainer *event = unwrap(jb, &schema);
+	EventJson	ev;
+	JsonbContainer *event;
 	JsonbContainer *before;
 	JsonbContainer *after;
 	char	   *op;
 	char	  **row;
 	CdcContext *cx;
 
+	event_json(routes, msg, false, &ev);
+	event = ev.payload;
 	if (event == NULL)
 	{
-		if (JB_ROOT_IS_OBJECT(jb))
+		if (ev.is_object)
 			return;				/* {"schema": ..., "payload": null}: a tombstone */
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
@@ -1034,7 +1206,7 @@ apply_event(CdcRoutes *routes, rd_kafka_message_t *msg)
 					 errmsg("change event of op \"%s\" has no after image", op)));
 		if (op[0] == 'u')
 			check_available(cx, after);
-		add_after(cx, after, schema, &row);
+		add_after(cx, after, &ev, &row);
 		if (op[0] != 'u')
 		{
 			eoi_changes_add_upsert(cx->changes);
@@ -1042,7 +1214,7 @@ apply_event(CdcRoutes *routes, rd_kafka_message_t *msg)
 		}
 		/* an update that moves the row to another key deletes the old one */
 		converting_writer_init(&key, NULL, cx->key_codecs, cx->keys->ncolumns);
-		if (old_key(cx, msg, before, schema, &key) && !same_key_text(cx, key.fields, row))
+		if (old_key(cx, msg, before, &ev, &key) && !same_key_text(cx, key.fields, row))
 		{
 			EoiRowWriter *kw = eoi_changes_key_writer(cx->changes);
 
@@ -1059,7 +1231,7 @@ apply_event(CdcRoutes *routes, rd_kafka_message_t *msg)
 
 		converting_writer_init(&key, eoi_changes_key_writer(cx->changes), cx->key_codecs,
 							   cx->keys->ncolumns);
-		if (!old_key(cx, msg, before, schema, &key))
+		if (!old_key(cx, msg, before, &ev, &key))
 			check_key_fields(cx, key.fields, NULL, "the before image or the message key");
 		key.writer.end_row(&key.writer);
 		eoi_changes_add_delete(cx->changes);
@@ -1099,6 +1271,7 @@ open_target(CdcRoutes *routes, const char *target)
 	cx->job = job;
 	cx->target = target;
 	cx->position = routes->position;
+	cx->routes = routes;
 	cx->rel = eoi_open_job_target(tjob, RowExclusiveLock);
 	cx->econtext = GetPerTupleExprContext(routes->estate);
 	cx->mapping = eoi_job_mapping(job);
