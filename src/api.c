@@ -46,6 +46,7 @@
 #include "positions.h"
 #include "shmem.h"
 #include "sink.h"
+#include "txn.h"
 #include "upsert.h"
 
 PG_FUNCTION_INFO_V1(eoingest_create_job);
@@ -1106,6 +1107,12 @@ eoingest_stop_job(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
+static void
+delete_group(void *job)
+{
+	eoi_kafka_delete_group(job);
+}
+
 /*
  * Delete a dropped job's consumer group (eoi_kafka_delete_group), with a
  * warning rather than an error should even that fail (brokers no longer in
@@ -1116,35 +1123,16 @@ eoingest_stop_job(PG_FUNCTION_ARGS)
 static void
 forget_consumer_group(const EoiJob *job)
 {
-	MemoryContext cxt = CurrentMemoryContext;
-	ResourceOwner owner = CurrentResourceOwner;
+	ErrorData  *edata = eoi_try_subxact(delete_group, (void *) job);
 
-	BeginInternalSubTransaction(NULL);
-	PG_TRY();
-	{
-		eoi_kafka_delete_group(job);
-		ReleaseCurrentSubTransaction();
-	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
-
-		MemoryContextSwitchTo(cxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(cxt);
-		CurrentResourceOwner = owner;
-		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED || edata->sqlerrcode == ERRCODE_ADMIN_SHUTDOWN)
-			ReThrowError(edata);
-		ereport(WARNING,
-				(errmsg("could not delete the Kafka consumer group of job \"%s\": %s",
-						job->name, edata->message),
-				 errhint("Delete it with kafka-consumer-groups --delete --group eoingest.%s.", job->name)));
-	}
-	PG_END_TRY();
-	MemoryContextSwitchTo(cxt);
-	CurrentResourceOwner = owner;
+	if (edata == NULL)
+		return;
+	if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED || edata->sqlerrcode == ERRCODE_ADMIN_SHUTDOWN)
+		ReThrowError(edata);
+	ereport(WARNING,
+			(errmsg("could not delete the Kafka consumer group of job \"%s\": %s",
+					job->name, edata->message),
+			 errhint("Delete it with kafka-consumer-groups --delete --group eoingest.%s.", job->name)));
 }
 
 Datum

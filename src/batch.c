@@ -14,7 +14,6 @@
  */
 #include "postgres.h"
 
-#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "funcapi.h"
 #include "mb/pg_wchar.h"
@@ -22,12 +21,12 @@
 #include "utils/builtins.h"
 #include "utils/json.h"
 #include "utils/jsonb.h"
-#include "utils/resowner.h"
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
 
 #include "avro.h"
 #include "batch.h"
+#include "txn.h"
 
 PG_FUNCTION_INFO_V1(eoingest_batch);
 
@@ -270,44 +269,36 @@ eoi_message_bytes(const void *data, size_t len)
  * may have left state behind an error: a subtransaction, as PL/pgSQL's
  * exception blocks use, cleans it.
  */
+typedef struct AvroKey
+{
+	rd_kafka_message_t *msg;
+	Datum		text;
+} AvroKey;
+
+static void
+avro_key_json(void *arg)
+{
+	AvroKey    *key = arg;
+	size_t		len;
+	const char *data = eoi_avro_framed(key->msg, true, true, &len);
+
+	key->text = CStringGetTextDatum(eoi_avro_json(data, len));
+}
+
 static Datum
 avro_key_text(rd_kafka_message_t *msg, bool *isnull)
 {
-	MemoryContext cxt = CurrentMemoryContext;
-	ResourceOwner owner = CurrentResourceOwner;
-	volatile Datum result = (Datum) 0;
+	AvroKey		key = {msg, (Datum) 0};
+	ErrorData  *edata = eoi_try_subxact(avro_key_json, &key);
 
-	*isnull = false;
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(cxt);
-	PG_TRY();
-	{
-		size_t		len;
-		const char *data = eoi_avro_framed(msg, true, true, &len);
-
-		result = CStringGetTextDatum(eoi_avro_json(data, len));
-		ReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(cxt);
-		CurrentResourceOwner = owner;
-	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
-
-		MemoryContextSwitchTo(cxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(cxt);
-		CurrentResourceOwner = owner;
-		if (ERRCODE_TO_CATEGORY(edata->sqlerrcode) != ERRCODE_DATA_EXCEPTION &&
-			edata->sqlerrcode != ERRCODE_PROGRAM_LIMIT_EXCEEDED)
-			ReThrowError(edata);
-		FreeErrorData(edata);
-		*isnull = true;
-	}
-	PG_END_TRY();
-	return result;
+	*isnull = edata != NULL;
+	if (edata == NULL)
+		return key.text;
+	if (ERRCODE_TO_CATEGORY(edata->sqlerrcode) != ERRCODE_DATA_EXCEPTION &&
+		edata->sqlerrcode != ERRCODE_PROGRAM_LIMIT_EXCEEDED)
+		ReThrowError(edata);
+	FreeErrorData(edata);
+	return (Datum) 0;
 }
 
 /*

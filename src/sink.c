@@ -44,6 +44,7 @@
 #include "direct.h"
 #include "job.h"
 #include "sink.h"
+#include "txn.h"
 #include "upsert.h"
 
 /* COPY's data source callback takes no argument: the batch's lines. */
@@ -602,47 +603,43 @@ eoi_sink_write(const EoiJob *job, EoiBatch *batch)
  * returns false with the error and the failing message (or -1 if the error
  * does not say); any other error is thrown on.
  */
+typedef struct SliceWrite
+{
+	const EoiJob *job;
+	EoiBatch   *slice;
+	uint64		rows;
+} SliceWrite;
+
+static void
+write_slice(void *arg)
+{
+	SliceWrite *sw = arg;
+
+	sw->rows = eoi_sink_write(sw->job, sw->slice);
+}
+
 static bool
 try_write(const EoiJob *job, EoiBatch *batch, int from, int to, uint64 *rows,
 		  ErrorData **error, int *failed)
 {
-	MemoryContext cxt = CurrentMemoryContext;
-	ResourceOwner owner = CurrentResourceOwner;
 	EoiBatch	slice = eoi_batch_slice(batch, from, to);
-	bool		ok = true;
+	SliceWrite	sw = {job, &slice, 0};
+	ErrorData  *edata;
 
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(cxt);
 	eoi_failed_message = -1;
-	PG_TRY();
+	edata = eoi_try_subxact(write_slice, &sw);
+	if (edata == NULL)
 	{
-		*rows += eoi_sink_write(job, &slice);
-		ReleaseCurrentSubTransaction();
+		*rows += sw.rows;
+		return true;
 	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
-
-		MemoryContextSwitchTo(cxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		eoi_current_batch = NULL;
-		if (!eoi_is_record_error(edata->sqlerrcode))
-		{
-			MemoryContextSwitchTo(cxt);
-			CurrentResourceOwner = owner;
-			ReThrowError(edata);
-		}
-		*error = edata;
-		*failed = (eoi_failed_message >= 0 && eoi_failed_message < slice.n) ?
-			from + eoi_failed_message : -1;
-		ok = false;
-	}
-	PG_END_TRY();
-	MemoryContextSwitchTo(cxt);
-	CurrentResourceOwner = owner;
-	return ok;
+	eoi_current_batch = NULL;
+	if (!eoi_is_record_error(edata->sqlerrcode))
+		ReThrowError(edata);
+	*error = edata;
+	*failed = (eoi_failed_message >= 0 && eoi_failed_message < slice.n) ?
+		from + eoi_failed_message : -1;
+	return false;
 }
 
 /*

@@ -89,6 +89,7 @@
 #include "decode.h"
 #include "direct.h"
 #include "sink.h"
+#include "txn.h"
 #include "upsert.h"
 
 int			eoingest_upsert_path = EOI_UPSERT_PATH_BULK;
@@ -664,72 +665,68 @@ typedef enum BulkResult
  * new one.  BULK_UNIQUE_VIOLATION if an existing key (or, after a probe, a
  * concurrent writer's) made the inserts raise unique_violation.
  */
+typedef struct BulkRows
+{
+	EoiChangeSet *cs;
+	const int  *rows;
+	Op		   *const *ops;
+	int			nrows;
+	bool		probe;
+} BulkRows;
+
+static void
+write_bulk(void *arg)
+{
+	BulkRows   *br = arg;
+	EoiChangeSet *cs = br->cs;
+	Oid			relid = RelationGetRelid(cs->rel);
+	bool	   *exists = palloc0(sizeof(bool) * Max(br->nrows, 1));
+	int		   *old_rows = palloc(sizeof(int) * Max(br->nrows, 1));
+	int			nold = 0;
+
+	if (br->probe)
+		(void) probe_keys(cs, br->ops, br->nrows, exists);
+	for (int i = 0; i < br->nrows; i++)
+		if (exists[i])
+			old_rows[nold++] = br->rows[i];
+	if (nold > 0)
+	{
+		if (SPI_connect() != SPI_OK_CONNECT)
+			elog(ERROR, "SPI_connect failed");
+		(void) execute_with_arrays(build_upsert_sql(cs->rel, cs->target, cs->cols, cs->key_columns),
+								   &cs->values, old_rows, nold, cs->cols->ncolumns);
+		SPI_finish();
+	}
+	/* For tests: a concurrent writer inserts one of the new keys here. */
+	EOI_FAULT_POINT("upsert-bulk-insert");
+	if (nold < br->nrows)
+		insert_new(cs, br->rows, br->nrows, exists);
+	if (br->probe && nold * 10 >= br->nrows * 9)
+	{
+		rest_relid = relid;
+		rest_batches = PROBE_REST;
+	}
+	unprobed_relid = (!br->probe || nold == 0) ? relid : InvalidOid;
+}
+
 static BulkResult
 try_bulk(EoiChangeSet *cs, const int *rows, Op *const *ops, int nrows, bool probe)
 {
-	MemoryContext cxt = CurrentMemoryContext;
-	ResourceOwner owner = CurrentResourceOwner;
-	volatile BulkResult result = BULK_DONE;
-	Oid			relid = RelationGetRelid(cs->rel);
+	BulkRows	br = {cs, rows, ops, nrows, probe};
+	ErrorData  *edata = eoi_try_subxact(write_bulk, &br);
 
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(cxt);
-	PG_TRY();
-	{
-		bool	   *exists = palloc0(sizeof(bool) * Max(nrows, 1));
-		int		   *old_rows = palloc(sizeof(int) * Max(nrows, 1));
-		int			nold = 0;
-
-		if (probe)
-			(void) probe_keys(cs, ops, nrows, exists);
-		for (int i = 0; i < nrows; i++)
-			if (exists[i])
-				old_rows[nold++] = rows[i];
-		if (nold > 0)
-		{
-			if (SPI_connect() != SPI_OK_CONNECT)
-				elog(ERROR, "SPI_connect failed");
-			(void) execute_with_arrays(build_upsert_sql(cs->rel, cs->target, cs->cols, cs->key_columns),
-									   &cs->values, old_rows, nold, cs->cols->ncolumns);
-			SPI_finish();
-		}
-		/* For tests: a concurrent writer inserts one of the new keys here. */
-		EOI_FAULT_POINT("upsert-bulk-insert");
-		if (nold < nrows)
-			insert_new(cs, rows, nrows, exists);
-		if (probe && nold * 10 >= nrows * 9)
-		{
-			rest_relid = relid;
-			rest_batches = PROBE_REST;
-		}
-		unprobed_relid = (!probe || nold == 0) ? relid : InvalidOid;
-		ReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(cxt);
-		CurrentResourceOwner = owner;
-	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
-
-		MemoryContextSwitchTo(cxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(cxt);
-		CurrentResourceOwner = owner;
-		if (edata->sqlerrcode != ERRCODE_UNIQUE_VIOLATION)
-			ReThrowError(edata);
-		unprobed_relid = InvalidOid;
-		if (probe)
-			ereport(LOG,
-					(errmsg("eoingest: a concurrent writer inserted a key of the batch into \"%s\"; its rows go in with INSERT ... ON CONFLICT",
-							RelationGetRelationName(cs->rel)),
-					 errdetail_internal("%s", edata->message)));
-		FreeErrorData(edata);
-		result = BULK_UNIQUE_VIOLATION;
-	}
-	PG_END_TRY();
-	return result;
+	if (edata == NULL)
+		return BULK_DONE;
+	if (edata->sqlerrcode != ERRCODE_UNIQUE_VIOLATION)
+		ReThrowError(edata);
+	unprobed_relid = InvalidOid;
+	if (probe)
+		ereport(LOG,
+				(errmsg("eoingest: a concurrent writer inserted a key of the batch into \"%s\"; its rows go in with INSERT ... ON CONFLICT",
+						RelationGetRelationName(cs->rel)),
+				 errdetail_internal("%s", edata->message)));
+	FreeErrorData(edata);
+	return BULK_UNIQUE_VIOLATION;
 }
 
 /* The rows through the bulk path if it may take them (see above); false if not. */
