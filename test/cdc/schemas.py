@@ -96,5 +96,26 @@ lines.append((key(2), event(s2, "d", None, before=None)))
 # 34: the payload is not an object: the same error as without the scan
 lines.append((key(44), '{"schema":%s,"payload":"c"}' % json.dumps(s2, separators=(",", ":"))))
 
+# 35: white space around the payload of a known schema
+spaced = event(s2, "c", {"id": 60, "price": decimal_b64(6), "dt": 19007, "note": "spaced"})
+spaced = spaced.replace(',"payload":', ',"payload":   ', 1)[:-1] + '  }  '
+lines.append((key(60), spaced))
+# 36: op as a number (a dead letter: unknown op)
+lines.append((key(45), event(s2, 1, {"id": 45, "price": decimal_b64(1), "dt": 1, "note": "op 1"})))
+# 37: a before image that is a string (a dead letter)
+lines.append((key(46), event(s2, "d", None, before="id 46")))
+# 38: op twice: the last one counts
+twice = event(s2, "d", {"id": 61, "price": decimal_b64(61), "dt": 19008, "note": "op twice"})
+lines.append((key(61), twice.replace(',"op":"d"}', ',"op":"d","op":"c"}', 1)))
+# 39: the wrapper of a known schema around a broken payload that still ends in }}
+broken = event(s2, "c", {"id": 62, "price": decimal_b64(1), "dt": 1, "note": "broken"})
+lines.append((key(62), broken.replace('"id":62,', '"id":62,,', 1)))
+# 40: a bare event with a source block
+lines.append(('{"id":63}', json.dumps({"before": None, "after": {"id": 63, "price": "0.63", "dt": 19009, "note": "bare"},
+                                      "source": {"connector": "postgresql", "db": "src", "schema": "public", "table": "s"},
+                                      "op": "c", "ts_ms": 1700000000000}, separators=(",", ":"))))
+# 41: a bare event cut short
+lines.append(('{"id":64}', '{"before":null,"after":{"id":64},"op":"c"'))
+
 for k, v in lines:
     print("%s\t%s" % (k, v))
