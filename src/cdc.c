@@ -124,16 +124,30 @@ typedef struct CachedSchema
 
 #define SCHEMA_CACHE_SIZE 16
 
-/* A message of the batch as a change event (or a message key). */
+/*
+ * A message of the batch as a change event or a message key (cdc.c's
+ * split_message, event_parts).
+ */
 typedef struct EventJson
 {
-	Jsonb	   *jb;				/* the whole message, when it was parsed whole */
-	JsonbContainer *payload;	/* the event or key, NULL for a null payload */
-	bool		is_object;		/* the message is a JSON object */
-	JsonbContainer *schema;		/* its schema, NULL without one */
-	JsonbContainer *before;		/* the schema's before and after fields */
-	JsonbContainer *after;
+	/* the payload: as text, or parsed, or null */
+	const char *text;			/* its JSON text, not yet parsed, or NULL */
+	size_t		len;
+	const char *whole;			/* known_wrapper: the message, until text is checked */
+	size_t		whole_len;
+	JsonbContainer *payload;	/* parsed: the event or key, or NULL */
+	bool		null_payload;	/* the wrapper's payload is null: a tombstone */
+	bool		not_object;		/* the message is no JSON object */
+	/* its schema */
+	JsonbContainer *schema;		/* NULL without one */
+	JsonbContainer *before_schema;	/* the schema's before and after fields */
+	JsonbContainer *after_schema;
 	int			serial;			/* the cached schema's, 0 if not cached */
+	/* a change event's parts, when read from the text (has_parts) */
+	bool		has_parts;
+	char	   *op;
+	JsonbContainer *before_image;
+	JsonbContainer *after_image;
 } EventJson;
 
 /*
@@ -361,8 +375,17 @@ static void
 set_schema(EventJson *ev, JsonbContainer *schema)
 {
 	ev->schema = schema;
-	ev->before = schema_field(schema, "before");
-	ev->after = schema_field(schema, "after");
+	ev->before_schema = schema_field(schema, "before");
+	ev->after_schema = schema_field(schema, "after");
+}
+
+static void
+use_cached_schema(EventJson *ev, const CachedSchema *cs)
+{
+	ev->schema = cs->schema;
+	ev->before_schema = cs->before;
+	ev->after_schema = cs->after;
+	ev->serial = cs->serial;
 }
 
 /*
@@ -382,10 +405,7 @@ cached_schema(CdcRoutes *routes, const char *text, size_t len, EventJson *ev)
 		cs = &routes->schemas[i];
 		if (cs->len == len && memcmp(cs->text, text, len) == 0)
 		{
-			ev->schema = cs->schema;
-			ev->before = cs->before;
-			ev->after = cs->after;
-			ev->serial = cs->serial;
+			use_cached_schema(ev, cs);
 			return;
 		}
 	}
@@ -400,17 +420,95 @@ cached_schema(CdcRoutes *routes, const char *text, size_t len, EventJson *ev)
 	cs->len = len;
 	set_schema(ev, &parse_json(text, len)->root);
 	cs->schema = ev->schema;
-	cs->before = ev->before;
-	cs->after = ev->after;
+	cs->before = ev->before_schema;
+	cs->after = ev->after_schema;
 	cs->serial = ev->serial = ++routes->nschemas;
 	MemoryContextSwitchTo(old);
 }
 
+static bool
+is_json_space(char c)
+{
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+#define WRAPPER_HEAD "{\"schema\":"
+#define WRAPPER_MIDDLE ",\"payload\":"
+
 /*
- * A message (value or key) as JSON.  Kafka Connect's wrapper is split by
- * jsonscan.c in one pass: only the payload is parsed, and the schema comes
- * from the batch's cache.  A bare event, and any message the scan declines
- * (whose errors are then jsonb_in's), is parsed whole.
+ * The wrapper as JsonConverter writes it, around a schema of the cache:
+ * {"schema":<cached>,"payload":<payload>}.  Then the payload is all that is
+ * left to read (ev->text): the schema's text is known to be valid JSON, so
+ * the message is valid JSON if its payload is, which the scan of the
+ * payload checks.  False if the message is not of this shape.
+ */
+static bool
+known_wrapper(CdcRoutes *routes, const char *data, size_t len, EventJson *ev)
+{
+	size_t		head = strlen(WRAPPER_HEAD);
+	size_t		middle = strlen(WRAPPER_MIDDLE);
+
+	if (len < head || memcmp(data, WRAPPER_HEAD, head) != 0)
+		return false;
+	while (len > 0 && is_json_space(data[len - 1]))
+		len--;
+	for (int i = 0; i < routes->nschemas; i++)
+	{
+		const CachedSchema *cs = &routes->schemas[i];
+
+		const char *payload = data + head + cs->len + middle;
+		const char *end = data + len - 1;	/* the wrapper's closing brace */
+
+		if (head + cs->len + middle < len && *end == '}' &&
+			memcmp(data + head, cs->text, cs->len) == 0 &&
+			memcmp(data + head + cs->len, WRAPPER_MIDDLE, middle) == 0)
+		{
+			while (payload < end && is_json_space(*payload))
+				payload++;
+			while (end > payload && is_json_space(end[-1]))
+				end--;
+			if (end - payload == 4 && memcmp(payload, "null", 4) == 0)
+				ev->null_payload = true;
+			else if (*payload != '{')
+				return false;
+			use_cached_schema(ev, cs);
+			ev->text = ev->null_payload ? NULL : payload;
+			ev->len = end - payload;
+			ev->whole = data;
+			ev->whole_len = len;
+			return true;
+		}
+	}
+	return false;
+}
+
+static char *
+scratch_for(CdcRoutes *routes, size_t len)
+{
+	if (len > routes->scratch_size)
+	{
+		routes->scratch_size = Max(len, 2 * routes->scratch_size);
+		routes->scratch = MemoryContextAlloc(routes->cxt, routes->scratch_size);
+	}
+	return routes->scratch;
+}
+
+static bool
+scan_object(CdcRoutes *routes, const char *data, size_t len, EoiJsonFieldFn field, void *arg)
+{
+	return eoi_json_scan_object(data, len, scratch_for(routes, len),
+								GetDatabaseEncoding() == PG_UTF8, field, arg);
+}
+
+/*
+ * Split a message (value or key) into its payload and its schema.  The
+ * payload is left as text (ev->text) when it may be read part by part:
+ * Kafka Connect's wrapper around a known schema (known_wrapper), any other
+ * wrapper that jsonscan.c reads (its schema then parsed once per batch), or
+ * a message without wrapper, which is all payload.  A wrapper's null
+ * payload is ev->null_payload.  A message the scan declines (whose errors
+ * are then jsonb_in's) is parsed whole into ev->payload, as is a wrapper
+ * whose members are not objects (unwrap reports them).
  *
  * Format avro (Debezium with an Avro converter): avro.c renders the record
  * with the writer's schema as JSON, its logical types (decimal, date,
@@ -421,11 +519,12 @@ cached_schema(CdcRoutes *routes, const char *text, size_t len, EventJson *ev)
  * semantics.
  */
 static void
-event_json(CdcRoutes *routes, rd_kafka_message_t *msg, bool key, EventJson *ev)
+split_message(CdcRoutes *routes, rd_kafka_message_t *msg, bool key, EventJson *ev)
 {
 	const char *data = key ? msg->key : msg->payload;
 	size_t		len = key ? msg->key_len : msg->len;
 	WrapperSpans w = {0};
+	Jsonb	   *jb;
 
 	memset(ev, 0, sizeof(*ev));
 	if (routes->job->format == EOI_FORMAT_AVRO)
@@ -437,27 +536,146 @@ event_json(CdcRoutes *routes, rd_kafka_message_t *msg, bool key, EventJson *ev)
 	eoi_json_unframe(&data, &len);	/* Confluent's JsonSchemaConverter */
 	(void) pg_verifymbstr(data, (int) len, false);
 
-	if (len > routes->scratch_size)
-	{
-		routes->scratch_size = Max(len, 2 * routes->scratch_size);
-		routes->scratch = MemoryContextAlloc(routes->cxt, routes->scratch_size);
-	}
-	if (eoi_json_scan_object(data, len, routes->scratch, GetDatabaseEncoding() == PG_UTF8,
-							 wrapper_member, &w) &&
+	if (known_wrapper(routes, data, len, ev))
+		return;
+	if (scan_object(routes, data, len, wrapper_member, &w) &&
 		w.has_schema && w.has_payload &&
 		is_object_or_null(&w.schema) && is_object_or_null(&w.payload))
 	{
-		ev->is_object = true;
 		if (w.schema.kind != EOI_JSON_NULL)
 			cached_schema(routes, w.schema.data, w.schema.len, ev);
-		if (w.payload.kind != EOI_JSON_NULL)
-			ev->payload = &parse_json(w.payload.data, w.payload.len)->root;
+		if (w.payload.kind == EOI_JSON_NULL)
+			ev->null_payload = true;
+		else
+		{
+			ev->text = w.payload.data;
+			ev->len = w.payload.len;
+		}
 		return;
 	}
-	ev->jb = parse_json(data, len);
-	ev->is_object = JB_ROOT_IS_OBJECT(ev->jb);
-	ev->payload = unwrap(ev->jb, &ev->schema);
+	if (w.other)
+	{
+		/* no wrapper: the whole message is the payload, if it is an object */
+		ev->text = data;
+		ev->len = len;
+		return;
+	}
+	jb = parse_json(data, len);
+	ev->not_object = !JB_ROOT_IS_OBJECT(jb);
+	ev->payload = unwrap(jb, &ev->schema);
+	ev->null_payload = ev->payload == NULL && !ev->not_object;
 	set_schema(ev, ev->schema);
+}
+
+static bool
+any_member(void *arg, const char *key, size_t key_len, const EoiJsonToken *value)
+{
+	return true;
+}
+
+/*
+ * The payload as jsonb: a message key's, or a change event's when its
+ * parts are not enough; NULL if it is null or no object (ev->not_object).
+ * The text of a payload that known_wrapper found is checked first: if the
+ * scan declines it, the whole message is parsed, so that its errors are
+ * those of the message, as without the shortcut.
+ */
+static JsonbContainer *
+payload_object(CdcRoutes *routes, EventJson *ev)
+{
+	Jsonb	   *jb;
+
+	if (ev->payload != NULL || ev->text == NULL)
+		return ev->payload;
+	if (ev->whole != NULL && !scan_object(routes, ev->text, ev->len, any_member, NULL))
+	{
+		JsonbContainer *schema;
+
+		jb = parse_json(ev->whole, ev->whole_len);
+		ev->not_object = !JB_ROOT_IS_OBJECT(jb);
+		ev->payload = unwrap(jb, &schema);
+	}
+	else
+	{
+		jb = parse_json(ev->text, ev->len);
+		ev->not_object = !JB_ROOT_IS_OBJECT(jb);
+		ev->payload = ev->not_object ? NULL : &jb->root;
+	}
+	ev->text = NULL;
+	ev->whole = NULL;
+	return ev->payload;
+}
+
+/* A change event's members that apply_event reads, as the scan finds them. */
+typedef struct EventMembers
+{
+	EoiJsonToken op;
+	EoiJsonToken before;
+	EoiJsonToken after;
+	bool		has_op;
+	bool		has_before;
+	bool		has_after;
+} EventMembers;
+
+static bool
+event_member(void *arg, const char *key, size_t key_len, const EoiJsonToken *value)
+{
+	EventMembers *m = arg;
+
+	if (key_len == 2 && memcmp(key, "op", 2) == 0)
+	{
+		m->op = *value;
+		m->has_op = true;
+	}
+	else if (key_len == 6 && memcmp(key, "before", 6) == 0)
+	{
+		m->before = *value;
+		m->has_before = true;
+	}
+	else if (key_len == 5 && memcmp(key, "after", 5) == 0)
+	{
+		m->after = *value;
+		m->has_after = true;
+	}
+	return true;
+}
+
+/* An image member: true with *image (NULL for null or absent) if it is one. */
+static bool
+member_image(bool has, const EoiJsonToken *t, JsonbContainer **image)
+{
+	*image = NULL;
+	if (!has || t->kind == EOI_JSON_NULL)
+		return true;
+	if (t->kind != EOI_JSON_NESTED || t->data[0] != '{')
+		return false;
+	*image = &parse_json(t->data, t->len)->root;
+	return true;
+}
+
+/*
+ * A change event's op and images, read from the payload's text by one
+ * scan: only the images are parsed, not the source block and the rest.
+ * Falls back to the payload as jsonb (the member functions then read it,
+ * with their errors) when the scan declines, or when op is no string or
+ * null, or an image no object or null.
+ */
+static void
+event_parts(CdcRoutes *routes, EventJson *ev)
+{
+	EventMembers m = {0};
+
+	if (ev->text == NULL || !scan_object(routes, ev->text, ev->len, event_member, &m))
+		return;
+	ev->whole = NULL;			/* the text is checked */
+	if (m.has_op && m.op.kind == EOI_JSON_NUMBER)
+		return;
+	if (!member_image(m.has_before, &m.before, &ev->before_image) ||
+		!member_image(m.has_after, &m.after, &ev->after_image))
+		return;
+	/* as json_get_string: a string, else (null, true, false, nested) none */
+	ev->op = (m.has_op && m.op.kind == EOI_JSON_STRING) ? pnstrdup(m.op.data, m.op.len) : NULL;
+	ev->has_parts = true;
 }
 
 /* ---- codecs ---- */
@@ -1030,12 +1248,12 @@ old_key(CdcContext *cx, rd_kafka_message_t *msg, JsonbContainer *before,
 	EventJson	key;
 
 	if (before != NULL &&
-		decode_key(cx, before, ev->before, codecs_tag(ev, IMAGE_BEFORE), cw))
+		decode_key(cx, before, ev->before_schema, codecs_tag(ev, IMAGE_BEFORE), cw))
 		return true;
 	if (msg->key == NULL || msg->key_len == 0)
 		return false;
-	event_json(cx->routes, msg, true, &key);
-	return key.payload != NULL &&
+	split_message(cx->routes, msg, true, &key);
+	return payload_object(cx->routes, &key) != NULL &&
 		decode_key(cx, key.payload, key.schema, codecs_tag(&key, IMAGE_KEY), cw);
 }
 
@@ -1114,7 +1332,7 @@ add_after(CdcContext *cx, JsonbContainer *after, const EventJson *ev, char ***ro
 
 	check_image_fields(cx, after);
 	image_codecs(cx, cx->cols, cx->col_codecs, &cx->col_codecs_tag, codecs_tag(ev, IMAGE_AFTER),
-				 ev->after, after);
+				 ev->after_schema, after);
 	converting_writer_init(&cw, eoi_changes_row_writer(cx->changes), cx->col_codecs, cx->cols->ncolumns);
 	eoi_decode_json_object(cx->cols, after, &cw.writer, cx->econtext);
 	check_key_fields(cx, cw.fields, cx->keypos, "the after image");
@@ -1154,47 +1372,50 @@ truncate_target(CdcContext *cx)
 	SPI_finish();
 }
 
-static CdcContext *route_event(CdcRoutes *routes, JsonbContainer *event);
+static CdcContext *route_event(CdcRoutes *routes, EventJson *ev);
 
 /* Add one change event to the change set of its target. */
 static void
 apply_event(CdcRoutes *routes, rd_kafka_message_t *msg)
 {
 	EventJson	ev;
-	JsonbContainer *event;
+	JsonbContainer *event = NULL;
 	JsonbContainer *before;
 	JsonbContainer *after;
 	char	   *op;
 	char	  **row;
 	CdcContext *cx;
 
-	event_json(routes, msg, false, &ev);
-	event = ev.payload;
-	if (event == NULL)
+	split_message(routes, msg, false, &ev);
+	if (ev.null_payload)
+		return;					/* {"schema": ..., "payload": null}: a tombstone */
+	event_parts(routes, &ev);
+	if (!ev.has_parts && (event = payload_object(routes, &ev)) == NULL)
 	{
-		if (ev.is_object)
-			return;				/* {"schema": ..., "payload": null}: a tombstone */
+		if (!ev.not_object)
+			return;				/* a wrapper around a null payload */
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
 				 errmsg("change event is not a JSON object"),
 				 errhint("With envelope debezium every message is a Debezium change event, with the schema wrapper or without.")));
 	}
-	op = json_get_string(event, "op");
+	op = ev.has_parts ? ev.op : json_get_string(event, "op");
 	if (op == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("change event has no \"op\""),
 				 errhint("A Debezium change event has op c, r, u, d or t.")));
-	cx = route_event(routes, event);
+	cx = route_event(routes, &ev);
 	/* a snapshot read stands alone; a change belongs to a source transaction */
-	if (routes->job->source_transactions && strcmp(op, "r") != 0 && !eoi_cdc_has_transaction(event))
+	if (routes->job->source_transactions && strcmp(op, "r") != 0 &&
+		!eoi_cdc_has_transaction(payload_object(routes, &ev)))
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_EXCEPTION),
 				 errmsg("change event of op \"%s\" has no transaction block, and job \"%s\" commits at source transaction boundaries",
 						op, routes->job->name),
 				 errhint("Set provide.transaction.metadata=true in the Debezium connector, or alter the job with transactions => 'batch'.")));
-	before = json_get_object(event, "before");
-	after = json_get_object(event, "after");
+	before = ev.has_parts ? ev.before_image : json_get_object(event, "before");
+	after = ev.has_parts ? ev.after_image : json_get_object(event, "after");
 
 	if (strcmp(op, "c") == 0 || strcmp(op, "r") == 0 || strcmp(op, "u") == 0)
 	{
@@ -1316,7 +1537,7 @@ open_target(CdcRoutes *routes, const char *target)
  * targets maps the event's source table (source.schema.table) to.
  */
 static CdcContext *
-route_event(CdcRoutes *routes, JsonbContainer *event)
+route_event(CdcRoutes *routes, EventJson *ev)
 {
 	char	   *table;
 	JsonbValue	v;
@@ -1326,7 +1547,7 @@ route_event(CdcRoutes *routes, JsonbContainer *event)
 
 	if (routes->job->targets == NULL)
 		return routes->contexts[0];
-	table = eoi_cdc_source_table(event);
+	table = eoi_cdc_source_table(payload_object(routes, ev));
 	if (table == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_EXCEPTION),
