@@ -116,6 +116,16 @@ lines.append(('{"id":63}', json.dumps({"before": None, "after": {"id": 63, "pric
                                       "op": "c", "ts_ms": 1700000000000}, separators=(",", ":"))))
 # 41: a bare event cut short
 lines.append(('{"id":64}', '{"before":null,"after":{"id":64},"op":"c"'))
+# 42-45: after images of a known schema whose codecs are kept, but whose keys
+# or values need the checks: a field that is no column, a key twice (the
+# last counts), Debezium's placeholder in an update (a dead letter), and the
+# placeholder escaped in an array
+lines.append((key(65), event(s2, "c", {"id": 65, "price": decimal_b64(1), "dt": 1, "note": "x", "colour": "red"})))
+twice = event(s2, "c", {"id": 66, "price": decimal_b64(1), "dt": 1, "note": "first"})
+lines.append((key(66), twice.replace('"note":"first"', '"note":"first","note":"last"', 1)))
+lines.append((key(1), event(s2, "u", {"id": 1, "price": decimal_b64(1), "dt": 1, "note": "__debezium_unavailable_value"})))
+esc = event(s2, "u", {"id": 1, "price": decimal_b64(1), "dt": 1, "note": "__debezium_unavailable_value"})
+lines.append((key(1), esc.replace('"__debezium', '"\\u005f_debezium', 1)))
 
 for k, v in lines:
     print("%s\t%s" % (k, v))
