@@ -147,7 +147,8 @@ typedef struct EventJson
 	bool		has_parts;
 	char	   *op;
 	JsonbContainer *before_image;
-	JsonbContainer *after_image;
+	const char *after_text;		/* the after image, left as text (add_after) */
+	size_t		after_len;
 } EventJson;
 
 /*
@@ -175,6 +176,7 @@ typedef struct CdcContext
 	FieldCodec *col_codecs;
 	FieldCodec *key_codecs;
 	int			col_codecs_tag;	/* CODECS_TAG of col_codecs, 0: none kept */
+	bool	   *seen;			/* image_is_plain's, a flag per column */
 	int			key_codecs_tag;
 	EventPosition *position;	/* for errors: the event being applied */
 	struct CdcRoutes *routes;
@@ -640,22 +642,24 @@ event_member(void *arg, const char *key, size_t key_len, const EoiJsonToken *val
 	return true;
 }
 
-/* An image member: true with *image (NULL for null or absent) if it is one. */
+/* An image member: true if it is an object, null or absent. */
 static bool
-member_image(bool has, const EoiJsonToken *t, JsonbContainer **image)
+is_image(bool has, const EoiJsonToken *t)
 {
-	*image = NULL;
-	if (!has || t->kind == EOI_JSON_NULL)
-		return true;
-	if (t->kind != EOI_JSON_NESTED || t->data[0] != '{')
-		return false;
-	*image = &parse_json(t->data, t->len)->root;
-	return true;
+	return !has || t->kind == EOI_JSON_NULL ||
+		(t->kind == EOI_JSON_NESTED && t->data[0] == '{');
+}
+
+static bool
+has_image(bool has, const EoiJsonToken *t)
+{
+	return has && t->kind == EOI_JSON_NESTED;
 }
 
 /*
  * A change event's op and images, read from the payload's text by one
- * scan: only the images are parsed, not the source block and the rest.
+ * scan: only the before image is parsed, and the after image later, if it
+ * must be (add_after); not the source block and the rest.
  * Falls back to the payload as jsonb (the member functions then read it,
  * with their errors) when the scan declines, or when op is no string or
  * null, or an image no object or null.
@@ -670,9 +674,15 @@ event_parts(CdcRoutes *routes, EventJson *ev)
 	ev->whole = NULL;			/* the text is checked */
 	if (m.has_op && m.op.kind == EOI_JSON_NUMBER)
 		return;
-	if (!member_image(m.has_before, &m.before, &ev->before_image) ||
-		!member_image(m.has_after, &m.after, &ev->after_image))
+	if (!is_image(m.has_before, &m.before) || !is_image(m.has_after, &m.after))
 		return;
+	if (has_image(m.has_before, &m.before))
+		ev->before_image = &parse_json(m.before.data, m.before.len)->root;
+	if (has_image(m.has_after, &m.after))
+	{
+		ev->after_text = m.after.data;
+		ev->after_len = m.after.len;
+	}
 	/* as json_get_string: a string, else (null, true, false, nested) none */
 	ev->op = (m.has_op && m.op.kind == EOI_JSON_STRING) ? pnstrdup(m.op.data, m.op.len) : NULL;
 	ev->has_parts = true;
@@ -1324,17 +1334,94 @@ check_available(CdcContext *cx, JsonbContainer *after)
 	}
 }
 
-/* The after image as the row to upsert; its fields are kept in *row. */
+/*
+ * What add_after's shortcut needs to know of an after image's text: that
+ * its every key is a column of the target, once, and that no value of an
+ * update may be Debezium's placeholder (see check_available).
+ */
+typedef struct ImageKeys
+{
+	CdcContext *cx;
+	bool		update;
+	bool	   *seen;
+	bool		clean;
+} ImageKeys;
+
+/*
+ * Could the value be Debezium's placeholder, or an array of it: a string
+ * holding it (unescaped) or its base64, or a nested value holding either
+ * or any escape.
+ */
+static bool
+may_be_placeholder(const EoiJsonToken *v)
+{
+	if (v->kind != EOI_JSON_STRING && v->kind != EOI_JSON_NESTED)
+		return false;
+	return memmem(v->data, v->len, DBZ_UNAVAILABLE, strlen(DBZ_UNAVAILABLE)) != NULL ||
+		memmem(v->data, v->len, DBZ_UNAVAILABLE_BASE64, strlen(DBZ_UNAVAILABLE_BASE64)) != NULL ||
+		(v->kind == EOI_JSON_NESTED && memchr(v->data, '\\', v->len) != NULL);
+}
+
+static bool
+image_key(void *arg, const char *key, size_t key_len, const EoiJsonToken *value)
+{
+	ImageKeys  *ik = arg;
+	EoiColumns *cols = ik->cx->cols;
+	int			c;
+
+	for (c = 0; c < cols->ncolumns; c++)
+		if (strlen(cols->colnames[c]) == key_len && memcmp(cols->colnames[c], key, key_len) == 0)
+			break;
+	if (c == cols->ncolumns || ik->seen[c])
+		return ik->clean = false;
+	ik->seen[c] = true;
+	if (ik->update && may_be_placeholder(value))
+		return ik->clean = false;
+	return true;
+}
+
+/*
+ * True if the after image's text may be decoded as it is: its keys are
+ * the target's columns, each once, none holds what could be the
+ * placeholder, and the codecs kept are this image's.  Anything else takes
+ * the image as jsonb, with its checks and their errors.
+ */
+static bool
+image_is_plain(CdcContext *cx, const EventJson *ev, bool update)
+{
+	ImageKeys	ik = {cx, update, cx->seen, true};
+	int			want = codecs_tag(ev, IMAGE_AFTER);
+
+	if (ev->after_text == NULL || cx->job->format != EOI_FORMAT_JSON ||
+		want == 0 || cx->col_codecs_tag != want)
+		return false;
+	memset(cx->seen, 0, sizeof(bool) * cx->cols->ncolumns);
+	return scan_object(cx->routes, ev->after_text, ev->after_len, image_key, &ik) && ik.clean;
+}
+
+/*
+ * The after image as the row to upsert; its fields are kept in *row.  An
+ * update's image is checked for Debezium's placeholder first.
+ */
 static void
-add_after(CdcContext *cx, JsonbContainer *after, const EventJson *ev, char ***row)
+add_after(CdcContext *cx, JsonbContainer *after, EventJson *ev, bool update, char ***row)
 {
 	ConvertingWriter cw;
 
-	check_image_fields(cx, after);
-	image_codecs(cx, cx->cols, cx->col_codecs, &cx->col_codecs_tag, codecs_tag(ev, IMAGE_AFTER),
-				 ev->after_schema, after);
 	converting_writer_init(&cw, eoi_changes_row_writer(cx->changes), cx->col_codecs, cx->cols->ncolumns);
-	eoi_decode_json_object(cx->cols, after, &cw.writer, cx->econtext);
+	if (after == NULL && image_is_plain(cx, ev, update))
+		eoi_decode_json_text(cx->cols, ev->after_text, ev->after_len, &cw.writer, cx->econtext);
+	else
+	{
+		if (after == NULL)
+			after = &parse_json(ev->after_text, ev->after_len)->root;
+		if (update)
+			check_available(cx, after);
+		check_image_fields(cx, after);
+		image_codecs(cx, cx->cols, cx->col_codecs, &cx->col_codecs_tag, codecs_tag(ev, IMAGE_AFTER),
+					 ev->after_schema, after);
+		eoi_decode_json_object(cx->cols, after, &cw.writer, cx->econtext);
+	}
 	check_key_fields(cx, cw.fields, cx->keypos, "the after image");
 	cw.writer.end_row(&cw.writer);
 	*row = cw.fields;
@@ -1415,19 +1502,17 @@ apply_event(CdcRoutes *routes, rd_kafka_message_t *msg)
 						op, routes->job->name),
 				 errhint("Set provide.transaction.metadata=true in the Debezium connector, or alter the job with transactions => 'batch'.")));
 	before = ev.has_parts ? ev.before_image : json_get_object(event, "before");
-	after = ev.has_parts ? ev.after_image : json_get_object(event, "after");
+	after = ev.has_parts ? NULL : json_get_object(event, "after");
 
 	if (strcmp(op, "c") == 0 || strcmp(op, "r") == 0 || strcmp(op, "u") == 0)
 	{
 		ConvertingWriter key;
 
-		if (after == NULL)
+		if (after == NULL && ev.after_text == NULL)
 			ereport(ERROR,
 					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 					 errmsg("change event of op \"%s\" has no after image", op)));
-		if (op[0] == 'u')
-			check_available(cx, after);
-		add_after(cx, after, &ev, &row);
+		add_after(cx, after, &ev, op[0] == 'u', &row);
 		if (op[0] != 'u')
 		{
 			eoi_changes_add_upsert(cx->changes);
@@ -1515,6 +1600,7 @@ open_target(CdcRoutes *routes, const char *target)
 	eoi_check_target_unchanged(cx->rel, cx->cols);
 	cx->changes = eoi_changes_begin(cx->rel, target, cx->cols, cx->keys, key_columns);
 	cx->col_codecs = palloc0(sizeof(FieldCodec) * cx->cols->ncolumns);
+	cx->seen = palloc0(sizeof(bool) * Max(cx->cols->ncolumns, 1));
 	cx->key_codecs = palloc0(sizeof(FieldCodec) * Max(cx->keys->ncolumns, 1));
 	cx->keypos = palloc(sizeof(int) * Max(cx->keys->ncolumns, 1));
 	for (int k = 0; k < cx->keys->ncolumns; k++)

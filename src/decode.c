@@ -914,6 +914,18 @@ eoi_decode_json_object(EoiColumns *cols, JsonbContainer *object, EoiRowWriter *w
 }
 
 /*
+ * The same for an object's JSON text, through the scan when it reads the
+ * object (as format json reads a message): for the after image of a change
+ * event whose keys cdc.c has checked.
+ */
+void
+eoi_decode_json_text(EoiColumns *cols, const char *text, size_t len, EoiRowWriter *writer,
+					 ExprContext *econtext)
+{
+	decode_json(cols, text, len, writer, econtext);
+}
+
+/*
  * A JSON Schema record in Confluent's wire format (magic byte 0, a 4-byte
  * schema id, then the JSON text) is read as its JSON: a JSON text never
  * starts with byte 0, and the schema is not needed to read it (it is not

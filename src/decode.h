@@ -109,5 +109,7 @@ extern bool eoi_decode_kafka_message(EoiColumns *cols, rd_kafka_message_t *msg, 
 									 EoiRowWriter *writer, ExprContext *econtext);
 extern void eoi_decode_json_object(EoiColumns *cols, JsonbContainer *object,
 								   EoiRowWriter *writer, ExprContext *econtext);
+extern void eoi_decode_json_text(EoiColumns *cols, const char *text, size_t len,
+								 EoiRowWriter *writer, ExprContext *econtext);
 
 #endif
