@@ -458,13 +458,13 @@ known_wrapper(CdcRoutes *routes, const char *data, size_t len, EventJson *ev)
 	{
 		const CachedSchema *cs = &routes->schemas[i];
 
-		const char *payload = data + head + cs->len + middle;
-		const char *end = data + len - 1;	/* the wrapper's closing brace */
-
-		if (head + cs->len + middle < len && *end == '}' &&
+		if (head + cs->len + middle < len && data[len - 1] == '}' &&
 			memcmp(data + head, cs->text, cs->len) == 0 &&
 			memcmp(data + head + cs->len, WRAPPER_MIDDLE, middle) == 0)
 		{
+			const char *payload = data + head + cs->len + middle;
+			const char *end = data + len - 1;	/* the wrapper's closing brace */
+
 			while (payload < end && is_json_space(*payload))
 				payload++;
 			while (end > payload && is_json_space(end[-1]))
