@@ -334,37 +334,71 @@ parse_json(const char *data, size_t len)
 	return DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(pnstrdup(data, len))));
 }
 
-/* The members of Kafka Connect's wrapper, as jsonscan.c hands them over. */
-typedef struct WrapperSpans
+static char *
+scratch_for(CdcRoutes *routes, size_t len)
 {
-	EoiJsonToken schema;
-	EoiJsonToken payload;
-	bool		has_schema;
-	bool		has_payload;
-	bool		other;			/* a member of another name: no wrapper */
-} WrapperSpans;
+	if (len > routes->scratch_size)
+	{
+		routes->scratch_size = Max(len, 2 * routes->scratch_size);
+		routes->scratch = MemoryContextAlloc(routes->cxt, routes->scratch_size);
+	}
+	return routes->scratch;
+}
 
 static bool
-wrapper_member(void *arg, const char *key, size_t key_len, const EoiJsonToken *value)
+scan_object(CdcRoutes *routes, const char *data, size_t len, EoiJsonFieldFn field, void *arg)
 {
-	WrapperSpans *w = arg;
+	return eoi_json_scan_object(data, len, scratch_for(routes, len),
+								GetDatabaseEncoding() == PG_UTF8, field, arg);
+}
 
-	if (key_len == 6 && memcmp(key, "schema", 6) == 0)
+/*
+ * The members of an object that one scan looks for (jsonscan.c hands each
+ * member over): the last value of each name, as jsonb keeps it.
+ */
+typedef struct Member
+{
+	const char *name;
+	bool		found;
+	EoiJsonToken value;
+} Member;
+
+typedef struct MemberScan
+{
+	Member	   *members;
+	int			n;
+	bool		stop_at_other;	/* a member of another name ends the scan */
+	bool		other;			/* there was one */
+} MemberScan;
+
+static bool
+take_member(void *arg, const char *key, size_t key_len, const EoiJsonToken *value)
+{
+	MemberScan *ms = arg;
+
+	for (int i = 0; i < ms->n; i++)
 	{
-		w->schema = *value;
-		w->has_schema = true;
+		Member	   *m = &ms->members[i];
+
+		if (strlen(m->name) == key_len && memcmp(m->name, key, key_len) == 0)
+		{
+			m->found = true;
+			m->value = *value;
+			return true;
+		}
 	}
-	else if (key_len == 7 && memcmp(key, "payload", 7) == 0)
-	{
-		w->payload = *value;
-		w->has_payload = true;
-	}
-	else
-	{
-		w->other = true;
-		return false;
-	}
-	return true;
+	ms->other = true;
+	return !ms->stop_at_other;
+}
+
+/* Scan an object for these members; false if the scan declines (or stops). */
+static bool
+scan_members(CdcRoutes *routes, const char *data, size_t len, MemberScan *ms)
+{
+	for (int i = 0; i < ms->n; i++)
+		ms->members[i].found = false;
+	ms->other = false;
+	return scan_object(routes, data, len, take_member, ms);
 }
 
 static bool
@@ -484,24 +518,6 @@ known_wrapper(CdcRoutes *routes, const char *data, size_t len, EventJson *ev)
 	return false;
 }
 
-static char *
-scratch_for(CdcRoutes *routes, size_t len)
-{
-	if (len > routes->scratch_size)
-	{
-		routes->scratch_size = Max(len, 2 * routes->scratch_size);
-		routes->scratch = MemoryContextAlloc(routes->cxt, routes->scratch_size);
-	}
-	return routes->scratch;
-}
-
-static bool
-scan_object(CdcRoutes *routes, const char *data, size_t len, EoiJsonFieldFn field, void *arg)
-{
-	return eoi_json_scan_object(data, len, scratch_for(routes, len),
-								GetDatabaseEncoding() == PG_UTF8, field, arg);
-}
-
 /*
  * Split a message (value or key) into its payload and its schema.  The
  * payload is left as text (ev->text) when it may be read part by part:
@@ -525,7 +541,8 @@ split_message(CdcRoutes *routes, rd_kafka_message_t *msg, bool key, EventJson *e
 {
 	const char *data = key ? msg->key : msg->payload;
 	size_t		len = key ? msg->key_len : msg->len;
-	WrapperSpans w = {0};
+	Member		w[2] = {{"schema"}, {"payload"}};
+	MemberScan	wrapper = {w, 2, true, false};
 	Jsonb	   *jb;
 
 	memset(ev, 0, sizeof(*ev));
@@ -540,22 +557,22 @@ split_message(CdcRoutes *routes, rd_kafka_message_t *msg, bool key, EventJson *e
 
 	if (known_wrapper(routes, data, len, ev))
 		return;
-	if (scan_object(routes, data, len, wrapper_member, &w) &&
-		w.has_schema && w.has_payload &&
-		is_object_or_null(&w.schema) && is_object_or_null(&w.payload))
+	/* a wrapper has both members (either may be null), and no other */
+	if (scan_members(routes, data, len, &wrapper) && w[0].found && w[1].found &&
+		is_object_or_null(&w[0].value) && is_object_or_null(&w[1].value))
 	{
-		if (w.schema.kind != EOI_JSON_NULL)
-			cached_schema(routes, w.schema.data, w.schema.len, ev);
-		if (w.payload.kind == EOI_JSON_NULL)
+		if (w[0].value.kind != EOI_JSON_NULL)
+			cached_schema(routes, w[0].value.data, w[0].value.len, ev);
+		if (w[1].value.kind == EOI_JSON_NULL)
 			ev->null_payload = true;
 		else
 		{
-			ev->text = w.payload.data;
-			ev->len = w.payload.len;
+			ev->text = w[1].value.data;
+			ev->len = w[1].value.len;
 		}
 		return;
 	}
-	if (w.other)
+	if (wrapper.other)
 	{
 		/* no wrapper: the whole message is the payload, if it is an object */
 		ev->text = data;
@@ -569,12 +586,6 @@ split_message(CdcRoutes *routes, rd_kafka_message_t *msg, bool key, EventJson *e
 	set_schema(ev, ev->schema);
 }
 
-static bool
-any_member(void *arg, const char *key, size_t key_len, const EoiJsonToken *value)
-{
-	return true;
-}
-
 /*
  * The payload as jsonb: a message key's, or a change event's when its
  * parts are not enough; NULL if it is null or no object (ev->not_object).
@@ -585,11 +596,12 @@ any_member(void *arg, const char *key, size_t key_len, const EoiJsonToken *value
 static JsonbContainer *
 payload_object(CdcRoutes *routes, EventJson *ev)
 {
+	MemberScan	any = {NULL, 0, false, false};
 	Jsonb	   *jb;
 
 	if (ev->payload != NULL || ev->text == NULL)
 		return ev->payload;
-	if (ev->whole != NULL && !scan_object(routes, ev->text, ev->len, any_member, NULL))
+	if (ev->whole != NULL && !scan_members(routes, ev->text, ev->len, &any))
 	{
 		JsonbContainer *schema;
 
@@ -608,52 +620,18 @@ payload_object(CdcRoutes *routes, EventJson *ev)
 	return ev->payload;
 }
 
-/* A change event's members that apply_event reads, as the scan finds them. */
-typedef struct EventMembers
-{
-	EoiJsonToken op;
-	EoiJsonToken before;
-	EoiJsonToken after;
-	bool		has_op;
-	bool		has_before;
-	bool		has_after;
-} EventMembers;
-
-static bool
-event_member(void *arg, const char *key, size_t key_len, const EoiJsonToken *value)
-{
-	EventMembers *m = arg;
-
-	if (key_len == 2 && memcmp(key, "op", 2) == 0)
-	{
-		m->op = *value;
-		m->has_op = true;
-	}
-	else if (key_len == 6 && memcmp(key, "before", 6) == 0)
-	{
-		m->before = *value;
-		m->has_before = true;
-	}
-	else if (key_len == 5 && memcmp(key, "after", 5) == 0)
-	{
-		m->after = *value;
-		m->has_after = true;
-	}
-	return true;
-}
-
 /* An image member: true if it is an object, null or absent. */
 static bool
-is_image(bool has, const EoiJsonToken *t)
+is_image(const Member *m)
 {
-	return !has || t->kind == EOI_JSON_NULL ||
-		(t->kind == EOI_JSON_NESTED && t->data[0] == '{');
+	return !m->found || m->value.kind == EOI_JSON_NULL ||
+		(m->value.kind == EOI_JSON_NESTED && m->value.data[0] == '{');
 }
 
 static bool
-has_image(bool has, const EoiJsonToken *t)
+has_image(const Member *m)
 {
-	return has && t->kind == EOI_JSON_NESTED;
+	return m->found && m->value.kind == EOI_JSON_NESTED;
 }
 
 /*
@@ -667,24 +645,29 @@ has_image(bool has, const EoiJsonToken *t)
 static void
 event_parts(CdcRoutes *routes, EventJson *ev)
 {
-	EventMembers m = {0};
+	Member		m[3] = {{"op"}, {"before"}, {"after"}};
+	MemberScan	parts = {m, 3, false, false};
+	const Member *op = &m[0];
+	const Member *before = &m[1];
+	const Member *after = &m[2];
 
-	if (ev->text == NULL || !scan_object(routes, ev->text, ev->len, event_member, &m))
+	if (ev->text == NULL || !scan_members(routes, ev->text, ev->len, &parts))
 		return;
 	ev->whole = NULL;			/* the text is checked */
-	if (m.has_op && m.op.kind == EOI_JSON_NUMBER)
+	if (op->found && op->value.kind == EOI_JSON_NUMBER)
 		return;
-	if (!is_image(m.has_before, &m.before) || !is_image(m.has_after, &m.after))
+	if (!is_image(before) || !is_image(after))
 		return;
-	if (has_image(m.has_before, &m.before))
-		ev->before_image = &parse_json(m.before.data, m.before.len)->root;
-	if (has_image(m.has_after, &m.after))
+	if (has_image(before))
+		ev->before_image = &parse_json(before->value.data, before->value.len)->root;
+	if (has_image(after))
 	{
-		ev->after_text = m.after.data;
-		ev->after_len = m.after.len;
+		ev->after_text = after->value.data;
+		ev->after_len = after->value.len;
 	}
 	/* as json_get_string: a string, else (null, true, false, nested) none */
-	ev->op = (m.has_op && m.op.kind == EOI_JSON_STRING) ? pnstrdup(m.op.data, m.op.len) : NULL;
+	ev->op = (op->found && op->value.kind == EOI_JSON_STRING) ?
+		pnstrdup(op->value.data, op->value.len) : NULL;
 	ev->has_parts = true;
 }
 
