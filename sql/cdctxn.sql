@@ -64,7 +64,10 @@ SELECT eoingest.create_job(name => 'txn_b', brokers => :'brokers',
 SELECT targets, transactions, target FROM eoingest.jobs WHERE name IN ('txn_a', 'txn_b') ORDER BY name;
 SELECT eoingest.start_job('txn_a'), eoingest.start_job('txn_b');
 
-SELECT plan(24);
+SELECT plan(25);
+
+SELECT is((SELECT string_agg(DISTINCT target, ';') FROM eoingest.job_status WHERE name = 'txn_a'),
+    'public.acc_a, public.xfer_a', 'job_status names the targets of a job with targets');
 
 SELECT ok(test.wait_for($$SELECT count(*) = 5 FROM xfer_a$$), 'source: the five transfers are applied');
 SELECT results_eq($$SELECT id, balance FROM acc_a ORDER BY id$$, $$VALUES (1, 470), (2, 530)$$,
