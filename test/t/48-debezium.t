@@ -5,7 +5,8 @@
 # multi-table transactions, and one TRUNCATE. Two eoingest jobs apply the topics to the test server:
 # dbz_a (replica identity default, 3 partitions) in mode exactly_once, dbz_b (replica identity full,
 # 1 partition, on_truncate => 'truncate') in mode two_phase. Meanwhile the workers are SIGKILLed
-# $DBZ_KILLS times and the test server restarts once. At the end every column of every row is the
+# $DBZ_KILLS times, Kafka Connect once in the last round (Debezium then sends part of the stream again),
+# and the test server restarts once. At the end every column of every row is the
 # source's (both dumps compared line by line) and the stored offsets are the log ends. A third table,
 # dbz_t (replica identity default), gets two updates that leave a TOASTed value unchanged: Debezium sends
 # its placeholder for it, which must be a dead letter, never stored. A second connector sends dbz_a
@@ -48,7 +49,7 @@ trap cleanup EXIT
 trap 'exit 1' INT TERM
 
 "$EOINGEST_TEST_DIR/connect.sh" fetch debezium-postgres >/dev/null
-plan 28
+plan 29
 
 # ---- the source: a fresh cluster with wal_level = logical, the tables, a publication, a snapshot's worth of rows
 src_pg stop-immediate >/dev/null 2>&1 || true
@@ -126,17 +127,24 @@ pgbench -n -p "$DBZ_SRC_PORT" -c 1 -R "$DBZ_RATE" -T "$DBZ_SECONDS" -f "$work/wo
   >"$run/pgbench.out" 2>&1 &
 bench=$!
 # the reader, in one-second rounds (a round cut short by a kill's crash restart or the restart is retried)
+# A round that ends after Kafka Connect's SIGKILL ($run/connect-killed) counts apart: see below.
 x_reader() {
-  local polls=0 broken=0 states=0 p b s
+  local polls=0 broken=0 states=0 apolls=0 abroken=0 p b s
   while kill -0 "$bench" 2>/dev/null; do
     if read -r p b s < <(sql "SELECT dbz_x_reader(1)" 2>/dev/null) && [ -n "$s" ]; then
-      polls=$((polls + p)) broken=$((broken + b)) states=$((states + s - 1))
+      if [ -f "$run/connect-killed" ]; then
+        apolls=$((apolls + p)) abroken=$((abroken + b))
+      else
+        polls=$((polls + p)) broken=$((broken + b))
+      fi
+      states=$((states + s - 1))
     else
       sleep 0.5
     fi
   done
-  echo "$polls $broken $states"
+  echo "$polls $broken $states $apolls $abroken"
 }
+rm -f "$run/connect-killed"
 x_reader >"$run/x_reader" &
 reader=$!
 workers_back() {
@@ -146,12 +154,22 @@ killed=0
 xkilled=0
 restarted=0
 truncated=0
+connect_killed=0
 for ((k = 1; k <= DBZ_KILLS; k++)); do
   sleep $((DBZ_SECONDS / (DBZ_KILLS + 2))).$((RANDOM % 10))
   for row in $(sql "SELECT name || ':' || pid FROM eoingest.job_status WHERE name IN ('dbz_a', 'dbz_b', 'dbz_p', 'dbz_x') AND pid IS NOT NULL" 2>/dev/null || true); do
     kill -9 "${row#*:}" 2>/dev/null && killed=$((killed + 1)) && { [ "${row%%:*}" != dbz_x ] || xkilled=$((xkilled + 1)); }
   done
   workers_back
+  if [ "$k" -eq $((DBZ_KILLS - 1)) ]; then
+    # Kafka Connect SIGKILLed in the middle of the stream: Debezium starts again from the source
+    # offsets it last flushed (every second), so it sends part of the stream again, transactions
+    # (BEGIN, events, END) included, some of which were cut short by the kill.
+    touch "$run/connect-killed"
+    "$EOINGEST_TEST_DIR/connect.sh" kill >/dev/null 2>&1 || true
+    CONNECT_PLUGIN_NAMES=debezium-postgres "$EOINGEST_TEST_DIR/connect.sh" start \
+      "$run/connector.properties" "$run/connector-plain.properties" >/dev/null && connect_killed=1
+  fi
   if [ "$k" -eq $((DBZ_KILLS / 2)) ]; then
     src "TRUNCATE dbz_b" >/dev/null && truncated=1
     # Only once the server is out of the crash recovery of the kill: a fast shutdown that arrives
@@ -168,9 +186,15 @@ ok "$bench_status" "the workload ran (pgbench: $(grep -E 'number of transactions
 ok $([ "$killed" -ge $((3 * DBZ_KILLS)) ] && [ "$xkilled" -ge $((DBZ_KILLS - 1)) ] && echo 0 || echo 1) \
   "workers SIGKILLed $killed times in $DBZ_KILLS rounds (dbz_x's $xkilled times)"
 ok $([ "$restarted" = 1 ] && [ "$truncated" = 1 ] && echo 0 || echo 1) "the target restarted once and dbz_b was truncated"
-read -r xpolls xbroken xstates <"$run/x_reader"
+ok $([ "$connect_killed" = 1 ] && echo 0 || echo 1) "Kafka Connect was SIGKILLed once and started again"
+read -r xpolls xbroken xstates apolls abroken <"$run/x_reader"
 diag "dbz_x reader: $xpolls polls, $xbroken broke an invariant, $xstates changes of dbz_xfer's row count seen within rounds"
 is "$xbroken" 0 "dbz_x (transactions => 'source'): no poll of the targets saw part of a source transaction"
+# After Connect's SIGKILL, Debezium sends again what followed its last flushed source offset, and
+# eoingest applies it again, each transaction whole: until the replay has caught up, the targets
+# hold rows of replayed transactions beside newer ones, a state the source never had (README,
+# "Source transactions"). The final state is exact all the same (below). Measured, not asserted.
+diag "dbz_x reader after Kafka Connect's SIGKILL: $apolls polls, $abroken saw a state the source never had (the replay)"
 check "dbz_x: the reader saw the targets move ($xstates changes in $xpolls polls)" test "$xstates" -ge 20
 
 # ---- the workload did what it should
