@@ -639,8 +639,9 @@ has_image(const Member *m)
  * scan: only the before image is parsed, and the after image later, if it
  * must be (add_after); not the source block and the rest.
  * Falls back to the payload as jsonb (the member functions then read it,
- * with their errors) when the scan declines, or when op is no string or
- * null, or an image no object or null.
+ * with their errors) when the scan declines, when op is a number (whose
+ * text json_get_string takes from numeric_out), or when an image is
+ * neither an object nor null.
  */
 static void
 event_parts(CdcRoutes *routes, EventJson *ev)
