@@ -14,6 +14,13 @@
  * to write to stderr, which the postmaster's log collects.  The handle's
  * configuration is never logged: it holds credentials.
  *
+ * A process never exits with a client open (close_at_exit): exit() runs the
+ * libraries' atexit cleanups, OpenSSL's among them, which free locks that
+ * librdkafka's threads go on taking.  Broker threads still running crashed
+ * exiting workers that way ("segfault at 18" in pthread_rwlock_wrlock), and
+ * the postmaster answers any crashed process with a restart of every
+ * session.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -28,6 +35,15 @@
 
 #include "kafka.h"
 #include "policy.h"
+
+/*
+ * The clients this process has open, to close at its exit.  They live in
+ * TopMemoryContext until closed, so that no error leaves a dangling entry.
+ */
+#define MAX_OPEN_CLIENTS 8
+static EoiKafka *open_clients[MAX_OPEN_CLIENTS];
+static int	nopen_clients = 0;
+static bool exit_hook_set = false;
 
 /* fetch.wait.max.ms of a job with transactions => 'source', unless it sets its own */
 #define SOURCE_TXN_FETCH_WAIT_MS "10"
@@ -330,15 +346,54 @@ job_sets_option(const EoiJob *job, const char *name)
 		getKeyJsonValueFromContainer(&job->options->root, name, strlen(name), &v) != NULL;
 }
 
+/*
+ * on_proc_exit: close what is still open (a worker's proc_exit, a FATAL
+ * error inside a request), so that librdkafka's threads are gone before
+ * exit() runs the atexit cleanups.  The messages the process held are back
+ * by now (the worker's before_shmem_exit callback): rd_kafka_destroy()
+ * waits for every one of them.
+ */
+static void
+close_at_exit(int code, Datum arg)
+{
+	while (nopen_clients > 0)
+		eoi_kafka_close(open_clients[nopen_clients - 1]);
+}
+
+static void
+remember_client(EoiKafka *kafka)
+{
+	if (!exit_hook_set)
+	{
+		on_proc_exit(close_at_exit, (Datum) 0);
+		exit_hook_set = true;
+	}
+	Assert(nopen_clients < MAX_OPEN_CLIENTS);
+	open_clients[nopen_clients++] = kafka;
+}
+
+static void
+forget_client(EoiKafka *kafka)
+{
+	for (int i = 0; i < nopen_clients; i++)
+		if (open_clients[i] == kafka)
+		{
+			open_clients[i] = open_clients[--nopen_clients];
+			return;
+		}
+}
+
 EoiKafka *
 eoi_kafka_open(const EoiJob *job, int worker_index)
 {
-	EoiKafka   *kafka = palloc0(sizeof(EoiKafka));
+	EoiKafka   *kafka;
 	char		group[NAMEDATALEN + 16];
 	char		client_id[NAMEDATALEN + 32];
 	char		errstr[512];
 	rd_kafka_conf_t *conf;
 
+	if (nopen_clients >= MAX_OPEN_CLIENTS)
+		elog(ERROR, "more than %d Kafka clients open in one process", MAX_OPEN_CLIENTS);
 	snprintf(group, sizeof(group), "eoingest.%s", job->name);
 	snprintf(client_id, sizeof(client_id), "eoingest-%s-%d", job->name, worker_index);
 	conf = build_conf(job->brokers, job->options, job->owner, group, client_id);
@@ -355,19 +410,22 @@ eoi_kafka_open(const EoiJob *job, int worker_index)
 	if (rd_kafka_version() >= RDKAFKA_VERSION_FETCH_BACKOFF &&
 		!job_sets_option(job, "fetch.queue.backoff.ms"))
 		conf_set_or_error(conf, "fetch.queue.backoff.ms", DEFAULT_FETCH_QUEUE_BACKOFF_MS);
-	rd_kafka_conf_set_opaque(conf, kafka);
 	rd_kafka_conf_set_error_cb(conf, error_cb);
 	rd_kafka_conf_set_stats_cb(conf, stats_cb);
 
+	kafka = MemoryContextAllocZero(TopMemoryContext, sizeof(EoiKafka));
+	rd_kafka_conf_set_opaque(conf, kafka);
 	kafka->rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof(errstr));
 	if (kafka->rk == NULL)
 	{
+		pfree(kafka);
 		rd_kafka_conf_destroy(conf);
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("could not create Kafka consumer for job \"%s\"", job->name),
 				 errdetail("%s", errstr)));
 	}
+	remember_client(kafka);
 	rd_kafka_poll_set_consumer(kafka->rk);
 	/* librdkafka's own re-check when it has one, the seek otherwise */
 	kafka->seek_wake = rd_kafka_version() < RDKAFKA_VERSION_FETCH_BACKOFF &&
@@ -393,10 +451,12 @@ eoi_kafka_close(EoiKafka *kafka)
 		return;
 	drop_held(kafka);
 	rd_kafka_assign(kafka->rk, NULL);
+	forget_client(kafka);
 	rd_kafka_destroy_flags(kafka->rk, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
-	kafka->rk = NULL;
 	free(kafka->stats);
-	kafka->stats = NULL;
+	if (kafka->stats_parsed != NULL)
+		pfree(kafka->stats_parsed);
+	pfree(kafka);
 }
 
 const char *

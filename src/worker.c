@@ -158,6 +158,21 @@ slot_attach(int slotno, const EoiWorkerArgs *args)
 	before_shmem_exit(slot_detach, (Datum) 0);
 }
 
+/*
+ * At exit, after the transaction is aborted and before the Kafka client is
+ * closed (kafka.c's close_at_exit, an on_proc_exit callback, runs after
+ * every before_shmem_exit one): hand back every message the
+ * worker still holds, in its batch or kept for a source transaction's next
+ * batch, or rd_kafka_destroy() would wait for them for ever.
+ */
+static void
+release_messages(int code, Datum arg)
+{
+	if (w.batch_context != NULL)
+		MemoryContextReset(w.batch_context);
+	eoi_txn_forget_pending();
+}
+
 static void
 slot_set_state(EoiWorkerState state, const char *error)
 {
@@ -1335,6 +1350,8 @@ eoingest_worker_main(Datum main_arg)
 
 	EOI_FAULT_POINT("slot_race");	/* for tests: attach late */
 	slot_attach(DatumGetInt32(main_arg), &args);
+	/* registered before the connection: runs after its transaction is aborted */
+	before_shmem_exit(release_messages, (Datum) 0);
 	BackgroundWorkerInitializeConnectionByOid(args.database, args.owner, 0);
 	load_job(args.job_id);
 

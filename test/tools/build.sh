@@ -42,7 +42,23 @@ build_eoi_mock() {
   mv -f "$out.tmp" "$out"
 }
 
+# exit-probe.so: reports processes that exit with threads running (test/t/68-exit-threads.t).
+build_exit_probe() {
+  local src=$EOINGEST_TEST_DIR/tools/exit-probe.c
+  local out=$EOINGEST_RUN/bin/exit-probe.so
+  mkdir -p "$EOINGEST_RUN/bin"
+  if [ -f "$out" ] && [ "$out" -nt "$src" ]; then
+    return 0
+  fi
+  if ! ${CC:-cc} -O2 -g -Wall -Wextra -Werror -shared -fPIC -o "$out.tmp" "$src"; then
+    rm -f "$out.tmp"
+    eoi_die "building exit-probe.so failed"
+  fi
+  mv -f "$out.tmp" "$out"
+}
+
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
   build_eoi_kafka
   build_eoi_mock
+  build_exit_probe
 fi
