@@ -32,8 +32,8 @@
 #                  mode upsert; events/s until the table equals the expected final state
 #
 # Run as root, no stdin needed. It uses its own run directory and ports, never the
-# test bed's: EOINGEST_RUN=/tmp/eoingest-bench, Kafka 127.0.0.1:49092 (controller
-# 49093), PostgreSQL port 56432 (unix socket in $EOINGEST_RUN/pgsock). The servers
+# test bed's: EOINGEST_RUN=/tmp/eoingest-bench, Kafka 127.0.0.1:19092 (controller
+# 19093), PostgreSQL port 16432 (unix socket in $EOINGEST_RUN/pgsock). The servers
 # it starts are stopped at the end (unless --keep).
 set -euo pipefail
 
@@ -198,8 +198,8 @@ PG_SHOWN=(shared_buffers max_wal_size min_wal_size checkpoint_timeout checkpoint
 start_servers() {
   log "Kafka $KAFKA_VERSION on $KAFKA_BROKERS (data in $EOINGEST_RUN/kafka, kept between bench runs)"
   bash "$REPO/test/kafka.sh" fetch
-  # 49092/49093 lie in the kernel's ephemeral port range: a client connection of
-  # something else may hold the port for a while (bind fails); wait and retry.
+  # A port may still be held for a while by a connection of an earlier run
+  # (bind fails): wait and retry.
   local try
   for try in 1 2 3 4 5 6; do
     if bash "$REPO/test/kafka.sh" start 2>"$WORK/kafka-start.err"; then break; fi
