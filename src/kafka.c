@@ -65,6 +65,9 @@ struct EoiKafka
 	int64		fill_bytes;		/* half of queued.max.messages.kbytes, in bytes */
 	/* The message that would have overflowed the last batch: the next one's first. */
 	rd_kafka_message_t *held;
+	/* What eoi_kafka_poll has taken so far, until it hands the messages over. */
+	rd_kafka_message_t **polled;
+	int			npolled;
 	bool		seek_wake;		/* wake_starved_fetcher is on */
 	bool		end_at_watermark;	/* a poll ends once caught up (two_phase) */
 };
@@ -349,9 +352,10 @@ job_sets_option(const EoiJob *job, const char *name)
 /*
  * on_proc_exit: close what is still open (a worker's proc_exit, a FATAL
  * error inside a request), so that librdkafka's threads are gone before
- * exit() runs the atexit cleanups.  The messages the process held are back
- * by now (the worker's before_shmem_exit callback): rd_kafka_destroy()
- * waits for every one of them.
+ * exit() runs the atexit cleanups.  rd_kafka_destroy() waits for every
+ * message the process holds: the worker's before_shmem_exit callback has
+ * handed back its batch and what a poll interrupted by the exit had taken
+ * (eoi_kafka_drop_polled).
  */
 static void
 close_at_exit(int code, Datum arg)
@@ -442,6 +446,27 @@ drop_held(EoiKafka *kafka)
 	if (kafka->held != NULL)
 		rd_kafka_message_destroy(kafka->held);
 	kafka->held = NULL;
+}
+
+/*
+ * The messages a poll had taken when it failed, or when the process exits
+ * in the middle of it: nobody else has them, and rd_kafka_destroy() waits
+ * for every message.  They are in the caller's array, which must still be
+ * there: at exit the worker drops them before it frees its batch.
+ */
+static void
+drop_polled(EoiKafka *kafka)
+{
+	for (int i = 0; i < kafka->npolled; i++)
+		rd_kafka_message_destroy(kafka->polled[i]);
+	kafka->npolled = 0;
+}
+
+void
+eoi_kafka_drop_polled(EoiKafka *kafka)
+{
+	if (kafka != NULL)
+		drop_polled(kafka);
 }
 
 void
@@ -1126,13 +1151,33 @@ eoi_kafka_end_polls_at_watermark(EoiKafka *kafka, bool on)
  * cover it: without its postmaster it must not go on committing.
  */
 static void
-exit_if_postmaster_died(EoiKafka *kafka, rd_kafka_message_t **messages, int n)
+exit_if_postmaster_died(EoiKafka *kafka)
 {
 	if (PostmasterIsAlive())
 		return;
-	for (int i = 0; i < n; i++)
-		rd_kafka_message_destroy(messages[i]);
+	drop_polled(kafka);
 	proc_exit(1);
+}
+
+/*
+ * An interrupt in the middle of a poll: an error drops what the poll had
+ * taken; a FATAL one exits, and the worker drops it at exit.
+ */
+static void
+check_interrupts_polling(EoiKafka *kafka)
+{
+	if (!INTERRUPTS_PENDING_CONDITION())
+		return;
+	PG_TRY();
+	{
+		CHECK_FOR_INTERRUPTS();
+	}
+	PG_CATCH();
+	{
+		drop_polled(kafka);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
 }
 
 /*
@@ -1151,6 +1196,8 @@ eoi_kafka_poll(EoiKafka *kafka, rd_kafka_message_t **messages, int max_messages,
 	int			n = 0;
 	int64		bytes = 0;
 
+	kafka->polled = messages;
+	kafka->npolled = 0;
 	while (n < max_messages)
 	{
 		long		remaining = 0;
@@ -1188,16 +1235,15 @@ eoi_kafka_poll(EoiKafka *kafka, rd_kafka_message_t **messages, int max_messages,
 		}
 		if (msg == NULL && kafka->auth_error != RD_KAFKA_RESP_ERR_NO_ERROR)
 		{
-			for (int i = 0; i < n; i++)
-				rd_kafka_message_destroy(messages[i]);
+			drop_polled(kafka);
 			check_refused(kafka);
 		}
 		if (msg == NULL)
 		{
 			if (remaining <= 0)
 				break;
-			CHECK_FOR_INTERRUPTS();
-			exit_if_postmaster_died(kafka, messages, n);
+			check_interrupts_polling(kafka);
+			exit_if_postmaster_died(kafka);
 			continue;
 		}
 		if (msg->err != RD_KAFKA_RESP_ERR_NO_ERROR)
@@ -1208,8 +1254,7 @@ eoi_kafka_poll(EoiKafka *kafka, rd_kafka_message_t **messages, int max_messages,
 			}
 			PG_CATCH();
 			{
-				for (int i = 0; i < n; i++)
-					rd_kafka_message_destroy(messages[i]);
+				drop_polled(kafka);
 				PG_RE_THROW();
 			}
 			PG_END_TRY();
@@ -1226,6 +1271,8 @@ eoi_kafka_poll(EoiKafka *kafka, rd_kafka_message_t **messages, int max_messages,
 		kafka->since_dry_bytes += size;
 		bytes += size;
 		messages[n++] = msg;
+		kafka->npolled = n;
 	}
+	kafka->npolled = 0;			/* the caller's now */
 	return n;
 }

@@ -28,6 +28,7 @@ extern void eoi_kafka_check_options(const char *brokers, Jsonb *options, Oid own
 extern bool eoi_kafka_property_is_secret(const char *name);
 extern EoiKafka *eoi_kafka_open(const EoiJob *job, int worker_index);
 extern void eoi_kafka_close(EoiKafka *kafka);
+extern void eoi_kafka_drop_polled(EoiKafka *kafka);
 
 extern int	eoi_kafka_partition_count(EoiKafka *kafka, const char *topic, int timeout_ms);
 extern void eoi_kafka_watermarks(EoiKafka *kafka, const char *topic, int32 partition,

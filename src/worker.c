@@ -161,13 +161,15 @@ slot_attach(int slotno, const EoiWorkerArgs *args)
 /*
  * At exit, after the transaction is aborted and before the Kafka client is
  * closed (kafka.c's close_at_exit, an on_proc_exit callback, runs after
- * every before_shmem_exit one): hand back every message the
- * worker still holds, in its batch or kept for a source transaction's next
- * batch, or rd_kafka_destroy() would wait for them for ever.
+ * every before_shmem_exit one): hand back every message the worker still
+ * holds (what a poll interrupted by the exit had taken, into the batch's
+ * array; the batch; what is kept for a source transaction's next batch),
+ * or rd_kafka_destroy() would wait for them for ever.
  */
 static void
 release_messages(int code, Datum arg)
 {
+	eoi_kafka_drop_polled(w.kafka);
 	if (w.batch_context != NULL)
 		MemoryContextReset(w.batch_context);
 	eoi_txn_forget_pending();

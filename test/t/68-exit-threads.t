@@ -6,11 +6,12 @@
 # then failed with "the database system is in recovery mode"). The crash itself is a race; what causes
 # it is not: test/tools/exit-probe.so, preloaded into the server, reports every process that is about to
 # exit with threads still running. Workers and backends exit here every way they do: stop_job,
-# alter_job, drop_job, pg_terminate_backend, a backend terminated inside a Kafka request, a fast shutdown.
+# alter_job, drop_job, pg_terminate_backend (in a transform, in the middle of a poll), a backend
+# terminated inside a Kafka request, a fast shutdown.
 set -euo pipefail
 . "$(dirname "$0")/../lib/tap.sh"
 
-plan 12
+plan 14
 probe=$EOINGEST_RUN/bin/exit-probe.so
 PG_LOG=${EOINGEST_PG_LOG:-$EOINGEST_RUN/pg.log}
 [ -f "$probe" ] || { bash "$EOINGEST_TEST_DIR/tools/build.sh" >/dev/null; }
@@ -81,12 +82,23 @@ sql "SELECT eoingest.stop_job('exit_s'); SELECT pg_terminate_backend($spid)" >/d
 gone() { for _ in $(seq 50); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.2; done; return 1; }
 check "a worker terminated inside its transform, a batch in hand, exits within 10 s" gone "$spid"
 
+# a worker terminated while it fills a batch: its poll holds the messages it took, waiting for more
+sql "CREATE TABLE exit_pt (v text);
+     SELECT eoingest.create_job(name => 'exit_p', brokers => '$KAFKA_BROKERS', topic => '$topic', target => 'exit_pt',
+        format => 'text', batch_size => 100000, batch_timeout_ms => 30000); SELECT eoingest.start_job('exit_p')" >/dev/null
+wait_until 60 "SELECT state = 'running' FROM eoingest.job_status WHERE name = 'exit_p'" >/dev/null
+sleep 3
+ppid=$(sql "SELECT pid FROM eoingest.job_status WHERE name = 'exit_p'")
+sql "SELECT eoingest.stop_job('exit_p'); SELECT pg_terminate_backend($ppid)" >/dev/null
+check "a worker terminated while it fills a batch exits within 10 s" gone "$ppid"
+is "$(sql "SELECT count(*) FROM exit_pt")" 0 "exit_p had written nothing: its batch was still filling"
+
 # drop_job of a running job, then a fast shutdown with the workers of a running job
 sql "SELECT eoingest.drop_job('exit_u')" >/dev/null
 sql "SELECT eoingest.create_job(name => 'exit_b', brokers => '$KAFKA_BROKERS', topic => '$topic', target => 'exit_t',
         start_offset => 'latest'); SELECT eoingest.start_job('exit_b')" >/dev/null
 check "exit_b runs" wait_until 60 "SELECT state = 'running' FROM eoingest.job_status WHERE name = 'exit_b'"
-sql "SELECT eoingest.drop_job('exit_b'); SELECT eoingest.drop_job('exit_s')" >/dev/null
+sql "SELECT eoingest.drop_job('exit_b'); SELECT eoingest.drop_job('exit_s'); SELECT eoingest.drop_job('exit_p')" >/dev/null
 check "a fast shutdown completes, exit_a's workers running" "$EOINGEST_TEST_DIR/pg.sh" stop
 
 reports=$(tail -n +"$((log_from + 1))" "$PG_LOG" | grep "exit-probe:" || true)
@@ -96,5 +108,5 @@ is "$(tail -n +"$((log_from + 1))" "$PG_LOG" | grep -c "terminated by signal" ||
 
 trap - EXIT
 "$EOINGEST_TEST_DIR/pg.sh" start >/dev/null
-sql "SELECT eoingest.drop_job('exit_a'); DROP TABLE exit_t" >/dev/null
+sql "SELECT eoingest.drop_job('exit_a'); DROP TABLE exit_t, exit_pt" >/dev/null
 done_testing
