@@ -19,6 +19,7 @@ OBJS = \
 	src/twophase.o \
 	src/upsert.o \
 	src/cdc.o \
+	src/cdcreplay.o \
 	src/cdctxn.o \
 	src/deadletter.o \
 	src/positions.o \
@@ -35,7 +36,7 @@ OBJS = \
 
 DATA = $(wildcard sql/eoingest--*.sql)
 
-REGRESS = setup api formats mappings transform upsert deadletters batchbytes operations multitopic cdc cdctxn cdcschemas
+REGRESS = setup api formats mappings transform upsert deadletters batchbytes operations multitopic cdc cdctxn cdcschemas cdcreplay
 REGRESS_OPTS = --use-existing
 
 PG_CPPFLAGS = -I$(srcdir)/src -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare

@@ -29,6 +29,13 @@ typedef struct EoiBatch
 /* The batch a transform may read through eoingest.batch(); NULL otherwise. */
 extern EoiBatch *eoi_current_batch;
 
+/* Read from the job's partitions, not rebuilt from dead letters. */
+static inline bool
+eoi_batch_from_partitions(const EoiBatch *batch)
+{
+	return batch->topics == NULL;
+}
+
 /*
  * The message an error was about, as an index into the batch being
  * written, or -1: set by the error context callbacks of the write path, so

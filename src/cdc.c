@@ -22,6 +22,10 @@
  *			an error of the record.
  *	null	(a tombstone, after a delete, for compaction) does nothing.
  *
+ * An event that Debezium sends again after Kafka Connect restarts, one of a
+ * source position before the last one applied from its partition, is
+ * skipped (cdcreplay.c).
+ *
  * The images' fields fill the columns of those names, as format json maps
  * an object (decode.c).  A field that is not a column of the target, or a
  * missing or null key, is an error of the record, as is an unknown op.
@@ -55,6 +59,7 @@
 
 #include "avro.h"
 #include "cdc.h"
+#include "cdcreplay.h"
 #include "cdctxn.h"
 #include "decode.h"
 #include "jsonscan.h"
@@ -149,6 +154,8 @@ typedef struct EventJson
 	JsonbContainer *before_image;
 	const char *after_text;		/* the after image, left as text (add_after) */
 	size_t		after_len;
+	const char *source_text;	/* the source block, as text, or NULL */
+	size_t		source_len;
 } EventJson;
 
 /*
@@ -196,6 +203,7 @@ typedef struct CdcRoutes
 	int			nschemas;
 	char	   *scratch;		/* jsonscan.c's, for the wrapper's keys */
 	size_t		scratch_size;
+	EoiReplayFilter *replays;	/* NULL for dead letters being replayed */
 } CdcRoutes;
 
 EoiEnvelope
@@ -637,7 +645,8 @@ has_image(const Member *m)
 /*
  * A change event's op and images, read from the payload's text by one
  * scan: only the before image is parsed, and the after image later, if it
- * must be (add_after); not the source block and the rest.
+ * must be (add_after); the source block is kept as text (event_position),
+ * the rest is not read.
  * Falls back to the payload as jsonb (the member functions then read it,
  * with their errors) when the scan declines, when op is a number (whose
  * text json_get_string takes from numeric_out), or when an image is
@@ -646,11 +655,12 @@ has_image(const Member *m)
 static void
 event_parts(CdcRoutes *routes, EventJson *ev)
 {
-	Member		m[3] = {{"op"}, {"before"}, {"after"}};
-	MemberScan	parts = {m, 3, false, false};
+	Member		m[4] = {{"op"}, {"before"}, {"after"}, {"source"}};
+	MemberScan	parts = {m, 4, false, false};
 	const Member *op = &m[0];
 	const Member *before = &m[1];
 	const Member *after = &m[2];
+	const Member *source = &m[3];
 
 	if (ev->text == NULL || !scan_members(routes, ev->text, ev->len, &parts))
 		return;
@@ -665,6 +675,11 @@ event_parts(CdcRoutes *routes, EventJson *ev)
 	{
 		ev->after_text = after->value.data;
 		ev->after_len = after->value.len;
+	}
+	if (has_image(source) && source->value.data[0] == '{')
+	{
+		ev->source_text = source->value.data;
+		ev->source_len = source->value.len;
 	}
 	/* as json_get_string: a string, else (null, true, false, nested) none */
 	ev->op = (op->found && op->value.kind == EOI_JSON_STRING) ?
@@ -1443,6 +1458,45 @@ truncate_target(CdcContext *cx)
 	SPI_finish();
 }
 
+/*
+ * The event's position in the source's log, when cdcreplay.c can compare
+ * it: Debezium's PostgreSQL connector's source.sequence, on any op but a
+ * snapshot read.  From the source block's text when event_parts kept it and
+ * it scans, else from the payload as jsonb.
+ */
+static bool
+event_position(CdcRoutes *routes, EventJson *ev, const char *op, EoiSourcePosition *pos)
+{
+	JsonbContainer *event;
+	JsonbContainer *source;
+	char	   *connector;
+	char	   *sequence;
+
+	if (strcmp(op, "r") == 0)
+		return false;
+	if (ev->has_parts)
+	{
+		Member		m[2] = {{"connector"}, {"sequence"}};
+		MemberScan	ms = {m, 2, false, false};
+
+		if (ev->source_text == NULL)
+			return false;		/* no source block, or one that is no object */
+		if (scan_members(routes, ev->source_text, ev->source_len, &ms))
+			return m[0].found && m[0].value.kind == EOI_JSON_STRING &&
+				m[0].value.len == strlen("postgresql") &&
+				memcmp(m[0].value.data, "postgresql", m[0].value.len) == 0 &&
+				m[1].found && m[1].value.kind == EOI_JSON_STRING &&
+				eoi_parse_source_sequence(m[1].value.data, m[1].value.len, pos);
+	}
+	if ((event = payload_object(routes, ev)) == NULL ||
+		(source = json_get_object(event, "source")) == NULL)
+		return false;
+	connector = json_get_string(source, "connector");
+	sequence = json_get_string(source, "sequence");
+	return connector != NULL && strcmp(connector, "postgresql") == 0 &&
+		sequence != NULL && eoi_parse_source_sequence(sequence, strlen(sequence), pos);
+}
+
 static CdcContext *route_event(CdcRoutes *routes, EventJson *ev);
 
 /* Add one change event to the change set of its target. */
@@ -1456,6 +1510,7 @@ apply_event(CdcRoutes *routes, rd_kafka_message_t *msg)
 	char	   *op;
 	char	  **row;
 	CdcContext *cx;
+	EoiSourcePosition pos;
 
 	split_message(routes, msg, false, &ev);
 	if (ev.null_payload)
@@ -1476,6 +1531,11 @@ apply_event(CdcRoutes *routes, rd_kafka_message_t *msg)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("change event has no \"op\""),
 				 errhint("A Debezium change event has op c, r, u, d or t.")));
+	if (routes->replays != NULL && event_position(routes, &ev, op, &pos) &&
+		eoi_replay_filter_skip(routes->replays,
+							   eoi_message_topic(routes->position->batch, routes->position->current),
+							   msg->partition, &pos))
+		return;					/* applied already: Debezium sent it again */
 	cx = route_event(routes, &ev);
 	/* a snapshot read stands alone; a change belongs to a source transaction */
 	if (routes->job->source_transactions && strcmp(op, "r") != 0 &&
@@ -1661,6 +1721,8 @@ eoi_cdc_batch(const EoiJob *job, EoiBatch *batch)
 	routes.position = &ep;
 	routes.estate = CreateExecutorState();
 	routes.cxt = CurrentMemoryContext;
+	if (eoi_batch_from_partitions(batch))
+		routes.replays = eoi_replay_filter_begin(job);
 	if (job->targets == NULL)
 		(void) open_target(&routes, job->target);
 
@@ -1690,6 +1752,8 @@ eoi_cdc_batch(const EoiJob *job, EoiBatch *batch)
 
 	for (int i = 0; i < routes.ncontexts; i++)
 		processed += eoi_changes_apply(routes.contexts[i]->changes);
+	if (routes.replays != NULL)
+		eoi_replay_filter_end(routes.replays);
 
 	FreeExecutorState(routes.estate);
 	for (int i = 0; i < routes.ncontexts; i++)

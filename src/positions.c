@@ -89,6 +89,11 @@ positions_from_json(const char *to, const EoiJob *job, const char *topic, int co
 	}
 }
 
+/*
+ * Where the partitions of a topic resume.  A Debezium source position kept
+ * with an old offset (cdcreplay.c) is forgotten: from the new one, events
+ * are applied again as they come.
+ */
 static void
 store_positions(const EoiJob *job, const char *topic, int count, const int64 *offsets)
 {
@@ -108,7 +113,8 @@ store_positions(const EoiJob *job, const char *topic, int count, const int64 *of
 		if (SPI_execute_with_args("INSERT INTO eoingest.offsets (job, topic, \"partition\", next_offset)"
 								  " VALUES ($1, $2, $3, $4)"
 								  " ON CONFLICT (job, topic, \"partition\")"
-								  " DO UPDATE SET next_offset = excluded.next_offset, updated_at = pg_catalog.now()",
+								  " DO UPDATE SET next_offset = excluded.next_offset, updated_at = pg_catalog.now(),"
+								  "     source_lsn_commit = NULL, source_lsn = NULL",
 								  4, types, args, NULL, false, 0) != SPI_OK_INSERT)
 			elog(ERROR, "could not update eoingest.offsets");
 	}
