@@ -254,7 +254,8 @@ cdc_next(struct cdc *c, long long *key)
 	"{\"type\":\"string\",\"optional\":false,\"field\":\"connector\"},{\"type\":\"string\",\"optional\":false,\"field\":\"name\"}," \
 	"{\"type\":\"int64\",\"optional\":false,\"field\":\"ts_ms\"}," \
 	"{\"type\":\"string\",\"optional\":true,\"name\":\"io.debezium.data.Enum\",\"version\":1,\"parameters\":{\"allowed\":\"true,last,false,incremental\"},\"default\":\"false\",\"field\":\"snapshot\"}," \
-	"{\"type\":\"string\",\"optional\":false,\"field\":\"db\"},{\"type\":\"string\",\"optional\":false,\"field\":\"schema\"}," \
+	"{\"type\":\"string\",\"optional\":false,\"field\":\"db\"},{\"type\":\"string\",\"optional\":true,\"field\":\"sequence\"}," \
+	"{\"type\":\"string\",\"optional\":false,\"field\":\"schema\"}," \
 	"{\"type\":\"string\",\"optional\":false,\"field\":\"table\"},{\"type\":\"int64\",\"optional\":true,\"field\":\"txId\"}," \
 	"{\"type\":\"int64\",\"optional\":true,\"field\":\"lsn\"}],\"optional\":false,\"name\":\"io.debezium.connector.postgresql.Source\",\"field\":\"source\"}," \
 	"{\"type\":\"string\",\"optional\":false,\"field\":\"op\"},{\"type\":\"int64\",\"optional\":true,\"field\":\"ts_ms\"}]," \
@@ -278,17 +279,24 @@ cdc_debezium(char *buf, size_t cap, char op, long long k, long long s)
 {
 	char		img[256];
 	char		before[256];
+	char		sequence[64];
 	const char *snap = "false";
+	long long	lsn = 100000000 + s * 64;
 
 	cdc_image(img, sizeof(img), k, s);
+	/* each change is a transaction of its own: the last commit is the previous change's */
+	if (s == 0)
+		snprintf(sequence, sizeof(sequence), "[null,\\\"%lld\\\"]", lsn);
+	else
+		snprintf(sequence, sizeof(sequence), "[\\\"%lld\\\",\\\"%lld\\\"]", lsn - 32, lsn);
 	/* REPLICA IDENTITY DEFAULT: no before image of an update, the key only in a delete's. */
 	snprintf(before, sizeof(before), "{\"pk\":%lld,\"id\":null,\"ts\":null,\"temperature\":null}", k);
 	return snprintf(buf, cap, "{\"schema\":" CDC_SCHEMA ",\"payload\":{\"before\":%s,\"after\":%s,"
 					"\"source\":{\"version\":\"3.0.0.Final\",\"connector\":\"postgresql\",\"name\":\"bench\","
-					"\"ts_ms\":%lld,\"snapshot\":\"%s\",\"db\":\"postgres\",\"schema\":\"public\",\"table\":\"bench_cdc\","
-					"\"txId\":%lld,\"lsn\":%lld},\"op\":\"%c\",\"ts_ms\":%lld}}",
+					"\"ts_ms\":%lld,\"snapshot\":\"%s\",\"db\":\"postgres\",\"sequence\":\"%s\",\"schema\":\"public\","
+					"\"table\":\"bench_cdc\",\"txId\":%lld,\"lsn\":%lld},\"op\":\"%c\",\"ts_ms\":%lld}}",
 					op == 'd' ? before : "null", op == 'd' ? "null" : img,
-					CDC_TS_MS + s, snap, 1000 + s, 100000000 + s * 64, op, CDC_TS_MS + s + 5);
+					CDC_TS_MS + s, snap, sequence, 1000 + s, lsn, op, CDC_TS_MS + s + 5);
 }
 
 /* preload of the CDC stream: format 4 = debezium, 5 = upsert-csv (key text, CSV value, tombstones). */
