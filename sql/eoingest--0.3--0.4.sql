@@ -87,9 +87,9 @@ ALTER TABLE @extschema@.jobs ADD COLUMN timestamp_unit text NOT NULL DEFAULT 'au
 -- target is emptied).
 
 ALTER TABLE @extschema@.jobs ADD COLUMN envelope text NOT NULL DEFAULT 'none'
-    CHECK (envelope IN ('none', 'debezium'));
+    CHECK (envelope OPERATOR(pg_catalog.=) ANY (ARRAY['none', 'debezium']));
 ALTER TABLE @extschema@.jobs ADD COLUMN on_truncate text NOT NULL DEFAULT 'refuse'
-    CHECK (on_truncate IN ('refuse', 'truncate'));
+    CHECK (on_truncate OPERATOR(pg_catalog.=) ANY (ARRAY['refuse', 'truncate']));
 
 -- Issue 15: format avro, with a Schema Registry.
 -- Jobs gain schema_registry (the registry's URLs, comma-separated).  The registry's credentials and CA certificate go in

@@ -93,7 +93,7 @@ COMMENT ON VIEW @extschema@.job_status IS
 -- transaction topic; see README "Source transactions").
 ALTER TABLE @extschema@.jobs ADD COLUMN targets jsonb;
 ALTER TABLE @extschema@.jobs ADD COLUMN transactions text NOT NULL DEFAULT 'batch'
-    CHECK (transactions IN ('batch', 'source'));
+    CHECK (transactions OPERATOR(pg_catalog.=) ANY (ARRAY['batch', 'source']));
 
 -- create_job and alter_job are created again with targets and transactions
 -- at the end; EXECUTE granted on them must be granted again.

@@ -146,8 +146,15 @@ check "hostile job, schema, table and column names are quoted everywhere (upsert
 # --- the scripts ----------------------------------------------------------------------
 venv=$EOINGEST_CACHE/pgspot-venv
 [ -x "$venv/bin/pgspot" ] || { python3 -m venv "$venv" && "$venv/bin/pip" install -q pgspot; } >/dev/null 2>&1
-out=$("$venv/bin/pgspot" "$EOINGEST_REPO"/sql/eoingest--*.sql 2>&1 || true)
-like "$out" "Errors: 0 Warnings: 0 Unknown: 0" "pgspot reports nothing on the install and upgrade scripts"
+# pgspot's exit status, not its output: every file prints its own "Errors: 0 ..." line, whatever the others
+# found. PS015 (CREATE OR REPLACE VIEW) is ignored in the update scripts only: since PostgreSQL 14.5 and 15
+# (CVE-2022-2625) a script's CREATE OR REPLACE fails on an object that is not the extension's, and the 0.6
+# update replaces job_status in place so that its grants stay.
+status=0
+out=$({ "$venv/bin/pgspot" "$EOINGEST_REPO"/sql/eoingest--0.1.sql &&
+        "$venv/bin/pgspot" --ignore PS015 "$EOINGEST_REPO"/sql/eoingest--*--*.sql; } 2>&1) || status=$?
+ok "$status" "pgspot reports nothing on the install and update scripts"
+[ "$status" = 0 ] || diag "$(grep -E "PS0|TOTAL" <<<"$out")"
 
 # clean up
 sql "SELECT eoingest.drop_job(name) FROM eoingest.jobs" >/dev/null
