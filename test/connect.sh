@@ -12,7 +12,8 @@
 #   second) are in $CONNECT_DIR ($EOINGEST_RUN/connect). Heap: $CONNECT_HEAP (512m).
 #   Worker defaults: JSON converters with schemas (a connector's properties may override them).
 #   $CONNECT_WORKER_EXTRA: more worker properties lines; $CONNECT_PLUGIN_NAMES: the plugins to load
-#   (space separated; default every fetched one).
+#   (space separated; default every fetched one). A port still held (a worker just killed) is waited
+#   for up to $CONNECT_PORT_WAIT s (15).
 # stop: SIGTERM, then SIGKILL after $CONNECT_STOP_TIMEOUT s; kill: SIGKILL at once.
 # connector NAME: prints the connector's status (JSON from the REST API).
 set -euo pipefail
@@ -27,6 +28,7 @@ CONNECT_PID=$CONNECT_DIR/connect.pid
 CONNECT_HEAP=${CONNECT_HEAP:-512m}
 CONNECT_START_TIMEOUT=${CONNECT_START_TIMEOUT:-240}
 CONNECT_STOP_TIMEOUT=${CONNECT_STOP_TIMEOUT:-30}
+CONNECT_PORT_WAIT=${CONNECT_PORT_WAIT:-15}
 CONNECT_URL=http://127.0.0.1:$CONNECT_PORT
 # What Kafka Connect itself provides: a plugin's own copy would clash with it.
 CONNECT_PROVIDED=org.apache.kafka,org.slf4j,com.fasterxml.jackson.core,com.fasterxml.jackson.module,com.fasterxml.jackson.datatype,com.fasterxml.jackson.dataformat,com.fasterxml.jackson.jakarta.rs
@@ -58,6 +60,9 @@ alive() {
 }
 
 rest() { curl -sf --max-time 5 "$CONNECT_URL$1"; }
+
+# True while something accepts connections on the worker's REST port.
+port_in_use() { timeout 2 bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$0"' "$CONNECT_PORT" 2>/dev/null; }
 
 # fetch_into POM DIR MARKER [ARGS...]: copies POM's runtime dependencies into DIR, once per pom version.
 fetch_into() {
@@ -191,8 +196,15 @@ cmd_start() {
   fi
   command -v java >/dev/null || eoi_die "java not found (run test/deps.sh)"
   fetched || eoi_die "Kafka Connect $KAFKA_VERSION not fetched (or with another test/connect/pom.xml); run '$0 fetch' first"
-  timeout 2 bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$0"' "$CONNECT_PORT" 2>/dev/null &&
-    eoi_die "port $CONNECT_PORT is already in use (set CONNECT_PORT)"
+  # A worker just killed may hold its port a moment longer: its main thread is a zombie before the
+  # last of its threads has exited and closed the listening socket (seen in CI: 48-debezium's
+  # SIGKILL and restart of Connect failed with "port 28083 is already in use").
+  local free_by=$((SECONDS + CONNECT_PORT_WAIT))
+  while port_in_use; do
+    [ $SECONDS -lt $free_by ] ||
+      eoi_die "port $CONNECT_PORT is still in use after ${CONNECT_PORT_WAIT}s (set CONNECT_PORT)"
+    sleep 0.5
+  done
   write_worker
   local -a props=()
   for f in "$@"; do props+=("$(cd "$(dirname "$f")" && pwd)/$(basename "$f")"); done
