@@ -77,6 +77,8 @@ SELECT ok((SELECT count(DISTINCT xid) > 1 FROM txn_commits WHERE job = 'a'), 'so
 SELECT ok(test.wait_for($$SELECT count(*) = 5 FROM xfer_b$$), 'batch: the five transfers are applied');
 SELECT ok((SELECT NOT bool_and(ok) FROM txn_commits WHERE job = 'b'),
     'batch (the control): some commit holds part of a source transaction');
+-- all of xfer_b's rows say nothing of acc_b's partitions: wait for them all
+SELECT eoingest.wait_for_catchup('txn_b', '30 s') AS txn_b_caught_up;
 SELECT results_eq($$SELECT * FROM acc_b ORDER BY id$$, $$SELECT * FROM acc_a ORDER BY id$$,
     'batch: routed by source table, the same end state');
 
