@@ -37,13 +37,9 @@
 #include "postgres.h"
 
 #include "access/xlogdefs.h"
-#include "catalog/pg_type.h"
-#include "executor/spi.h"
-#include "utils/builtins.h"
-#include "utils/pg_lsn.h"
 
 #include "cdcreplay.h"
-#include "job.h"
+#include "offsets.h"
 
 typedef struct ReplayPartition
 {
@@ -177,35 +173,20 @@ EoiReplayFilter *
 eoi_replay_filter_begin(const EoiJob *job)
 {
 	EoiReplayFilter *f = palloc0(sizeof(EoiReplayFilter));
-	EoiSavedUser saved;
-	Oid			types[1] = {TEXTOID};
-	Datum		args[1] = {CStringGetTextDatum(job->name)};
+	EoiOffsetSourcePosition *stored;
+	int			n;
 
 	f->job = job;
 	f->cxt = CurrentMemoryContext;
-	eoi_become_extension_owner(&saved);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute_with_args("SELECT topic, \"partition\", source_lsn_commit, source_lsn"
-							  "  FROM eoingest.offsets"
-							  " WHERE job = $1 AND source_lsn IS NOT NULL",
-							  1, types, args, NULL, true, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not read the source positions in eoingest.offsets");
-	for (uint64 i = 0; i < SPI_processed; i++)
+	n = eoi_offsets_read_source_positions(job, &stored);
+	for (int i = 0; i < n; i++)
 	{
-		HeapTuple	tup = SPI_tuptable->vals[i];
-		TupleDesc	desc = SPI_tuptable->tupdesc;
-		bool		isnull;
-		ReplayPartition *p;
+		ReplayPartition *p = add_partition(f, stored[i].topic, stored[i].partition);
 
-		p = add_partition(f, SPI_getvalue(tup, desc, 1),
-						  DatumGetInt32(SPI_getbinval(tup, desc, 2, &isnull)));
-		p->last.commit_lsn = DatumGetLSN(SPI_getbinval(tup, desc, 3, &isnull));
-		p->last.lsn = DatumGetLSN(SPI_getbinval(tup, desc, 4, &isnull));
+		p->last.commit_lsn = stored[i].commit_lsn;
+		p->last.lsn = stored[i].lsn;
 		p->known = true;
 	}
-	SPI_finish();
-	eoi_restore_user(&saved);
 	return f;
 }
 
@@ -233,31 +214,9 @@ eoi_replay_filter_skip(EoiReplayFilter *filter, const char *topic, int32 partiti
 static void
 store_partition(const EoiJob *job, const ReplayPartition *p)
 {
-	static SPIPlanPtr plan = NULL;
-	Datum		args[6] = {
-		CStringGetTextDatum(job->name), CStringGetTextDatum(p->topic),
-		Int32GetDatum(p->partition), LSNGetDatum((XLogRecPtr) p->last.commit_lsn),
-		LSNGetDatum((XLogRecPtr) p->last.lsn), Int64GetDatum(p->skipped)
-	};
+	EoiOffsetSourcePosition pos = {p->topic, p->partition, p->last.commit_lsn, p->last.lsn};
 
-	if (plan == NULL)
-	{
-		Oid			types[6] = {TEXTOID, TEXTOID, INT4OID, PG_LSNOID, PG_LSNOID, INT8OID};
-
-		plan = SPI_prepare("UPDATE eoingest.offsets"
-						   "   SET source_lsn_commit = $4, source_lsn = $5,"
-						   "       replays_skipped = replays_skipped + $6"
-						   " WHERE job = $1 AND topic = $2 AND \"partition\" = $3",
-						   6, types);
-		if (plan == NULL || SPI_keepplan(plan) != 0)
-			elog(ERROR, "could not prepare the source position update: %s",
-				 SPI_result_code_string(SPI_result));
-	}
-	if (SPI_execute_plan(plan, args, NULL, false, 0) != SPI_OK_UPDATE)
-		elog(ERROR, "could not update the source positions in eoingest.offsets");
-	if (SPI_processed != 1)
-		elog(ERROR, "job \"%s\" has no offset for topic \"%s\" partition %d",
-			 job->name, p->topic, p->partition);
+	eoi_offsets_store_source_position(job, &pos, p->skipped);
 	if (p->skipped > 0)
 		ereport(LOG,
 				(errmsg("job \"%s\" skipped %lld change events of topic \"%s\" partition %d that Debezium sent again",
@@ -271,19 +230,7 @@ store_partition(const EoiJob *job, const ReplayPartition *p)
 void
 eoi_replay_filter_end(EoiReplayFilter *filter)
 {
-	EoiSavedUser saved;
-	bool		any = false;
-
-	for (int i = 0; i < filter->nparts && !any; i++)
-		any = filter->parts[i].changed;
-	if (!any)
-		return;
-	eoi_become_extension_owner(&saved);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
 	for (int i = 0; i < filter->nparts; i++)
 		if (filter->parts[i].changed)
 			store_partition(filter->job, &filter->parts[i]);
-	SPI_finish();
-	eoi_restore_user(&saved);
 }

@@ -17,6 +17,7 @@
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "utils/builtins.h"
+#include "utils/pg_lsn.h"
 
 #include "job.h"
 #include "offsets.h"
@@ -203,5 +204,77 @@ eoi_offsets_note_watermarks(const EoiJob *job, const EoiPosition *position, int6
 							  "       measured_at = excluded.measured_at",
 							  6, types, args, nulls, false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "could not update eoingest.watermarks");
+	offsets_spi_end(&saved);
+}
+
+/*
+ * The source positions stored for the job's partitions, in the caller's
+ * memory; returns how many.
+ */
+int
+eoi_offsets_read_source_positions(const EoiJob *job, EoiOffsetSourcePosition **positions)
+{
+	MemoryContext caller = CurrentMemoryContext;
+	EoiSavedUser saved;
+	Oid			types[1] = {TEXTOID};
+	Datum		args[1] = {CStringGetTextDatum(job->name)};
+	int			n;
+
+	offsets_spi_begin(&saved);
+	if (SPI_execute_with_args("SELECT topic, \"partition\", source_lsn_commit, source_lsn"
+							  "  FROM eoingest.offsets"
+							  " WHERE job = $1 AND source_lsn IS NOT NULL",
+							  1, types, args, NULL, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the source positions in eoingest.offsets");
+	n = (int) SPI_processed;
+	*positions = MemoryContextAlloc(caller, sizeof(EoiOffsetSourcePosition) * Max(n, 1));
+	for (int i = 0; i < n; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		EoiOffsetSourcePosition *pos = &(*positions)[i];
+		bool		isnull;
+
+		pos->topic = MemoryContextStrdup(caller, SPI_getvalue(tup, desc, 1));
+		pos->partition = DatumGetInt32(SPI_getbinval(tup, desc, 2, &isnull));
+		pos->commit_lsn = DatumGetLSN(SPI_getbinval(tup, desc, 3, &isnull));
+		pos->lsn = DatumGetLSN(SPI_getbinval(tup, desc, 4, &isnull));
+	}
+	offsets_spi_end(&saved);
+	return n;
+}
+
+/* Store a partition's source position, and add to its count of replays skipped. */
+void
+eoi_offsets_store_source_position(const EoiJob *job, const EoiOffsetSourcePosition *position,
+								  int64 skipped)
+{
+	static SPIPlanPtr plan = NULL;
+	EoiSavedUser saved;
+	Datum		args[6] = {
+		CStringGetTextDatum(job->name), CStringGetTextDatum(position->topic),
+		Int32GetDatum(position->partition), LSNGetDatum((XLogRecPtr) position->commit_lsn),
+		LSNGetDatum((XLogRecPtr) position->lsn), Int64GetDatum(skipped)
+	};
+
+	offsets_spi_begin(&saved);
+	if (plan == NULL)
+	{
+		Oid			types[6] = {TEXTOID, TEXTOID, INT4OID, PG_LSNOID, PG_LSNOID, INT8OID};
+
+		plan = SPI_prepare("UPDATE eoingest.offsets"
+						   "   SET source_lsn_commit = $4, source_lsn = $5,"
+						   "       replays_skipped = replays_skipped + $6"
+						   " WHERE job = $1 AND topic = $2 AND \"partition\" = $3",
+						   6, types);
+		if (plan == NULL || SPI_keepplan(plan) != 0)
+			elog(ERROR, "could not prepare the source position update: %s",
+				 SPI_result_code_string(SPI_result));
+	}
+	if (SPI_execute_plan(plan, args, NULL, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not update the source positions in eoingest.offsets");
+	if (SPI_processed != 1)
+		elog(ERROR, "job \"%s\" has no offset for topic \"%s\" partition %d",
+			 job->name, position->topic, position->partition);
 	offsets_spi_end(&saved);
 }

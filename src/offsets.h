@@ -21,4 +21,22 @@ extern void eoi_offsets_note_watermarks(const EoiJob *job, const EoiPosition *po
 extern void eoi_offsets_advance(const EoiJob *job, const EoiPosition *position,
 								int64 next_offset);
 
+/*
+ * envelope debezium: the source position of the last change event applied
+ * from a partition (cdcreplay.c), kept beside its offset.
+ */
+typedef struct EoiOffsetSourcePosition
+{
+	char	   *topic;
+	int32		partition;
+	uint64		commit_lsn;
+	uint64		lsn;
+} EoiOffsetSourcePosition;
+
+extern int	eoi_offsets_read_source_positions(const EoiJob *job,
+											  EoiOffsetSourcePosition **positions);
+extern void eoi_offsets_store_source_position(const EoiJob *job,
+											  const EoiOffsetSourcePosition *position,
+											  int64 skipped);
+
 #endif
