@@ -103,6 +103,7 @@ META=$WORK/meta.tsv
 PROF=$WORK/profile.txt
 PROF_UPSERT=$WORK/profile-upsert.txt
 PROF_CDC=$WORK/profile-cdc.txt
+PROF_CDC_UPSERT=$WORK/profile-cdc-upsert.txt
 rm -f "$RAW" "$LAT" "$PAIRED" "$META" "$PROF" "$PROF_UPSERT"
 exec > >(tee "$WORK/bench.log") 2>&1
 
@@ -1127,15 +1128,21 @@ run_profile() {
   perf_summary "$data" "$output" "$fmt $mode b=10000 par=1 into $table" "$R_ROWS rows"
 }
 
-# run_profile_cdc OUTPUT: the CDC variant (envelope => 'debezium') once more, under perf.
+# run_profile_cdc KIND OUTPUT: a CDC variant once more, under perf: debezium
+# (envelope => 'debezium') or upsert (mode upsert of the same changes).
 run_profile_cdc() {
-  local output=$1 data=$WORK/perf.data
-  log "profile: perf record of the worker during one extra envelope=debezium run"
+  local kind=$1 output=$2 data=$WORK/perf.data title
+  log "profile: perf record of the worker during one extra CDC run ($kind)"
   reset_result
   rm -f "$data"
-  cdc_eoi_once debezium "$data"
-  [ "$R_STATUS" = ok ] || { fail_loudly "profiled CDC run: $R_NOTE"; return; }
-  perf_summary "$data" "$output" "cdc envelope=debezium exactly_once b=10000 par=1 into bench_cdc" "$RECORDS events"
+  cdc_eoi_once "$kind" "$data"
+  [ "$R_STATUS" = ok ] || { fail_loudly "profiled CDC run ($kind): $R_NOTE"; return; }
+  if [ "$kind" = debezium ]; then
+    title="cdc envelope=debezium exactly_once b=10000 par=1 into bench_cdc"
+  else
+    title="upsert b=10000 par=1 of the same changes (CSV + tombstones) into bench_cdc"
+  fi
+  perf_summary "$data" "$output" "$title" "$RECORDS events"
 }
 
 # perf_summary DATA OUTPUT TITLE WHAT: the profile's summary, from perf.data.
@@ -1219,7 +1226,10 @@ fi
 if [ "$PROFILE" = 1 ]; then
   run_profile exactly_once bench_nopk "$PROF" "${BENCH_PROFILE_FORMAT:-csv}"
   run_profile upsert_0 bench_pk "$PROF_UPSERT"
-  if [ "$CDC" = 1 ]; then run_profile_cdc "$PROF_CDC"; fi
+  if [ "$CDC" = 1 ]; then
+    run_profile_cdc debezium "$PROF_CDC"
+    run_profile_cdc upsert "$PROF_CDC_UPSERT"
+  fi
 fi
 job_drop
 write_meta
@@ -1227,7 +1237,7 @@ cp "$RAW" "$META" "$OUT/"
 for f in "$LAT" "$PAIRED"; do
   if [ -f "$f" ]; then cp "$f" "$OUT/"; else rm -f "$OUT/$(basename "$f")"; fi
 done
-for f in "$PROF" "$PROF_UPSERT" "$PROF_CDC"; do
+for f in "$PROF" "$PROF_UPSERT" "$PROF_CDC" "$PROF_CDC_UPSERT"; do
   if [ -f "$f" ]; then cp "$f" "$OUT/"; else rm -f "$OUT/$(basename "$f")"; fi
 done
 bench_py report --dir "$OUT"
