@@ -151,7 +151,8 @@ typedef struct EventJson
 	/* a change event's parts, when read from the text (has_parts) */
 	bool		has_parts;
 	char	   *op;
-	JsonbContainer *before_image;
+	const char *before_text;	/* the before image, left as text (old_key) */
+	size_t		before_len;
 	const char *after_text;		/* the after image, left as text (add_after) */
 	size_t		after_len;
 	const char *source_text;	/* the source block, as text, or NULL */
@@ -168,6 +169,17 @@ typedef struct EventJson
 #define IMAGE_BEFORE 2
 #define IMAGE_KEY 3
 
+/*
+ * The codecs of the key columns, for one kind of image (before images, or
+ * message keys: events alternate between them) and the tag of the schema
+ * they were made for (see image_codecs).
+ */
+typedef struct KeyCodecs
+{
+	FieldCodec *codecs;
+	int			tag;
+} KeyCodecs;
+
 /* What one batch works with. */
 typedef struct CdcContext
 {
@@ -181,10 +193,10 @@ typedef struct CdcContext
 	EoiChangeSet *changes;
 	ExprContext *econtext;
 	FieldCodec *col_codecs;
-	FieldCodec *key_codecs;
 	int			col_codecs_tag;	/* CODECS_TAG of col_codecs, 0: none kept */
 	bool	   *seen;			/* image_is_plain's, a flag per column */
-	int			key_codecs_tag;
+	KeyCodecs	before_key;		/* of the key columns in before images */
+	KeyCodecs	message_key;	/* of the key columns in message keys */
 	EventPosition *position;	/* for errors: the event being applied */
 	struct CdcRoutes *routes;
 } CdcContext;
@@ -484,10 +496,13 @@ is_json_space(char c)
  * {"schema":<cached>,"payload":<payload>}.  Then the payload is all that is
  * left to read (ev->text): the schema's text is known to be valid JSON, so
  * the message is valid JSON if its payload is, which the scan of the
- * payload checks.  False if the message is not of this shape.
+ * payload checks.  *checked is how many of the message's first bytes are
+ * known to be valid in the database encoding: the wrapper's head and the
+ * schema, checked when the schema came first.  False if the message is
+ * not of this shape.
  */
 static bool
-known_wrapper(CdcRoutes *routes, const char *data, size_t len, EventJson *ev)
+known_wrapper(CdcRoutes *routes, const char *data, size_t len, EventJson *ev, size_t *checked)
 {
 	size_t		head = strlen(WRAPPER_HEAD);
 	size_t		middle = strlen(WRAPPER_MIDDLE);
@@ -520,6 +535,7 @@ known_wrapper(CdcRoutes *routes, const char *data, size_t len, EventJson *ev)
 			ev->len = end - payload;
 			ev->whole = data;
 			ev->whole_len = len;
+			*checked = head + cs->len;
 			return true;
 		}
 	}
@@ -552,6 +568,7 @@ split_message(CdcRoutes *routes, rd_kafka_message_t *msg, bool key, EventJson *e
 	Member		w[2] = {{"schema"}, {"payload"}};
 	MemberScan	wrapper = {w, 2, true, false};
 	Jsonb	   *jb;
+	size_t		checked;
 
 	memset(ev, 0, sizeof(*ev));
 	if (routes->job->format == EOI_FORMAT_AVRO)
@@ -561,10 +578,12 @@ split_message(CdcRoutes *routes, rd_kafka_message_t *msg, bool key, EventJson *e
 		len = strlen(data);
 	}
 	eoi_json_unframe(&data, &len);	/* Confluent's JsonSchemaConverter */
-	(void) pg_verifymbstr(data, (int) len, false);
-
-	if (known_wrapper(routes, data, len, ev))
+	if (known_wrapper(routes, data, len, ev, &checked))
+	{
+		(void) pg_verifymbstr(data + checked, (int) (len - checked), false);
 		return;
+	}
+	(void) pg_verifymbstr(data, (int) len, false);
 	/* a wrapper has both members (either may be null), and no other */
 	if (scan_members(routes, data, len, &wrapper) && w[0].found && w[1].found &&
 		is_object_or_null(&w[0].value) && is_object_or_null(&w[1].value))
@@ -644,8 +663,8 @@ has_image(const Member *m)
 
 /*
  * A change event's op and images, read from the payload's text by one
- * scan: only the before image is parsed, and the after image later, if it
- * must be (add_after); the source block is kept as text (event_position),
+ * scan: the images are kept as text, parsed later only if they must be
+ * (old_key, add_after); the source block is kept as text (event_position),
  * the rest is not read.
  * Falls back to the payload as jsonb (the member functions then read it,
  * with their errors) when the scan declines, when op is a number (whose
@@ -670,7 +689,10 @@ event_parts(CdcRoutes *routes, EventJson *ev)
 	if (!is_image(before) || !is_image(after))
 		return;
 	if (has_image(before))
-		ev->before_image = &parse_json(before->value.data, before->value.len)->root;
+	{
+		ev->before_text = before->value.data;
+		ev->before_len = before->value.len;
+	}
 	if (has_image(after))
 	{
 		ev->after_text = after->value.data;
@@ -1229,17 +1251,28 @@ check_key_fields(CdcContext *cx, char **fields, const int *positions, const char
 }
 
 /*
- * Decode the key of `object` (the before image, or the message key) into
- * `cw`, which keeps it (and passes it on if it has an inner writer).
- * Returns false if the object lacks a key column.
+ * Decode the key of an image (the before image, or the message key) into
+ * `cw`, which keeps it (and passes it on if it has an inner writer).  The
+ * image comes parsed (`object`), or as the text of an object that a scan
+ * has checked: that is read as format json reads a message once the
+ * image's schema has given the codecs `kc` keeps, and parsed otherwise
+ * (jsonb_in of a key of a few bytes costs more than the rest of its
+ * event).  Returns false if the image lacks a key column.
  */
 static bool
-decode_key(CdcContext *cx, JsonbContainer *object, JsonbContainer *struct_schema,
-		   int tag, ConvertingWriter *cw)
+decode_key(CdcContext *cx, KeyCodecs *kc, JsonbContainer *object, const char *text,
+		   size_t len, JsonbContainer *struct_schema, int tag, ConvertingWriter *cw)
 {
-	image_codecs(cx, cx->keys, cx->key_codecs, &cx->key_codecs_tag, tag, struct_schema, object);
-	cw->codecs = cx->key_codecs;
-	eoi_decode_json_object(cx->keys, object, &cw->writer, cx->econtext);
+	cw->codecs = kc->codecs;
+	if (object == NULL && cx->job->format == EOI_FORMAT_JSON && tag != 0 && kc->tag == tag)
+		eoi_decode_json_text(cx->keys, text, len, &cw->writer, cx->econtext);
+	else
+	{
+		if (object == NULL)
+			object = &parse_json(text, len)->root;
+		image_codecs(cx, cx->keys, kc->codecs, &kc->tag, tag, struct_schema, object);
+		eoi_decode_json_object(cx->keys, object, &cw->writer, cx->econtext);
+	}
 	for (int k = 0; k < cx->keys->ncolumns; k++)
 		if (cw->fields[k] == NULL)
 			return false;
@@ -1247,23 +1280,47 @@ decode_key(CdcContext *cx, JsonbContainer *object, JsonbContainer *struct_schema
 }
 
 /*
- * The old key of an update or delete: of the before image if it has one,
- * else of the message key.  Returns false if neither has.
+ * Is the payload an object whose text may be read as it is?  A payload
+ * that known_wrapper found is scanned first, as payload_object does, so
+ * that a payload the scan declines is parsed with the whole message.
+ */
+static bool
+payload_text_checked(CdcRoutes *routes, EventJson *ev)
+{
+	MemberScan	any = {NULL, 0, false, false};
+
+	if (ev->payload != NULL || ev->text == NULL || ev->text[0] != '{')
+		return false;
+	if (ev->whole != NULL && !scan_members(routes, ev->text, ev->len, &any))
+		return false;
+	ev->whole = NULL;			/* the text is checked */
+	return true;
+}
+
+/*
+ * The old key of an update or delete: of the before image if it has one
+ * (`before` parsed, or the text event_parts kept), else of the message
+ * key.  Returns false if neither has.
  */
 static bool
 old_key(CdcContext *cx, rd_kafka_message_t *msg, JsonbContainer *before,
 		const EventJson *ev, ConvertingWriter *cw)
 {
 	EventJson	key;
+	int			tag;
 
-	if (before != NULL &&
-		decode_key(cx, before, ev->before_schema, codecs_tag(ev, IMAGE_BEFORE), cw))
+	if ((before != NULL || ev->before_text != NULL) &&
+		decode_key(cx, &cx->before_key, before, ev->before_text, ev->before_len,
+				   ev->before_schema, codecs_tag(ev, IMAGE_BEFORE), cw))
 		return true;
 	if (msg->key == NULL || msg->key_len == 0)
 		return false;
 	split_message(cx->routes, msg, true, &key);
+	tag = codecs_tag(&key, IMAGE_KEY);
+	if (payload_text_checked(cx->routes, &key))
+		return decode_key(cx, &cx->message_key, NULL, key.text, key.len, key.schema, tag, cw);
 	return payload_object(cx->routes, &key) != NULL &&
-		decode_key(cx, key.payload, key.schema, codecs_tag(&key, IMAGE_KEY), cw);
+		decode_key(cx, &cx->message_key, key.payload, NULL, 0, key.schema, tag, cw);
 }
 
 static bool
@@ -1545,7 +1602,7 @@ apply_event(CdcRoutes *routes, rd_kafka_message_t *msg)
 				 errmsg("change event of op \"%s\" has no transaction block, and job \"%s\" commits at source transaction boundaries",
 						op, routes->job->name),
 				 errhint("Set provide.transaction.metadata=true in the Debezium connector, or alter the job with transactions => 'batch'.")));
-	before = ev.has_parts ? ev.before_image : json_get_object(event, "before");
+	before = ev.has_parts ? NULL : json_get_object(event, "before");
 	after = ev.has_parts ? NULL : json_get_object(event, "after");
 
 	if (strcmp(op, "c") == 0 || strcmp(op, "r") == 0 || strcmp(op, "u") == 0)
@@ -1563,7 +1620,7 @@ apply_event(CdcRoutes *routes, rd_kafka_message_t *msg)
 			return;
 		}
 		/* an update that moves the row to another key deletes the old one */
-		converting_writer_init(&key, NULL, cx->key_codecs, cx->keys->ncolumns);
+		converting_writer_init(&key, NULL, cx->before_key.codecs, cx->keys->ncolumns);
 		if (old_key(cx, msg, before, &ev, &key) && !same_key_text(cx, key.fields, row))
 		{
 			EoiRowWriter *kw = eoi_changes_key_writer(cx->changes);
@@ -1579,7 +1636,7 @@ apply_event(CdcRoutes *routes, rd_kafka_message_t *msg)
 	{
 		ConvertingWriter key;
 
-		converting_writer_init(&key, eoi_changes_key_writer(cx->changes), cx->key_codecs,
+		converting_writer_init(&key, eoi_changes_key_writer(cx->changes), cx->before_key.codecs,
 							   cx->keys->ncolumns);
 		if (!old_key(cx, msg, before, &ev, &key))
 			check_key_fields(cx, key.fields, NULL, "the before image or the message key");
@@ -1645,7 +1702,8 @@ open_target(CdcRoutes *routes, const char *target)
 	cx->changes = eoi_changes_begin(cx->rel, target, cx->cols, cx->keys, key_columns);
 	cx->col_codecs = palloc0(sizeof(FieldCodec) * cx->cols->ncolumns);
 	cx->seen = palloc0(sizeof(bool) * Max(cx->cols->ncolumns, 1));
-	cx->key_codecs = palloc0(sizeof(FieldCodec) * Max(cx->keys->ncolumns, 1));
+	cx->before_key.codecs = palloc0(sizeof(FieldCodec) * Max(cx->keys->ncolumns, 1));
+	cx->message_key.codecs = palloc0(sizeof(FieldCodec) * Max(cx->keys->ncolumns, 1));
 	cx->keypos = palloc(sizeof(int) * Max(cx->keys->ncolumns, 1));
 	for (int k = 0; k < cx->keys->ncolumns; k++)
 		for (int c = 0; c < cx->cols->ncolumns; c++)

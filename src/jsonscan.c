@@ -28,6 +28,7 @@
  *
  *-------------------------------------------------------------------------
  */
+#include <stdint.h>
 #include <string.h>
 
 #include "jsonscan.h"
@@ -182,6 +183,33 @@ unescape(Scan *s, const char *from, const char *to)
 }
 
 /*
+ * Past the plain bytes of a string, eight at a time: up to the first
+ * quote, backslash or control character (below 0x20) at or after p, or to
+ * the last eight bytes before end.  A word has one of them if it has a
+ * zero byte after an XOR with '"' or '\\', or a byte below 0x20: the usual
+ * tests for a zero or a small byte, which flag no byte of 0x80 and above.
+ */
+#define ONES ((uint64_t) 0x0101010101010101)
+#define HIGHS ((uint64_t) 0x8080808080808080)
+#define HAS_ZERO(v) (((v) - ONES) & ~(v) & HIGHS)
+#define HAS_BELOW(v, n) (((v) - ONES * (n)) & ~(v) & HIGHS)
+
+static const char *
+skip_plain(const char *p, const char *end)
+{
+	while (end - p >= 8)
+	{
+		uint64_t	v;
+
+		memcpy(&v, p, 8);
+		if (HAS_ZERO(v ^ (ONES * '"')) | HAS_ZERO(v ^ (ONES * '\\')) | HAS_BELOW(v, 0x20))
+			break;
+		p += 8;
+	}
+	return p;
+}
+
+/*
  * The string at s->p (its opening quote); with `data`, its contents
  * unescaped: in the input when it has no escape, else in scratch.
  */
@@ -195,6 +223,7 @@ scan_string(Scan *s, const char **data, size_t *len)
 	{
 		unsigned char c;
 
+		s->p = skip_plain(s->p, s->end);
 		if (s->p >= s->end)
 			return false;
 		c = (unsigned char) *s->p;
