@@ -46,6 +46,7 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/snapmgr.h"
 
 #include "direct.h"
 
@@ -593,4 +594,140 @@ void
 eoi_direct_rows_end(EoiDirectRows *dr)
 {
 	buffer_end(dr->buf);
+}
+
+/* ---- rows updated in place (mode upsert's rows of existing keys) ---- */
+
+struct EoiDirectUpdate
+{
+	DirectBuffer *buf;			/* its executor state; nothing is buffered */
+	DatumWriter w;
+	const bool *set;			/* the columns of `cols` an update sets */
+	int			ncolumns;
+	TupleTableSlot *oldslot;
+	TupleTableSlot *newslot;
+	CommandId	cid;
+	Snapshot	snapshot;
+};
+
+/*
+ * Rows of `rel` updated as INSERT ... ON CONFLICT DO UPDATE SET c =
+ * excluded.c updates the row it conflicts with, for the columns c of
+ * `cols` with set[c]: the new values through the types' input functions,
+ * the row's own values for the others, then the stored generated columns,
+ * NOT NULL and CHECK constraints, the new version and, unless it is a HOT
+ * update, its index entries.  The caller checks that the target fits
+ * (eoi_direct_fits' rules: no triggers, no partitions) and the UPDATE
+ * privilege, and finds the rows.
+ */
+EoiDirectUpdate *
+eoi_direct_update_begin(Relation rel, RangeTblEntry *rte, EoiColumns *cols, const bool *set,
+						EState *estate)
+{
+	EoiDirectUpdate *du = palloc0(sizeof(EoiDirectUpdate));
+
+	du->buf = buffer_begin(rel, rte, estate, no_position, NULL);
+	datum_writer_init(&du->w, rel, cols);
+	du->set = set;
+	du->ncolumns = cols->ncolumns;
+	du->oldslot = table_slot_create(rel, NULL);
+	du->newslot = table_slot_create(rel, NULL);
+	du->cid = GetCurrentCommandId(true);
+	du->snapshot = RegisterSnapshot(GetTransactionSnapshot());
+	return du;
+}
+
+/* The new version of the row in oldslot, in newslot. */
+static void
+build_new_version(EoiDirectUpdate *du, char *const *fields)
+{
+	TupleTableSlot *oldslot = du->oldslot;
+	TupleTableSlot *newslot = du->newslot;
+	int			natts = newslot->tts_tupleDescriptor->natts;
+	ErrorContextCallback errcb;
+
+	slot_getallattrs(oldslot);
+	ExecClearTuple(newslot);
+	memcpy(newslot->tts_values, oldslot->tts_values, sizeof(Datum) * natts);
+	memcpy(newslot->tts_isnull, oldslot->tts_isnull, sizeof(bool) * natts);
+	du->w.values = newslot->tts_values;
+	du->w.isnull = newslot->tts_isnull;
+	errcb.callback = field_error_callback;
+	errcb.arg = &du->w;
+	errcb.previous = error_context_stack;
+	error_context_stack = &errcb;
+	for (int c = 0; c < du->ncolumns; c++)
+		if (du->set[c])
+			datum_field(&du->w.writer, c, fields[c], fields[c] ? strlen(fields[c]) : 0);
+	error_context_stack = errcb.previous;
+	ExecStoreVirtualTuple(newslot);
+	if (newslot->tts_tupleDescriptor->constr != NULL)
+	{
+		if (newslot->tts_tupleDescriptor->constr->has_generated_stored)
+			ExecComputeStoredGenerated(du->buf->rri, du->buf->estate, newslot, CMD_UPDATE);
+		ExecConstraints(du->buf->rri, newslot, du->buf->estate);
+	}
+}
+
+/*
+ * The row version at `tid`, whatever its state, kept (with its page
+ * pinned) for eoi_direct_update_row; NULL if there is none.  The caller
+ * found it in the key's index, but holds no pin since: it checks that the
+ * version still has the key it looked for.
+ */
+TupleTableSlot *
+eoi_direct_update_fetch(EoiDirectUpdate *du, ItemPointer tid)
+{
+	ExecClearTuple(du->oldslot);
+	if (!table_tuple_fetch_row_version(du->buf->rel, tid, SnapshotAny, du->oldslot))
+		return NULL;
+	return du->oldslot;
+}
+
+/*
+ * Update the row version at `tid`, fetched by eoi_direct_update_fetch, to
+ * the text fields, one per column of `cols` (NULL for SQL NULL).  Returns
+ * TM_Ok, or how a concurrent writer got there first (TM_Updated,
+ * TM_Deleted, or TM_Invisible for a row whose inserter is still at work):
+ * then nothing is done, and the caller leaves the row to the ON CONFLICT
+ * statement.
+ */
+TM_Result
+eoi_direct_update_row(EoiDirectUpdate *du, ItemPointer tid, char *const *fields)
+{
+	DirectBuffer *buf = du->buf;
+	TM_FailureData tmfd;
+	LockTupleMode lockmode;
+	TM_Result	result;
+
+#if PG_VERSION_NUM >= 160000
+	TU_UpdateIndexes update_indexes;
+#else
+	bool		update_indexes;
+#endif
+
+	build_new_version(du, fields);
+	result = table_tuple_update(buf->rel, tid, du->newslot, du->cid, du->snapshot, InvalidSnapshot,
+								true, &tmfd, &lockmode, &update_indexes);
+#if PG_VERSION_NUM >= 160000
+	if (result == TM_Ok && buf->rri->ri_NumIndices > 0 && update_indexes != TU_None)
+		list_free(ExecInsertIndexTuples(buf->rri, du->newslot, buf->estate, true, false, NULL, NIL,
+										update_indexes == TU_Summarizing));
+#else
+	if (result == TM_Ok && buf->rri->ri_NumIndices > 0 && update_indexes)
+		list_free(ExecInsertIndexTuples(buf->rri, du->newslot, buf->estate, true, false, NULL, NIL));
+#endif
+	ExecClearTuple(du->oldslot);
+	ExecClearTuple(du->newslot);
+	ResetPerTupleExprContext(buf->estate);
+	return result;
+}
+
+void
+eoi_direct_update_end(EoiDirectUpdate *du)
+{
+	UnregisterSnapshot(du->snapshot);
+	ExecDropSingleTupleTableSlot(du->oldslot);
+	ExecDropSingleTupleTableSlot(du->newslot);
+	buffer_end(du->buf);
 }

@@ -11,6 +11,7 @@
 
 #include "eoingest.h"
 
+#include "access/tableam.h"
 #include "nodes/parsenodes.h"
 #include "utils/relcache.h"
 
@@ -42,5 +43,14 @@ extern EoiDirectRows *eoi_direct_rows_begin(Relation rel, RangeTblEntry *rte, Eo
 											EState *estate);
 extern void eoi_direct_rows_add(EoiDirectRows *dr, char *const *fields);
 extern void eoi_direct_rows_end(EoiDirectRows *dr);
+
+/* Rows updated in place to text fields (mode upsert's rows of existing keys). */
+typedef struct EoiDirectUpdate EoiDirectUpdate;
+
+extern EoiDirectUpdate *eoi_direct_update_begin(Relation rel, RangeTblEntry *rte, EoiColumns *cols,
+												const bool *set, EState *estate);
+extern TupleTableSlot *eoi_direct_update_fetch(EoiDirectUpdate *du, ItemPointer tid);
+extern TM_Result eoi_direct_update_row(EoiDirectUpdate *du, ItemPointer tid, char *const *fields);
+extern void eoi_direct_update_end(EoiDirectUpdate *du);
 
 #endif

@@ -23,26 +23,34 @@
  * an index probe per row; for a new key that is most of the cost of its
  * row.  Where the target allows (bulk_fits), the batch's keys (typed,
  * sorted) are first looked up in the key's unique index, one descent each
- * and no executor (probe_keys); the rows whose keys exist go through the
- * ON CONFLICT statement (for them its conflict path is what an update
- * costs: an UPDATE ... FROM unnest join measured slower), the new ones go
- * in as tuples through direct.c's multi-insert (table_multi_insert, then
- * their index entries, as COPY does).  A writer of its own inserting one of
- * those keys in between makes the insert raise unique_violation: the
- * statement and the inserts run in a subtransaction, which is then rolled
- * back, and all the rows go in with the ON CONFLICT statement after all;
- * any other error is the batch's, as before.  Where nearly every key exists
- * the probe is skipped for a few batches (PROBE_REST); where none did, the
- * next batch is inserted without it, and probed only if an existing key
- * makes that raise unique_violation (rolled back likewise).  The statement stays
- * the only path (bulk_fits says no) for:
+ * and no executor (probe_keys).  The rows whose keys exist are updated in
+ * place at the versions found, as the statement's conflict path updates
+ * them (direct.c's eoi_direct_update_row: the same columns set, generated
+ * columns, constraints, index entries unless HOT); one a concurrent writer
+ * changed since is left to the ON CONFLICT statement, which waits for it
+ * and follows it.  The new ones go in as tuples through direct.c's
+ * multi-insert (table_multi_insert, then their index entries, as COPY
+ * does).  A writer of its own inserting one of those keys in between makes
+ * the insert raise unique_violation: the updates and the inserts run in a
+ * subtransaction, which is then rolled back, and all the rows go in with
+ * the ON CONFLICT statement after all; any other error is the batch's, as
+ * before.  Where no key existed, the next batch is inserted without a
+ * probe, and probed only if an existing key makes that raise
+ * unique_violation (rolled back likewise).  The deletes take the same
+ * index: each key's row, if a snapshot taken as the statement takes its
+ * own sees one, is deleted through the table AM (delete_by_index), and one
+ * a concurrent writer changed first is left to the DELETE statement.  (Its
+ * plan hashed the whole target when it is small next to a batch: every
+ * batch then read all of it.)  The statements stay the only path
+ * (bulk_fits says no) for:
  *	- eoingest.upsert_path = on_conflict (superuser, for tests),
  *	- targets direct.c does not cover (partitioned tables and partitions,
  *	  any trigger, a volatile default: eoi_direct_target_fits), and those
  *	  with row-level security,
  *	- a job owner without INSERT, UPDATE and SELECT on the whole table: the
  *	  statement checks UPDATE even for a batch of new keys only, and the
- *	  same error must come from it,
+ *	  same error must come from it (the deletes also need DELETE, or they
+ *	  take their statement, which raises its error),
  *	- DO NOTHING (every column a key column), left as it was,
  *	- any other unique index or exclusion constraint: the statement checks
  *	  its rows in key order, interleaving updates and inserts; the new rows
@@ -132,6 +140,7 @@ typedef struct KeyOrder
 	bool		nulls_distinct;
 	Oid			index;			/* the key's unique index */
 	AttrNumber *index_att;		/* each key column's position in it */
+	AttrNumber *heap_att;		/* and in the table */
 	RegProcedure *eqproc;		/* its "=", for the bulk path's probe */
 } KeyOrder;
 
@@ -446,6 +455,7 @@ key_order(Relation rel, List *key_columns)
 	ko->collations = palloc0(sizeof(Oid) * ko->nkeys);
 	ko->index = RelationGetRelid(idx);
 	ko->index_att = palloc0(sizeof(AttrNumber) * ko->nkeys);
+	ko->heap_att = palloc0(sizeof(AttrNumber) * ko->nkeys);
 	ko->eqproc = palloc0(sizeof(RegProcedure) * ko->nkeys);
 #if PG_VERSION_NUM >= 150000
 	ko->nulls_distinct = !idx->rd_index->indnullsnotdistinct;
@@ -475,6 +485,7 @@ key_order(Relation rel, List *key_columns)
 		fmgr_info(cmpproc, &ko->cmp[k]);
 		ko->collations[k] = idx->rd_indcollation[j];
 		ko->index_att[k] = j + 1;
+		ko->heap_att[k] = attnum;
 		ko->eqproc[k] = get_opcode(get_opfamily_member(idx->rd_opfamily[j], idx->rd_opcintype[j],
 													   idx->rd_opcintype[j], BTEqualStrategyNumber));
 	}
@@ -505,6 +516,8 @@ struct EoiChangeSet
 	int			seq;
 	MemoryContext cxt;			/* where the ops and their keys live */
 	bool		bulk;			/* the bulk path (see the header comment) */
+	bool		delete_by_index;	/* bulk, and the owner may DELETE */
+	bool	   *set_columns;	/* the columns of cols an update sets */
 };
 
 /* ---- the bulk path (see the header comment) ---- */
@@ -577,10 +590,11 @@ bulk_fits(Relation rel, EoiColumns *cols, List *key_columns, KeyOrder *ko)
  * hint only: a key seen here that is gone by the time its row is written
  * is inserted by the ON CONFLICT statement, and one not seen that a
  * concurrent writer inserts meanwhile makes the multi-insert raise
- * unique_violation (see try_bulk).  Returns how many exist.
+ * unique_violation (see try_bulk).  Returns how many exist; tids[] has
+ * the row version each found.
  */
 static int
-probe_keys(EoiChangeSet *cs, Op *const *ops, int nrows, bool *exists)
+probe_keys(EoiChangeSet *cs, Op *const *ops, int nrows, bool *exists, ItemPointerData *tids)
 {
 	KeyOrder   *ko = cs->ko;
 	Relation	idx = index_open(ko->index, AccessShareLock);
@@ -606,6 +620,7 @@ probe_keys(EoiChangeSet *cs, Op *const *ops, int nrows, bool *exists)
 		if (index_getnext_slot(scan, ForwardScanDirection, slot))
 		{
 			exists[i] = true;
+			tids[i] = slot->tts_tid;
 			nexist++;
 		}
 		CHECK_FOR_INTERRUPTS();
@@ -614,6 +629,96 @@ probe_keys(EoiChangeSet *cs, Op *const *ops, int nrows, bool *exists)
 	ExecDropSingleTupleTableSlot(slot);
 	index_close(idx, AccessShareLock);
 	return nexist;
+}
+
+/*
+ * Delete the rows of the keys of ops[0..n-1] (their rows rows[]) as the
+ * DELETE statement would, by the key's unique index: one descent each with
+ * a snapshot taken as the statement takes its own, then the row through
+ * the table AM.  A row that a concurrent writer updated or deleted after
+ * that snapshot is left to the statement, which follows it to its newest
+ * version: its row goes into later[] (*nlater of them).  Returns how many
+ * rows were deleted here.
+ */
+static uint64
+delete_by_index(EoiChangeSet *cs, Op *const *ops, const int *rows, int n, int *later, int *nlater)
+{
+	KeyOrder   *ko = cs->ko;
+	Relation	idx = index_open(ko->index, AccessShareLock);
+	TupleTableSlot *slot = table_slot_create(cs->rel, NULL);
+	ScanKeyData skeys[INDEX_MAX_KEYS];
+	CommandId	cid;
+	Snapshot	snapshot;
+	IndexScanDesc scan;
+	uint64		deleted = 0;
+
+	/* what this transaction wrote so far is seen, as by a new statement */
+	CommandCounterIncrement();
+	snapshot = RegisterSnapshot(GetTransactionSnapshot());
+	cid = GetCurrentCommandId(true);
+	/* For tests: a concurrent writer changes a row to delete here. */
+	EOI_FAULT_POINT("upsert-bulk-delete");
+	*nlater = 0;
+	scan = index_beginscan(cs->rel, idx, snapshot, ko->nkeys, 0);
+	for (int i = 0; i < n; i++)
+	{
+		const Op   *op = ops[i];
+		TM_FailureData tmfd;
+		TM_Result	result;
+
+		if (op->distinct)
+			continue;			/* a null in the key: no row has it */
+		for (int k = 0; k < ko->nkeys; k++)
+			ScanKeyEntryInitialize(&skeys[k], 0, ko->index_att[k], BTEqualStrategyNumber,
+								   InvalidOid, ko->collations[k], ko->eqproc[k], op->key[k]);
+		index_rescan(scan, skeys, ko->nkeys, NULL, 0);
+		if (!index_getnext_slot(scan, ForwardScanDirection, slot))
+			continue;			/* no such row */
+		result = table_tuple_delete(cs->rel, &slot->tts_tid, cid, snapshot, InvalidSnapshot,
+									true, &tmfd, false);
+		switch (result)
+		{
+			case TM_Ok:
+				deleted++;
+				break;
+			case TM_Updated:
+			case TM_Deleted:
+			case TM_SelfModified:
+				later[(*nlater)++] = rows[i];
+				break;
+			default:
+				elog(ERROR, "unexpected table_tuple_delete status: %u", result);
+		}
+		CHECK_FOR_INTERRUPTS();
+	}
+	index_endscan(scan);
+	ExecDropSingleTupleTableSlot(slot);
+	index_close(idx, AccessShareLock);
+	UnregisterSnapshot(snapshot);
+	CommandCounterIncrement();
+	return deleted;
+}
+
+/*
+ * The deletes of a batch: by the key's index where the bulk path may take
+ * them, the rest (or all) by the DELETE statement.
+ */
+static uint64
+apply_deletes(EoiChangeSet *cs, Op *const *ops, int *rows, int n)
+{
+	uint64		processed = 0;
+
+	if (cs->delete_by_index)
+	{
+		int		   *later = palloc(sizeof(int) * n);
+
+		processed = delete_by_index(cs, ops, rows, n, later, &n);
+		rows = later;
+	}
+	if (n > 0)
+		processed += execute_with_arrays(build_delete_sql(cs->rel, cs->target, cs->keys),
+										 &cs->tombstones, rows, n, cs->keys->ncolumns);
+	return processed;
 }
 
 /* Insert the rows whose keys did not exist, as tuples (direct.c). */
@@ -639,17 +744,63 @@ insert_new(EoiChangeSet *cs, const int *rows, int nrows, const bool *exists)
 	free_parsestate(pstate);
 }
 
+/* Does the row version in `slot` have op's key? */
+static bool
+has_key(KeyOrder *ko, TupleTableSlot *slot, const Op *op)
+{
+	for (int k = 0; k < ko->nkeys; k++)
+	{
+		bool		isnull;
+		Datum		value = slot_getattr(slot, ko->heap_att[k], &isnull);
+
+		if (isnull || DatumGetInt32(FunctionCall2Coll(&ko->cmp[k], ko->collations[k],
+													  value, op->key[k])) != 0)
+			return false;
+	}
+	return true;
+}
+
 /*
- * Where nearly every key exists the probe is wasted: the statement looks
- * each key up again.  After a probe that found 90% or more of a batch's
- * keys, the next PROBE_REST batches of that target go straight to the
- * statement.  Where no key exists it is wasted too: after a probe that
- * found none, the next batch of that target is inserted without one, and
- * probed only if that meets an existing key (a unique_violation).
+ * Update the rows whose keys exist, at the versions the probe found
+ * (tids), as the ON CONFLICT statement updates the row it meets (direct.c).
+ * A row that a concurrent writer changed since the probe is left to the
+ * statement, which waits for it and follows it: its row goes into later[].
+ * So is one whose version is gone, or no longer has the key (the probe
+ * held no pin: a version whose inserter aborted can be pruned, and its
+ * slot reused).  Returns how many are left.
  */
-#define PROBE_REST 8
-static Oid	rest_relid = InvalidOid;
-static int	rest_batches = 0;
+static int
+update_existing(EoiChangeSet *cs, const int *rows, Op *const *ops, ItemPointerData *tids,
+				int nrows, int *later)
+{
+	ParseState *pstate = make_parsestate(NULL);
+	EState	   *estate = CreateExecutorState();
+	RangeTblEntry *rte = eoi_target_rte(pstate, cs->rel, cs->cols->names);
+	EoiDirectUpdate *du;
+	int			nlater = 0;
+
+	/* the UPDATE privilege on the whole table: bulk_fits */
+	du = eoi_direct_update_begin(cs->rel, rte, cs->cols, cs->set_columns, estate);
+	for (int i = 0; i < nrows; i++)
+	{
+		TupleTableSlot *old = eoi_direct_update_fetch(du, &tids[i]);
+
+		if (old == NULL || !has_key(cs->ko, old, ops[i]) ||
+			eoi_direct_update_row(du, &tids[i], &cs->values.cells[rows[i] * cs->values.ncols]) != TM_Ok)
+			later[nlater++] = rows[i];
+		CHECK_FOR_INTERRUPTS();
+	}
+	eoi_direct_update_end(du);
+	FreeExecutorState(estate);
+	free_parsestate(pstate);
+	return nlater;
+}
+
+/*
+ * Where no key exists the probe is wasted: after a probe that found none,
+ * the next batch of that target is inserted without one, and probed only
+ * if that meets an existing key (a unique_violation).
+ */
 static Oid	unprobed_relid = InvalidOid;
 
 typedef enum BulkResult
@@ -660,9 +811,9 @@ typedef enum BulkResult
 
 /*
  * The rows through the bulk path, in a subtransaction: those whose keys
- * exist with the ON CONFLICT statement (its conflict path is what an
- * update costs), the new ones as tuples; without `probe`, every row as a
- * new one.  BULK_UNIQUE_VIOLATION if an existing key (or, after a probe, a
+ * exist updated in place (the ON CONFLICT statement for those a concurrent
+ * writer changed meanwhile), the new ones as tuples; without `probe`,
+ * every row as a new one.  BULK_UNIQUE_VIOLATION if an existing key (or, after a probe, a
  * concurrent writer's) made the inserts raise unique_violation.
  */
 typedef struct BulkRows
@@ -681,31 +832,36 @@ write_bulk(void *arg)
 	EoiChangeSet *cs = br->cs;
 	Oid			relid = RelationGetRelid(cs->rel);
 	bool	   *exists = palloc0(sizeof(bool) * Max(br->nrows, 1));
+	ItemPointerData *tids = palloc(sizeof(ItemPointerData) * Max(br->nrows, 1));
 	int		   *old_rows = palloc(sizeof(int) * Max(br->nrows, 1));
+	Op		  **old_ops = palloc(sizeof(Op *) * Max(br->nrows, 1));
 	int			nold = 0;
+	int			nlater;
 
 	if (br->probe)
-		(void) probe_keys(cs, br->ops, br->nrows, exists);
+		(void) probe_keys(cs, br->ops, br->nrows, exists, tids);
 	for (int i = 0; i < br->nrows; i++)
 		if (exists[i])
+		{
+			tids[nold] = tids[i];
+			old_ops[nold] = br->ops[i];
 			old_rows[nold++] = br->rows[i];
-	if (nold > 0)
+		}
+	/* For tests: a concurrent writer changes a row of an existing key here. */
+	EOI_FAULT_POINT("upsert-bulk-update");
+	nlater = nold > 0 ? update_existing(cs, old_rows, old_ops, tids, nold, old_rows) : 0;
+	if (nlater > 0)
 	{
 		if (SPI_connect() != SPI_OK_CONNECT)
 			elog(ERROR, "SPI_connect failed");
 		(void) execute_with_arrays(build_upsert_sql(cs->rel, cs->target, cs->cols, cs->key_columns),
-								   &cs->values, old_rows, nold, cs->cols->ncolumns);
+								   &cs->values, old_rows, nlater, cs->cols->ncolumns);
 		SPI_finish();
 	}
 	/* For tests: a concurrent writer inserts one of the new keys here. */
 	EOI_FAULT_POINT("upsert-bulk-insert");
 	if (nold < br->nrows)
 		insert_new(cs, br->rows, br->nrows, exists);
-	if (br->probe && nold * 10 >= br->nrows * 9)
-	{
-		rest_relid = relid;
-		rest_batches = PROBE_REST;
-	}
 	unprobed_relid = (!br->probe || nold == 0) ? relid : InvalidOid;
 }
 
@@ -737,11 +893,6 @@ apply_bulk(EoiChangeSet *cs, const int *rows, Op *const *ops, int nrows)
 
 	if (!cs->bulk)
 		return false;
-	if (rest_batches > 0 && rest_relid == relid)
-	{
-		rest_batches--;
-		return false;
-	}
 	if (unprobed_relid == relid && try_bulk(cs, rows, ops, nrows, false) == BULK_DONE)
 		return true;
 	return try_bulk(cs, rows, ops, nrows, true) == BULK_DONE;
@@ -768,6 +919,11 @@ eoi_changes_begin(Relation rel, const char *target, EoiColumns *cols, EoiColumns
 	cs->ops = palloc(sizeof(Op) * cs->capacity);
 	cs->cxt = CurrentMemoryContext;
 	cs->bulk = bulk_fits(rel, cols, key_columns, cs->ko);
+	cs->set_columns = palloc(sizeof(bool) * Max(cols->ncolumns, 1));
+	for (int c = 0; c < cols->ncolumns; c++)
+		cs->set_columns[c] = !is_key(key_columns, cols->colnames[c]);
+	cs->delete_by_index = cs->bulk &&
+		pg_class_aclcheck(RelationGetRelid(rel), GetUserId(), ACL_DELETE) == ACLCHECK_OK;
 	return cs;
 }
 
@@ -838,6 +994,7 @@ eoi_changes_apply(EoiChangeSet *cs)
 	int		   *upsert_rows = palloc(sizeof(int) * Max(cs->nops, 1));
 	Op		  **upsert_ops = palloc(sizeof(Op *) * Max(cs->nops, 1));
 	int		   *delete_rows = palloc(sizeof(int) * Max(cs->nops, 1));
+	Op		  **delete_ops = palloc(sizeof(Op *) * Max(cs->nops, 1));
 	int			nupserts = 0;
 	int			ndeletes = 0;
 	uint64		processed = 0;
@@ -853,7 +1010,10 @@ eoi_changes_apply(EoiChangeSet *cs)
 			if (ops[next].is_delete)
 				last_delete = next;
 		if (last_delete >= 0)
+		{
+			delete_ops[ndeletes] = &ops[last_delete];
 			delete_rows[ndeletes++] = ops[last_delete].row;
+		}
 		if (!ops[next - 1].is_delete)
 		{
 			upsert_ops[nupserts] = &ops[next - 1];
@@ -865,8 +1025,7 @@ eoi_changes_apply(EoiChangeSet *cs)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	if (ndeletes > 0)
-		processed += execute_with_arrays(build_delete_sql(cs->rel, cs->target, cs->keys),
-										 &cs->tombstones, delete_rows, ndeletes, cs->keys->ncolumns);
+		processed += apply_deletes(cs, delete_ops, delete_rows, ndeletes);
 	if (nupserts > 0 && apply_bulk(cs, upsert_rows, upsert_ops, nupserts))
 		processed += nupserts;
 	else if (nupserts > 0)
@@ -876,6 +1035,7 @@ eoi_changes_apply(EoiChangeSet *cs)
 	pfree(upsert_rows);
 	pfree(upsert_ops);
 	pfree(delete_rows);
+	pfree(delete_ops);
 	return processed;
 }
 

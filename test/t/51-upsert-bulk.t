@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Mode upsert's bulk path (src/upsert.c: the keys probed in the key's index,
-# INSERT ... ON CONFLICT for the rows whose keys exist, multi-insert for the
-# new ones, ON CONFLICT for all when a concurrent writer races).
+# the rows whose keys exist updated in place, multi-insert for the new ones,
+# ON CONFLICT for all when a concurrent writer races).
 #  - Differential: the same random batches (repeated keys, keys spelled
 #    01 and 1, tombstones, keys already in the table, bad values and CHECK
 #    violations) through the bulk path and through ON CONFLICT alone
@@ -11,6 +11,15 @@
 #  - A concurrent session inserts some of a batch's new keys between the
 #    bulk path's probe and its inserts (fault point upsert-bulk-insert):
 #    the batch goes in with ON CONFLICT, nothing lost, nothing doubled.
+#  - A concurrent session updates and deletes rows of existing keys between
+#    the probe and their updates in place (fault point upsert-bulk-update):
+#    those rows go through the ON CONFLICT statement, and end with the
+#    batch's values.
+#  - The deletes go by the key's index too (delete_by_index).  A concurrent
+#    session updates, deletes and re-keys rows of a batch's tombstones after
+#    the worker took its snapshot (fault point upsert-bulk-delete): the
+#    updated rows are deleted all the same (their newest versions), the
+#    re-keyed one stays under its new key, as with the DELETE statement.
 #  - Any other error there is the batch's: the job fails, the UPDATE is
 #    the update of the existing key is rolled back, no offset moves.
 #  - After a batch of new keys only the next goes in unprobed; if it meets
@@ -22,7 +31,7 @@ set -euo pipefail
 . "$(dirname "$0")/../lib/tap.sh"
 . "$(dirname "$0")/../lib/faults.sh"
 
-plan 23
+plan 29
 n=${EOINGEST_UPSERT_MESSAGES:-3000}
 seed=${EOINGEST_UPSERT_SEED:-$RANDOM}
 diag "messages $n, seed $seed (EOINGEST_UPSERT_SEED=$seed to repeat)"
@@ -146,6 +155,50 @@ is "$(sql "SELECT count(*) FROM eoingest.dead_letters WHERE job = 'ur'") $(sql "
   "0 running" "no dead letter, the job runs on"
 sql "SELECT eoingest.drop_job('ur')" >/dev/null
 
+# --- a concurrent writer changes rows of existing keys between the probe and their updates ---
+vtopic=uv_$$
+eoi-kafka create-topic "$vtopic" 1 >/dev/null
+for i in $(seq 1 10); do printf '%s\t%s,kafka%s\n' "$i" "$i" "$i"; done | eoi-kafka produce -K -p 0 "$vtopic" >/dev/null
+sql "CREATE TABLE uv (id int PRIMARY KEY, v text);
+     INSERT INTO uv SELECT g, 'old' FROM generate_series(1, 10) g" >/dev/null
+before=$(fault_count upsert-bulk-update)
+set_fault upsert-bulk-update sleep 4000
+sql "SELECT eoingest.create_job(name => 'uv', brokers => '$KAFKA_BROKERS', topic => '$vtopic', target => 'uv',
+       format => 'csv', mode => 'upsert', batch_size => 1000, batch_timeout_ms => 1000);
+     SELECT eoingest.start_job('uv')" >/dev/null
+check "the worker stops between its probe and its updates" wait_fault upsert-bulk-update "$before" 60
+sql "UPDATE uv SET v = 'concurrent' WHERE id IN (1, 2); DELETE FROM uv WHERE id = 3" >/dev/null
+wait_until 60 "SELECT coalesce(sum(next_offset), 0) = 10 FROM eoingest.offsets WHERE job = 'uv'" >/dev/null || true
+clear_fault
+is "$(sql "SELECT count(*) || ' ' || count(*) FILTER (WHERE v = 'kafka' || id) FROM uv")|$(sql "SELECT coalesce(sum(next_offset), 0) FROM eoingest.offsets WHERE job = 'uv'")" \
+  "10 10|10" "every row has the batch's value, the concurrently updated and deleted ones too; offsets at the end"
+is "$(sql "SELECT count(*) FROM eoingest.dead_letters WHERE job = 'uv'") $(sql "SELECT state FROM eoingest.job_status WHERE name = 'uv'")" \
+  "0 running" "no dead letter, the job runs on"
+sql "SELECT eoingest.drop_job('uv')" >/dev/null
+
+# --- a concurrent writer changes rows of the batch's deletes after the worker's snapshot ---
+dtopic=ud_$$
+eoi-kafka create-topic "$dtopic" 1 >/dev/null
+for i in $(seq 1 10); do printf '%s\t\n' "$i"; done | eoi-kafka produce -K -z -p 0 "$dtopic" >/dev/null
+sql "CREATE TABLE ud (id int PRIMARY KEY, v text);
+     INSERT INTO ud SELECT g, 'old' FROM generate_series(1, 20) g" >/dev/null
+before=$(fault_count upsert-bulk-delete)
+set_fault upsert-bulk-delete sleep 4000
+sql "SELECT eoingest.create_job(name => 'ud', brokers => '$KAFKA_BROKERS', topic => '$dtopic', target => 'ud',
+       format => 'csv', mode => 'upsert', batch_size => 1000, batch_timeout_ms => 1000);
+     SELECT eoingest.start_job('ud')" >/dev/null
+check "the worker stops between its snapshot and its deletes" wait_fault upsert-bulk-delete "$before" 60
+sql "UPDATE ud SET v = 'concurrent' WHERE id IN (1, 2, 3); DELETE FROM ud WHERE id = 4;
+     UPDATE ud SET id = 105 WHERE id = 5" >/dev/null
+wait_until 60 "SELECT coalesce(sum(next_offset), 0) = 10 FROM eoingest.offsets WHERE job = 'ud'" >/dev/null || true
+clear_fault
+is "$(sql "SELECT string_agg(id::text, ',' ORDER BY id) FROM ud")|$(sql "SELECT coalesce(sum(next_offset), 0) FROM eoingest.offsets WHERE job = 'ud'")" \
+  "11,12,13,14,15,16,17,18,19,20,105|10" \
+  "keys 1-10 deleted, the concurrently updated ones too; the re-keyed row stays as 105; offsets at the end"
+is "$(sql "SELECT count(*) FROM eoingest.dead_letters WHERE job = 'ud'") $(sql "SELECT state FROM eoingest.job_status WHERE name = 'ud'")" \
+  "0 running" "no dead letter, the job runs on"
+sql "SELECT eoingest.drop_job('ud')" >/dev/null
+
 # --- any other error between the probe and the inserts is the batch's ---
 etopic=ue_$$
 eoi-kafka create-topic "$etopic" 1 >/dev/null
@@ -202,6 +255,6 @@ psql -XAtq -v ON_ERROR_STOP=1 -U eoi_ub_owner -c "SELECT eoingest.start_job('up'
 check "a revoked UPDATE fails the job, new keys or not, as the ON CONFLICT statement does" wait_until 60 \
   "SELECT state = 'failed' AND last_error LIKE '%permission denied for table up%' FROM eoingest.job_status WHERE name = 'up'"
 is "$(sql "SELECT count(*) FROM up")" 0 "and nothing was written"
-sql "SELECT eoingest.drop_job('up'); DROP TABLE up, ue, ur, plain_old, plain_new, uq_old, uq_new;
+sql "SELECT eoingest.drop_job('up'); DROP TABLE up, ud, uv, ue, ur, plain_old, plain_new, uq_old, uq_new;
      DROP OWNED BY eoi_ub_owner; DROP ROLE eoi_ub_owner" >/dev/null
 done_testing
