@@ -585,6 +585,24 @@ bulk_fits(Relation rel, EoiColumns *cols, List *key_columns, KeyOrder *ko)
 }
 
 /*
+ * The row version of op's key that `scan` (of the key's unique index) sees,
+ * into `slot`; false if none.
+ */
+static bool
+find_key(KeyOrder *ko, IndexScanDesc scan, const Op *op, TupleTableSlot *slot)
+{
+	ScanKeyData skeys[INDEX_MAX_KEYS];
+
+	if (op->distinct)
+		return false;			/* a null in the key: no row has it */
+	for (int k = 0; k < ko->nkeys; k++)
+		ScanKeyEntryInitialize(&skeys[k], 0, ko->index_att[k], BTEqualStrategyNumber,
+							   InvalidOid, ko->collations[k], ko->eqproc[k], op->key[k]);
+	index_rescan(scan, skeys, ko->nkeys, NULL, 0);
+	return index_getnext_slot(scan, ForwardScanDirection, slot);
+}
+
+/*
  * Which of the rows' keys are in the key's unique index: one descent each
  * (the keys are sorted), with a dirty snapshot, as ON CONFLICT looks.  A
  * hint only: a key seen here that is gone by the time its row is written
@@ -599,7 +617,6 @@ probe_keys(EoiChangeSet *cs, Op *const *ops, int nrows, bool *exists, ItemPointe
 	KeyOrder   *ko = cs->ko;
 	Relation	idx = index_open(ko->index, AccessShareLock);
 	TupleTableSlot *slot = table_slot_create(cs->rel, NULL);
-	ScanKeyData skeys[INDEX_MAX_KEYS];
 	SnapshotData dirty;
 	IndexScanDesc scan;
 	int			nexist = 0;
@@ -611,13 +628,7 @@ probe_keys(EoiChangeSet *cs, Op *const *ops, int nrows, bool *exists, ItemPointe
 		const Op   *op = ops[i];
 
 		exists[i] = false;
-		if (op->distinct)
-			continue;			/* a null in the key: no row has it */
-		for (int k = 0; k < ko->nkeys; k++)
-			ScanKeyEntryInitialize(&skeys[k], 0, ko->index_att[k], BTEqualStrategyNumber,
-								   InvalidOid, ko->collations[k], ko->eqproc[k], op->key[k]);
-		index_rescan(scan, skeys, ko->nkeys, NULL, 0);
-		if (index_getnext_slot(scan, ForwardScanDirection, slot))
+		if (find_key(ko, scan, op, slot))
 		{
 			exists[i] = true;
 			tids[i] = slot->tts_tid;
@@ -646,7 +657,6 @@ delete_by_index(EoiChangeSet *cs, Op *const *ops, const int *rows, int n, int *l
 	KeyOrder   *ko = cs->ko;
 	Relation	idx = index_open(ko->index, AccessShareLock);
 	TupleTableSlot *slot = table_slot_create(cs->rel, NULL);
-	ScanKeyData skeys[INDEX_MAX_KEYS];
 	CommandId	cid;
 	Snapshot	snapshot;
 	IndexScanDesc scan;
@@ -662,17 +672,10 @@ delete_by_index(EoiChangeSet *cs, Op *const *ops, const int *rows, int n, int *l
 	scan = index_beginscan(cs->rel, idx, snapshot, ko->nkeys, 0);
 	for (int i = 0; i < n; i++)
 	{
-		const Op   *op = ops[i];
 		TM_FailureData tmfd;
 		TM_Result	result;
 
-		if (op->distinct)
-			continue;			/* a null in the key: no row has it */
-		for (int k = 0; k < ko->nkeys; k++)
-			ScanKeyEntryInitialize(&skeys[k], 0, ko->index_att[k], BTEqualStrategyNumber,
-								   InvalidOid, ko->collations[k], ko->eqproc[k], op->key[k]);
-		index_rescan(scan, skeys, ko->nkeys, NULL, 0);
-		if (!index_getnext_slot(scan, ForwardScanDirection, slot))
+		if (!find_key(ko, scan, ops[i], slot))
 			continue;			/* no such row */
 		result = table_tuple_delete(cs->rel, &slot->tts_tid, cid, snapshot, InvalidSnapshot,
 									true, &tmfd, false);
