@@ -14,12 +14,18 @@
  * generated columns and NOT NULL and CHECK constraints are applied per row,
  * before the row is buffered, so that an error names its message.
  *
+ * Triggers fire as COPY FROM fires them: BEFORE STATEMENT at the start of
+ * the batch, BEFORE ROW on each row before its generated columns and
+ * constraints (a row it drops is not inserted, and since the trigger may
+ * read the table, each row then goes in on its own rather than in a group),
+ * AFTER ROW queued as each row's index entries go in (with the indexes of
+ * deferrable unique constraints to recheck), transition tables captured,
+ * AFTER STATEMENT and the queued AFTER triggers (foreign keys among them)
+ * at the end of the batch.
+ *
  * COPY stays the path (eoi_direct_fits says no) for the targets whose
  * needs this file does not cover yet:
  *	- partitioned tables and partitions (routing, partition constraints),
- *	- tables with any trigger: row and statement triggers, transition
- *	  tables, and the triggers behind foreign keys and deferrable unique
- *	  constraints,
  *	- a volatile default on a column no message fills (COPY then inserts
  *	  row by row, since the default may read the table),
  *	- the tests' eoingest.test_batch_text_limit, which is about COPY's text,
@@ -35,6 +41,7 @@
 #include "access/tableam.h"
 #include "access/xact.h"
 #include "catalog/pg_type.h"
+#include "commands/trigger.h"
 #include "executor/executor.h"
 #include "executor/nodeModifyTable.h"
 #include "mb/pg_wchar.h"
@@ -157,8 +164,7 @@ eoi_direct_target_fits(Relation rel, EoiColumns *cols)
 {
 	bool		is_volatile;
 
-	if (rel->rd_rel->relkind != RELKIND_RELATION || rel->rd_rel->relispartition ||
-		rel->trigdesc != NULL)
+	if (rel->rd_rel->relkind != RELKIND_RELATION || rel->rd_rel->relispartition)
 		return false;
 	(void) unfilled_defaults(rel, cols, &is_volatile);
 	return !is_volatile;
@@ -304,9 +310,17 @@ typedef struct DirectBuffer
 	size_t		nbytes;
 	EoiDirectPositionFn position;
 	void	   *arg;
+	/* the target's triggers, if it has any */
+	bool		has_triggers;
+	bool		before_row;		/* BEFORE ROW INSERT: a row at a time */
+	bool		after_row;		/* AFTER ROW INSERT, or transition tables */
+	TransitionCaptureState *transition;
 } DirectBuffer;
 
-/* Insert the buffered rows, then their index entries, each naming its message. */
+/*
+ * Insert the buffered rows, then their index entries and AFTER ROW
+ * triggers, each naming its message.
+ */
 static void
 flush_rows(DirectBuffer *buf)
 {
@@ -316,11 +330,10 @@ flush_rows(DirectBuffer *buf)
 	table_multi_insert(buf->rel, buf->slots, buf->nrows, buf->cid, 0, buf->bistate);
 	for (int k = 0; k < buf->nrows; k++)
 	{
-		if (buf->rri->ri_NumIndices > 0)
-		{
-			List	   *recheck;
+		List	   *recheck = NIL;
 
-			buf->position(buf->arg, buf->messages[k]);
+		buf->position(buf->arg, buf->messages[k]);
+		if (buf->rri->ri_NumIndices > 0)
 #if PG_VERSION_NUM >= 160000
 			recheck = ExecInsertIndexTuples(buf->rri, buf->slots[k], buf->estate,
 											false, false, NULL, NIL, false);
@@ -328,11 +341,11 @@ flush_rows(DirectBuffer *buf)
 			recheck = ExecInsertIndexTuples(buf->rri, buf->slots[k], buf->estate,
 											false, false, NULL, NIL);
 #endif
-			/* Deferrable constraints have triggers: such targets take COPY. */
-			Assert(recheck == NIL);
-			list_free(recheck);
-			ResetPerTupleExprContext(buf->estate);
-		}
+		/* the indexes of deferrable unique constraints go to their triggers */
+		if (buf->after_row || recheck != NIL)
+			ExecARInsertTriggers(buf->estate, buf->rri, buf->slots[k], recheck, buf->transition);
+		list_free(recheck);
+		ResetPerTupleExprContext(buf->estate);
 		ExecClearTuple(buf->slots[k]);
 	}
 	buf->position(buf->arg, -1);
@@ -372,8 +385,11 @@ start_row(DirectBuffer *buf, DatumWriter *w)
 	return slot;
 }
 
-/* The filled slot: defaults, generated columns, constraints, then its own copy. */
-static void
+/*
+ * The filled slot: defaults, BEFORE ROW triggers, generated columns,
+ * constraints, then its own copy.  False if a trigger dropped the row.
+ */
+static bool
 finish_row(DirectBuffer *buf, List *defaults, TupleTableSlot *slot)
 {
 	ExprContext *econtext = GetPerTupleExprContext(buf->estate);
@@ -388,17 +404,23 @@ finish_row(DirectBuffer *buf, List *defaults, TupleTableSlot *slot)
 			ExecEvalExprSwitchContext(d->expr, econtext, &slot->tts_isnull[d->attidx]);
 	}
 	ExecStoreVirtualTuple(slot);
+	if (buf->before_row && !ExecBRInsertTriggers(buf->estate, buf->rri, slot))
+	{
+		ExecClearTuple(slot);
+		return false;
+	}
 	if (desc->constr != NULL && desc->constr->has_generated_stored)
 		ExecComputeStoredGenerated(buf->rri, buf->estate, slot, CMD_INSERT);
 	if (desc->constr != NULL)
 		ExecConstraints(buf->rri, slot, buf->estate);
 	/* The row's own copy: the per-row memory is reset next. */
 	ExecMaterializeSlot(slot);
+	return true;
 }
 
 /*
  * Decode message i into the next slot and check it; false if it makes no
- * row (a CSV header).
+ * row (a CSV header, or a row a BEFORE ROW trigger dropped).
  */
 static bool
 build_row(DirectBuffer *buf, EoiColumns *cols, DatumWriter *w, List *defaults,
@@ -412,8 +434,7 @@ build_row(DirectBuffer *buf, EoiColumns *cols, DatumWriter *w, List *defaults,
 	slot = start_row(buf, w);
 	if (!eoi_decode_kafka_message(cols, msg, false, &w->writer, econtext))
 		return false;
-	finish_row(buf, defaults, slot);
-	return true;
+	return finish_row(buf, defaults, slot);
 }
 
 static List *
@@ -458,6 +479,18 @@ buffer_begin(Relation rel, RangeTblEntry *rte, EState *estate,
 	buf->bistate = GetBulkInsertState();
 	buf->position = position;
 	buf->arg = arg;
+	if (rel->trigdesc != NULL)
+	{
+		TriggerDesc *td = rel->trigdesc;
+
+		buf->has_triggers = true;
+		buf->before_row = td->trig_insert_before_row;
+		AfterTriggerBeginQuery();
+		buf->transition = MakeTransitionCaptureState(td, RelationGetRelid(rel), CMD_INSERT);
+		buf->after_row = td->trig_insert_after_row ||
+			(buf->transition != NULL && buf->transition->tcs_insert_new_table);
+		ExecBSInsertTriggers(estate, buf->rri);
+	}
 	return buf;
 }
 
@@ -465,6 +498,11 @@ static void
 buffer_end(DirectBuffer *buf)
 {
 	flush_rows(buf);
+	if (buf->has_triggers)
+	{
+		ExecASInsertTriggers(buf->estate, buf->rri, buf->transition);
+		AfterTriggerEndQuery(buf->estate);
+	}
 	FreeBulkInsertState(buf->bistate);
 	table_finish_bulk_insert(buf->rel, 0);
 	for (int k = 0; k < DIRECT_MAX_ROWS && buf->slots[k] != NULL; k++)
@@ -498,6 +536,8 @@ eoi_direct_insert(Relation rel, RangeTblEntry *rte, EoiColumns *cols, EoiBatch *
 	List	   *defaults;
 	uint64		processed = 0;
 
+	/* For tests: how often a batch takes this path. */
+	EOI_FAULT_POINT("direct-insert");
 	defaults = prepare_defaults(rel, cols, estate);
 	datum_writer_init(&w, rel, cols);
 
@@ -518,7 +558,7 @@ eoi_direct_insert(Relation rel, RangeTblEntry *rte, EoiColumns *cols, EoiBatch *
 			processed++;
 		}
 		ResetPerTupleExprContext(estate);
-		if (buf->nrows == DIRECT_MAX_ROWS || buf->nbytes >= DIRECT_MAX_BYTES)
+		if (buf->nrows == DIRECT_MAX_ROWS || buf->nbytes >= DIRECT_MAX_BYTES || buf->before_row)
 			flush_rows(buf);
 	}
 	flush_rows(buf);
@@ -582,7 +622,7 @@ eoi_direct_rows_add(EoiDirectRows *dr, char *const *fields)
 		datum_field(&dr->w.writer, c, fields[c], len);
 		buf->nbytes += len;
 	}
-	finish_row(buf, dr->defaults, slot);
+	(void) finish_row(buf, dr->defaults, slot);	/* no triggers: bulk_fits */
 	error_context_stack = errcb.previous;
 	buf->messages[buf->nrows++] = -1;
 	ResetPerTupleExprContext(buf->estate);
@@ -626,6 +666,8 @@ eoi_direct_update_begin(Relation rel, RangeTblEntry *rte, EoiColumns *cols, cons
 {
 	EoiDirectUpdate *du = palloc0(sizeof(EoiDirectUpdate));
 
+	if (rel->trigdesc != NULL)
+		elog(ERROR, "eoi_direct_update_begin: \"%s\" has triggers", RelationGetRelationName(rel));
 	du->buf = buffer_begin(rel, rte, estate, no_position, NULL);
 	datum_writer_init(&du->w, rel, cols);
 	du->set = set;

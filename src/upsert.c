@@ -45,8 +45,9 @@
  * (bulk_fits says no) for:
  *	- eoingest.upsert_path = on_conflict (superuser, for tests),
  *	- targets direct.c does not cover (partitioned tables and partitions,
- *	  any trigger, a volatile default: eoi_direct_target_fits), and those
- *	  with row-level security,
+ *	  a volatile default: eoi_direct_target_fits), those with any trigger
+ *	  (the statements fire UPDATE and DELETE triggers, and INSERT ... ON
+ *	  CONFLICT's own), and those with row-level security,
  *	- a job owner without INSERT, UPDATE and SELECT on the whole table: the
  *	  statement checks UPDATE even for a batch of new keys only, and the
  *	  same error must come from it (the deletes also need DELETE, or they
@@ -552,7 +553,7 @@ bulk_fits(Relation rel, EoiColumns *cols, List *key_columns, KeyOrder *ko)
 	bool		has_value_column = false;
 
 	if (eoingest_upsert_path != EOI_UPSERT_PATH_BULK || !ko->nulls_distinct ||
-		!eoi_direct_target_fits(rel, cols) ||
+		rel->trigdesc != NULL || !eoi_direct_target_fits(rel, cols) ||
 		check_enable_rls(RelationGetRelid(rel), InvalidOid, true) != RLS_NONE ||
 		pg_class_aclmask(RelationGetRelid(rel), GetUserId(), ACL_INSERT | ACL_UPDATE | ACL_SELECT,
 						 ACLMASK_ALL) != (ACL_INSERT | ACL_UPDATE | ACL_SELECT))
