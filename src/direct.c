@@ -507,6 +507,8 @@ buffer_end(DirectBuffer *buf)
 	table_finish_bulk_insert(buf->rel, 0);
 	for (int k = 0; k < DIRECT_MAX_ROWS && buf->slots[k] != NULL; k++)
 		ExecDropSingleTupleTableSlot(buf->slots[k]);
+	/* the slots the trigger machinery made in the executor state, as COPY FROM does */
+	ExecResetTupleTable(buf->estate->es_tupleTable, false);
 	ExecCloseResultRelations(buf->estate);
 	ExecCloseRangeTableRelations(buf->estate);
 }

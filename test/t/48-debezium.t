@@ -263,8 +263,12 @@ for pair in dbz_a:dbz_a dbz_b:dbz_b dbz_a:dbz_a_plain dbz_acct:dbz_acct dbz_xfer
   is "$only_src" 0 "$tbl: source EXCEPT target is empty ($(wc -l <"$run/$tbl.source") rows)"
   is "$only_tgt" 0 "$tbl: target EXCEPT source is empty"
 done
-is "$(sql "SELECT count(*) FROM eoingest.dead_letters WHERE job IN ('dbz_a', 'dbz_b', 'dbz_p', 'dbz_x')") $(sql "SELECT string_agg(DISTINCT state, ',') FROM eoingest.job_status WHERE name IN ('dbz_a', 'dbz_b', 'dbz_p', 'dbz_x')")" \
+states=$(sql "SELECT string_agg(DISTINCT state, ',') FROM eoingest.job_status WHERE name IN ('dbz_a', 'dbz_b', 'dbz_p', 'dbz_x')")
+is "$(sql "SELECT count(*) FROM eoingest.dead_letters WHERE job IN ('dbz_a', 'dbz_b', 'dbz_p', 'dbz_x')") $states" \
   "0 running" "no dead letters, the four jobs running"
+[ "$states" = running ] ||
+  diag "$(sql "SELECT name || ' ' || worker || ' ' || state || ': ' || coalesce(last_error, '') FROM eoingest.job_status
+               WHERE name IN ('dbz_a', 'dbz_b', 'dbz_p', 'dbz_x') AND state <> 'running'")"
 
 diag "48-debezium: $((SECONDS)) s in all"
 sql "SELECT eoingest.drop_job('dbz_a'); SELECT eoingest.drop_job('dbz_b'); SELECT eoingest.drop_job('dbz_t'); SELECT eoingest.drop_job('dbz_p'); SELECT eoingest.drop_job('dbz_x')" >/dev/null
