@@ -23,9 +23,17 @@
  * AFTER STATEMENT and the queued AFTER triggers (foreign keys among them)
  * at the end of the batch.
  *
- * COPY stays the path (eoi_direct_fits says no) for the targets whose
- * needs this file does not cover yet:
- *	- partitioned tables and partitions (routing, partition constraints),
+ * A partitioned target's rows are routed as COPY FROM routes them: built
+ * in the target's rowtype, sent to their leaf partition (ExecFindPartition,
+ * which checks a partitioned target's own bounds too), converted to its
+ * rowtype, then buffered per partition, at most DIRECT_MAX_TABLES buffers
+ * kept; a partition's own BEFORE ROW triggers take its rows one at a time,
+ * and transition tables on the target every row.  A target that is a
+ * partition has its bounds checked on each row.
+ *
+ * COPY stays the path (eoi_direct_fits says no) where it is needed:
+ *	- a partitioned table with a foreign table among its partitions (COPY
+ *	  hands their rows to the foreign data wrapper),
  *	- a volatile default on a column no message fills (COPY then inserts
  *	  row by row, since the default may read the table),
  *	- the tests' eoingest.test_batch_text_limit, which is about COPY's text,
@@ -40,8 +48,10 @@
 #include "access/heapam.h"
 #include "access/tableam.h"
 #include "access/xact.h"
+#include "catalog/pg_inherits.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
+#include "executor/execPartition.h"
 #include "executor/executor.h"
 #include "executor/nodeModifyTable.h"
 #include "mb/pg_wchar.h"
@@ -142,6 +152,31 @@ unfilled_defaults(Relation rel, EoiColumns *cols, bool *is_volatile)
 	return result;
 }
 
+static bool
+has_volatile_default(Relation rel, EoiColumns *cols)
+{
+	bool		is_volatile;
+
+	(void) unfilled_defaults(rel, cols, &is_volatile);
+	return is_volatile;
+}
+
+/*
+ * Is a table of the partitioned table's tree a foreign table?  Read
+ * without locks: one attached since is met in route_row.
+ */
+static bool
+has_foreign_partition(Relation rel)
+{
+	List	   *tree = find_all_inheritors(RelationGetRelid(rel), NoLock, NULL);
+	ListCell   *lc;
+
+	foreach(lc, tree)
+		if (get_rel_relkind(lfirst_oid(lc)) == RELKIND_FOREIGN_TABLE)
+			return true;
+	return false;
+}
+
 /* Can this batch go in directly, or must it take the COPY path?  See above. */
 bool
 eoi_direct_fits(Relation rel, EoiColumns *cols)
@@ -152,22 +187,22 @@ eoi_direct_fits(Relation rel, EoiColumns *cols)
 	if (cols->format != EOI_FORMAT_CSV && cols->format != EOI_FORMAT_TEXT &&
 		cols->format != EOI_FORMAT_JSON && cols->format != EOI_FORMAT_AVRO)
 		return false;
-	return eoi_direct_target_fits(rel, cols);
+	if (rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE)
+		return !has_volatile_default(rel, cols) && !has_foreign_partition(rel);
+	return rel->rd_rel->relkind == RELKIND_RELATION && !has_volatile_default(rel, cols);
 }
 
 /*
- * Does direct.c cover the target's needs (see above), whatever makes the
- * rows?  Mode upsert asks for its rows of text (eoi_direct_rows_begin).
+ * Does direct.c cover mode upsert's needs (rows of text, rows updated in
+ * place: eoi_direct_rows_begin, eoi_direct_update_begin)?  A plain table,
+ * not a partition, with no volatile default on a column no message fills.
  */
 bool
 eoi_direct_target_fits(Relation rel, EoiColumns *cols)
 {
-	bool		is_volatile;
-
 	if (rel->rd_rel->relkind != RELKIND_RELATION || rel->rd_rel->relispartition)
 		return false;
-	(void) unfilled_defaults(rel, cols, &is_volatile);
-	return !is_volatile;
+	return !has_volatile_default(rel, cols);
 }
 
 /* ---- fields into values ---- */
@@ -295,70 +330,199 @@ direct_columns(Relation rel, EoiColumns *cols)
 	return dcs;
 }
 
-/* ---- the buffer of rows ---- */
+/* ---- the buffers of rows ---- */
 
-typedef struct DirectBuffer
+/* How many tables (the target, partitions) keep a buffer between flushes, as COPY FROM. */
+#define DIRECT_MAX_TABLES 32
+
+/* Rows waiting to go into one table: the target, or a partition of it. */
+typedef struct TableBuffer
 {
-	Relation	rel;
 	ResultRelInfo *rri;
-	EState	   *estate;
 	BulkInsertState bistate;
-	CommandId	cid;
 	TupleTableSlot *slots[DIRECT_MAX_ROWS];
 	int			messages[DIRECT_MAX_ROWS];	/* the message of each row */
 	int			nrows;
+} TableBuffer;
+
+typedef struct DirectBuffer
+{
+	Relation	rel;			/* the target */
+	ResultRelInfo *rri;			/* the target's */
+	EState	   *estate;
+	CommandId	cid;
+	List	   *tables;			/* TableBuffers, the least recently made first */
+	TableBuffer *current;		/* the one the row being built goes to */
+	int			nrows;			/* buffered, in all of them */
 	size_t		nbytes;
 	EoiDirectPositionFn position;
 	void	   *arg;
-	/* the target's triggers, if it has any */
+	/* a partitioned target: rows are built in its rowtype, then routed */
+	ModifyTableState *mtstate;
+	PartitionTupleRouting *proute;
+	TupleTableSlot *root_slot;
+	/* the target's triggers (a partition's own are in its ResultRelInfo) */
 	bool		has_triggers;
-	bool		before_row;		/* BEFORE ROW INSERT: a row at a time */
-	bool		after_row;		/* AFTER ROW INSERT, or transition tables */
+	bool		row_at_a_time;	/* transition tables of a partitioned target */
 	TransitionCaptureState *transition;
 } DirectBuffer;
 
+static bool
+has_before_row(ResultRelInfo *rri)
+{
+	return rri->ri_TrigDesc != NULL && rri->ri_TrigDesc->trig_insert_before_row;
+}
+
+static bool
+has_after_row(DirectBuffer *buf, ResultRelInfo *rri)
+{
+	return (rri->ri_TrigDesc != NULL && rri->ri_TrigDesc->trig_insert_after_row) ||
+		(buf->transition != NULL && buf->transition->tcs_insert_new_table);
+}
+
 /*
- * Insert the buffered rows, then their index entries and AFTER ROW
+ * Insert one table's buffered rows, then their index entries and AFTER ROW
  * triggers, each naming its message.
+ */
+static void
+flush_table(DirectBuffer *buf, TableBuffer *tb)
+{
+	ResultRelInfo *rri = tb->rri;
+	bool		after_row = has_after_row(buf, rri);
+
+	if (tb->nrows == 0)
+		return;
+	buf->position(buf->arg, -1);
+	table_multi_insert(rri->ri_RelationDesc, tb->slots, tb->nrows, buf->cid, 0, tb->bistate);
+	for (int k = 0; k < tb->nrows; k++)
+	{
+		List	   *recheck = NIL;
+
+		buf->position(buf->arg, tb->messages[k]);
+		if (rri->ri_NumIndices > 0)
+#if PG_VERSION_NUM >= 160000
+			recheck = ExecInsertIndexTuples(rri, tb->slots[k], buf->estate,
+											false, false, NULL, NIL, false);
+#else
+			recheck = ExecInsertIndexTuples(rri, tb->slots[k], buf->estate,
+											false, false, NULL, NIL);
+#endif
+		/* the indexes of deferrable unique constraints go to their triggers */
+		if (after_row || recheck != NIL)
+			ExecARInsertTriggers(buf->estate, rri, tb->slots[k], recheck, buf->transition);
+		list_free(recheck);
+		ResetPerTupleExprContext(buf->estate);
+		ExecClearTuple(tb->slots[k]);
+	}
+	buf->position(buf->arg, -1);
+	tb->nrows = 0;
+}
+
+static void
+drop_table_buffer(TableBuffer *tb)
+{
+	FreeBulkInsertState(tb->bistate);
+	table_finish_bulk_insert(tb->rri->ri_RelationDesc, 0);
+	for (int k = 0; k < DIRECT_MAX_ROWS && tb->slots[k] != NULL; k++)
+		ExecDropSingleTupleTableSlot(tb->slots[k]);
+	pfree(tb);
+}
+
+/*
+ * Flush every table's rows.  Then, past DIRECT_MAX_TABLES buffers, drop
+ * the oldest (never the current one): a batch spread over many partitions
+ * keeps the slots of a few.
  */
 static void
 flush_rows(DirectBuffer *buf)
 {
-	if (buf->nrows == 0)
-		return;
-	buf->position(buf->arg, -1);
-	table_multi_insert(buf->rel, buf->slots, buf->nrows, buf->cid, 0, buf->bistate);
-	for (int k = 0; k < buf->nrows; k++)
-	{
-		List	   *recheck = NIL;
+	ListCell   *lc;
 
-		buf->position(buf->arg, buf->messages[k]);
-		if (buf->rri->ri_NumIndices > 0)
-#if PG_VERSION_NUM >= 160000
-			recheck = ExecInsertIndexTuples(buf->rri, buf->slots[k], buf->estate,
-											false, false, NULL, NIL, false);
-#else
-			recheck = ExecInsertIndexTuples(buf->rri, buf->slots[k], buf->estate,
-											false, false, NULL, NIL);
-#endif
-		/* the indexes of deferrable unique constraints go to their triggers */
-		if (buf->after_row || recheck != NIL)
-			ExecARInsertTriggers(buf->estate, buf->rri, buf->slots[k], recheck, buf->transition);
-		list_free(recheck);
-		ResetPerTupleExprContext(buf->estate);
-		ExecClearTuple(buf->slots[k]);
-	}
-	buf->position(buf->arg, -1);
+	foreach(lc, buf->tables)
+		flush_table(buf, lfirst(lc));
 	buf->nrows = 0;
 	buf->nbytes = 0;
+	while (list_length(buf->tables) > DIRECT_MAX_TABLES)
+	{
+		TableBuffer *oldest = linitial(buf->tables);
+
+		buf->tables = list_delete_first(buf->tables);
+		if (oldest == buf->current)
+			buf->tables = lappend(buf->tables, oldest);
+		else
+			drop_table_buffer(oldest);
+	}
+}
+
+/* The buffer of the table `rri` stands for, made on first use. */
+static TableBuffer *
+table_buffer(DirectBuffer *buf, ResultRelInfo *rri)
+{
+	TableBuffer *tb;
+	ListCell   *lc;
+
+	if (buf->current != NULL && buf->current->rri == rri)
+		return buf->current;
+	foreach(lc, buf->tables)
+	{
+		tb = lfirst(lc);
+		if (tb->rri == rri)
+			return tb;
+	}
+	tb = palloc0(sizeof(TableBuffer));
+	tb->rri = rri;
+	tb->bistate = GetBulkInsertState();
+	buf->tables = lappend(buf->tables, tb);
+	return tb;
 }
 
 static TupleTableSlot *
-next_slot(DirectBuffer *buf)
+next_slot(TableBuffer *tb)
 {
-	if (buf->slots[buf->nrows] == NULL)
-		buf->slots[buf->nrows] = table_slot_create(buf->rel, NULL);
-	return buf->slots[buf->nrows];
+	if (tb->slots[tb->nrows] == NULL)
+		tb->slots[tb->nrows] = table_slot_create(tb->rri->ri_RelationDesc, NULL);
+	return tb->slots[tb->nrows];
+}
+
+/*
+ * The partition of a partitioned target that the row in buf->root_slot
+ * goes to (an error names the row if there is none): its buffer becomes
+ * the current one, and the row is in its next slot, in its rowtype.
+ */
+static TupleTableSlot *
+route_row(DirectBuffer *buf)
+{
+	ResultRelInfo *part = ExecFindPartition(buf->mtstate, buf->rri, buf->proute,
+											buf->root_slot, buf->estate);
+#if PG_VERSION_NUM >= 160000
+	TupleConversionMap *map = ExecGetRootToChildMap(part, buf->estate);
+#else
+	TupleConversionMap *map = part->ri_RootToPartitionMap;
+#endif
+	TupleTableSlot *slot;
+
+	/*
+	 * eoi_direct_fits saw no foreign table among the partitions; one
+	 * attached since (ATTACH PARTITION does not wait for our lock) is for
+	 * COPY, which knows foreign tables: the batch is retried, and goes there.
+	 */
+	if (part->ri_FdwRoutine != NULL)
+	{
+		buf->position(buf->arg, -1);
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("foreign table \"%s\" became a partition of \"%s\" during the batch",
+						RelationGetRelationName(part->ri_RelationDesc), RelationGetRelationName(buf->rel)),
+				 errhint("eoingest retries the batch through COPY, which writes to foreign tables.")));
+	}
+	buf->current = table_buffer(buf, part);
+	slot = next_slot(buf->current);
+	if (map != NULL)
+		slot = execute_attr_map_slot(map->attrMap, buf->root_slot, slot);
+	else
+		ExecCopySlot(slot, buf->root_slot);
+	slot->tts_tableOid = RelationGetRelid(part->ri_RelationDesc);
+	return slot;
 }
 
 static void
@@ -370,13 +534,25 @@ refuse_tombstone(void)
 			 errhint("Tombstones delete rows in mode upsert only; use a transform to handle them otherwise.")));
 }
 
-/* The next slot, emptied, its values to be filled through w. */
+/*
+ * An emptied slot for the next row, in the target's rowtype, its values
+ * to be filled through w: the next of the target's buffer, or for a
+ * partitioned target the one its rows are routed from.
+ */
 static TupleTableSlot *
 start_row(DirectBuffer *buf, DatumWriter *w)
 {
-	TupleTableSlot *slot = next_slot(buf);
-	TupleDesc	desc = slot->tts_tupleDescriptor;
+	TupleTableSlot *slot;
+	TupleDesc	desc;
 
+	if (buf->proute != NULL)
+		slot = buf->root_slot;
+	else
+	{
+		buf->current = table_buffer(buf, buf->rri);
+		slot = next_slot(buf->current);
+	}
+	desc = slot->tts_tupleDescriptor;
 	ExecClearTuple(slot);
 	memset(slot->tts_values, 0, sizeof(Datum) * desc->natts);
 	memset(slot->tts_isnull, true, sizeof(bool) * desc->natts);
@@ -386,14 +562,21 @@ start_row(DirectBuffer *buf, DatumWriter *w)
 }
 
 /*
- * The filled slot: defaults, BEFORE ROW triggers, generated columns,
- * constraints, then its own copy.  False if a trigger dropped the row.
+ * The filled slot of `message` (-1: none): defaults, the partition it goes
+ * to, BEFORE ROW triggers, generated columns, constraints, then its own
+ * copy in its table's buffer, flushed when full.  False if a trigger
+ * dropped the row.  A table with BEFORE ROW triggers takes its rows one at
+ * a time, the rows before each already in (the trigger may read them), as
+ * does a partitioned target with transition tables (as COPY FROM does).
  */
 static bool
-finish_row(DirectBuffer *buf, List *defaults, TupleTableSlot *slot)
+finish_row(DirectBuffer *buf, List *defaults, TupleTableSlot *slot, int message, size_t nbytes)
 {
 	ExprContext *econtext = GetPerTupleExprContext(buf->estate);
-	TupleDesc	desc = slot->tts_tupleDescriptor;
+	ResultRelInfo *rri;
+	Relation	table;
+	TupleDesc	desc;
+	bool		before_row;
 	ListCell   *lc;
 
 	foreach(lc, defaults)
@@ -404,27 +587,47 @@ finish_row(DirectBuffer *buf, List *defaults, TupleTableSlot *slot)
 			ExecEvalExprSwitchContext(d->expr, econtext, &slot->tts_isnull[d->attidx]);
 	}
 	ExecStoreVirtualTuple(slot);
-	if (buf->before_row && !ExecBRInsertTriggers(buf->estate, buf->rri, slot))
+	if (buf->proute != NULL)
+		slot = route_row(buf);
+	rri = buf->current->rri;
+	table = rri->ri_RelationDesc;
+	desc = RelationGetDescr(table);
+	before_row = has_before_row(rri);
+	if (before_row)
 	{
-		ExecClearTuple(slot);
-		return false;
+		flush_rows(buf);
+		buf->position(buf->arg, message);
+		if (!ExecBRInsertTriggers(buf->estate, rri, slot))
+		{
+			ExecClearTuple(slot);
+			return false;
+		}
 	}
 	if (desc->constr != NULL && desc->constr->has_generated_stored)
-		ExecComputeStoredGenerated(buf->rri, buf->estate, slot, CMD_INSERT);
+		ExecComputeStoredGenerated(rri, buf->estate, slot, CMD_INSERT);
 	if (desc->constr != NULL)
-		ExecConstraints(buf->rri, slot, buf->estate);
+		ExecConstraints(rri, slot, buf->estate);
+	/* Routing checked a partition's bounds, unless the target is the partition or a trigger changed the row. */
+	if (table->rd_rel->relispartition && (buf->proute == NULL || before_row))
+		ExecPartitionCheck(rri, slot, buf->estate, true);
 	/* The row's own copy: the per-row memory is reset next. */
 	ExecMaterializeSlot(slot);
+	buf->current->messages[buf->current->nrows++] = message;
+	buf->nrows++;
+	buf->nbytes += nbytes;
+	if (before_row || buf->row_at_a_time ||
+		buf->nrows == DIRECT_MAX_ROWS || buf->nbytes >= DIRECT_MAX_BYTES)
+		flush_rows(buf);
 	return true;
 }
 
 /*
- * Decode message i into the next slot and check it; false if it makes no
- * row (a CSV header, or a row a BEFORE ROW trigger dropped).
+ * Decode message `message` into the next slot and buffer its row; false if
+ * it makes none (a CSV header, or a row a BEFORE ROW trigger dropped).
  */
 static bool
 build_row(DirectBuffer *buf, EoiColumns *cols, DatumWriter *w, List *defaults,
-		  rd_kafka_message_t *msg)
+		  rd_kafka_message_t *msg, int message)
 {
 	ExprContext *econtext = GetPerTupleExprContext(buf->estate);
 	TupleTableSlot *slot;
@@ -434,7 +637,7 @@ build_row(DirectBuffer *buf, EoiColumns *cols, DatumWriter *w, List *defaults,
 	slot = start_row(buf, w);
 	if (!eoi_decode_kafka_message(cols, msg, false, &w->writer, econtext))
 		return false;
-	return finish_row(buf, defaults, slot);
+	return finish_row(buf, defaults, slot, message, msg->len);
 }
 
 static List *
@@ -457,7 +660,7 @@ prepare_defaults(Relation rel, EoiColumns *cols, EState *estate)
 	return result;
 }
 
-/* The executor's state for inserting into `rel` through a buffer. */
+/* The executor's state for inserting into `rel` through buffers. */
 static DirectBuffer *
 buffer_begin(Relation rel, RangeTblEntry *rte, EState *estate,
 			 EoiDirectPositionFn position, void *arg)
@@ -476,19 +679,30 @@ buffer_begin(Relation rel, RangeTblEntry *rte, EState *estate,
 	buf->rel = rel;
 	buf->estate = estate;
 	buf->cid = GetCurrentCommandId(true);
-	buf->bistate = GetBulkInsertState();
 	buf->position = position;
 	buf->arg = arg;
-	if (rel->trigdesc != NULL)
+	if (rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE)
 	{
-		TriggerDesc *td = rel->trigdesc;
+		/* ExecFindPartition wants a ModifyTableState: COPY FROM's stand-in */
+		buf->mtstate = makeNode(ModifyTableState);
+		buf->mtstate->ps.plan = NULL;
+		buf->mtstate->ps.state = estate;
+		buf->mtstate->operation = CMD_INSERT;
+		buf->mtstate->mt_nrels = 1;
+		buf->mtstate->resultRelInfo = buf->rri;
+		buf->mtstate->rootResultRelInfo = buf->rri;
+		buf->proute = ExecSetupPartitionTupleRouting(estate, rel);
+		buf->root_slot = table_slot_create(rel, NULL);
+	}
 
-		buf->has_triggers = true;
-		buf->before_row = td->trig_insert_before_row;
+	/* Partitions may have triggers of their own (foreign keys among them). */
+	buf->has_triggers = rel->trigdesc != NULL || buf->proute != NULL;
+	if (buf->has_triggers)
+	{
 		AfterTriggerBeginQuery();
-		buf->transition = MakeTransitionCaptureState(td, RelationGetRelid(rel), CMD_INSERT);
-		buf->after_row = td->trig_insert_after_row ||
-			(buf->transition != NULL && buf->transition->tcs_insert_new_table);
+		buf->transition = MakeTransitionCaptureState(rel->trigdesc, RelationGetRelid(rel), CMD_INSERT);
+		buf->row_at_a_time = buf->proute != NULL && buf->transition != NULL &&
+			buf->transition->tcs_insert_new_table;
 		ExecBSInsertTriggers(estate, buf->rri);
 	}
 	return buf;
@@ -497,18 +711,22 @@ buffer_begin(Relation rel, RangeTblEntry *rte, EState *estate,
 static void
 buffer_end(DirectBuffer *buf)
 {
+	ListCell   *lc;
+
 	flush_rows(buf);
 	if (buf->has_triggers)
 	{
 		ExecASInsertTriggers(buf->estate, buf->rri, buf->transition);
 		AfterTriggerEndQuery(buf->estate);
 	}
-	FreeBulkInsertState(buf->bistate);
-	table_finish_bulk_insert(buf->rel, 0);
-	for (int k = 0; k < DIRECT_MAX_ROWS && buf->slots[k] != NULL; k++)
-		ExecDropSingleTupleTableSlot(buf->slots[k]);
+	foreach(lc, buf->tables)
+		drop_table_buffer(lfirst(lc));
+	if (buf->root_slot != NULL)
+		ExecDropSingleTupleTableSlot(buf->root_slot);
 	/* the slots the trigger machinery made in the executor state, as COPY FROM does */
 	ExecResetTupleTable(buf->estate->es_tupleTable, false);
+	if (buf->proute != NULL)
+		ExecCleanupTupleRouting(buf->mtstate, buf->proute);
 	ExecCloseResultRelations(buf->estate);
 	ExecCloseRangeTableRelations(buf->estate);
 }
@@ -553,15 +771,9 @@ eoi_direct_insert(Relation rel, RangeTblEntry *rte, EoiColumns *cols, EoiBatch *
 		rd_kafka_message_t *msg = batch->messages[i];
 
 		position(arg, i);
-		if (build_row(buf, cols, &w, defaults, msg))
-		{
-			buf->messages[buf->nrows++] = i;
-			buf->nbytes += msg->len;
+		if (build_row(buf, cols, &w, defaults, msg, i))
 			processed++;
-		}
 		ResetPerTupleExprContext(estate);
-		if (buf->nrows == DIRECT_MAX_ROWS || buf->nbytes >= DIRECT_MAX_BYTES || buf->before_row)
-			flush_rows(buf);
 	}
 	flush_rows(buf);
 	position(arg, -1);
@@ -611,6 +823,7 @@ eoi_direct_rows_add(EoiDirectRows *dr, char *const *fields)
 	DirectBuffer *buf = dr->buf;
 	ErrorContextCallback errcb;
 	TupleTableSlot *slot;
+	size_t		nbytes = 0;
 
 	errcb.callback = field_error_callback;
 	errcb.arg = &dr->w;
@@ -622,14 +835,11 @@ eoi_direct_rows_add(EoiDirectRows *dr, char *const *fields)
 		size_t		len = fields[c] ? strlen(fields[c]) : 0;
 
 		datum_field(&dr->w.writer, c, fields[c], len);
-		buf->nbytes += len;
+		nbytes += len;
 	}
-	(void) finish_row(buf, dr->defaults, slot);	/* no triggers: bulk_fits */
+	(void) finish_row(buf, dr->defaults, slot, -1, nbytes);	/* no triggers: bulk_fits */
 	error_context_stack = errcb.previous;
-	buf->messages[buf->nrows++] = -1;
 	ResetPerTupleExprContext(buf->estate);
-	if (buf->nrows == DIRECT_MAX_ROWS || buf->nbytes >= DIRECT_MAX_BYTES)
-		flush_rows(buf);
 }
 
 void
