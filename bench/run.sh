@@ -35,6 +35,11 @@
 # test bed's: EOINGEST_RUN=/tmp/eoingest-bench, Kafka 127.0.0.1:19092 (controller
 # 19093), PostgreSQL port 16432 (unix socket in $EOINGEST_RUN/pgsock). The servers
 # it starts are stopped at the end (unless --keep).
+#
+# The extension is built from clean against Debian's librdkafka-dev, or against
+# the one installed under BENCH_RDKAFKA_PREFIX (e.g. the test bed's 2.14.2 in
+# /var/cache/eoingest/librdkafka-2.14.2); the log and meta.tsv name the
+# librdkafka the loaded extension links.
 set -euo pipefail
 
 BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -133,6 +138,20 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 # ---- tools ----
+# rdkafka_of SO: the version and path of the librdkafka that SO loads (by its
+# rpath, as the server loads it: pg.sh starts it without LD_LIBRARY_PATH).
+rdkafka_of() {
+  local lib
+  lib=$(env -u LD_LIBRARY_PATH ldd "$1" | awk '$1 ~ /^librdkafka\.so/ {print $3}')
+  [ -n "$lib" ] || eoi_die "$1 does not link librdkafka"
+  python3 - "$lib" <<'PY'
+import ctypes, sys
+lib = ctypes.CDLL(sys.argv[1])
+lib.rd_kafka_version_str.restype = ctypes.c_char_p
+print(f"{lib.rd_kafka_version_str().decode()} ({sys.argv[1]})")
+PY
+}
+
 setup_tools() {
   log "dependencies and tools"
   bash "$REPO/test/deps.sh"
@@ -140,8 +159,9 @@ setup_tools() {
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends libpq-dev </dev/null >/dev/null
   fi
   if [ "$INSTALL" = 1 ]; then
-    log "building and installing the extension (make install)"
-    make -C "$REPO" -s PG_CONFIG="$PG_CONFIG" install >/dev/null
+    # clean first: objects the test bed left may be linked with another librdkafka
+    log "building and installing the extension (make clean all install${BENCH_RDKAFKA_PREFIX:+ RDKAFKA_PREFIX=$BENCH_RDKAFKA_PREFIX})"
+    make -C "$REPO" -s PG_CONFIG="$PG_CONFIG" RDKAFKA_PREFIX="${BENCH_RDKAFKA_PREFIX:-}" clean all install >/dev/null
   fi
   bash "$REPO/test/tools/build.sh"
   local t
@@ -218,7 +238,8 @@ start_servers() {
   # The build the server loads now is the one measured (workers fork from the
   # postmaster); note it, and let perf find its symbols even if it is replaced.
   SO_FILE=$($PG_CONFIG --pkglibdir)/eoingest.so
-  SO_LOADED="$SO_FILE of $(date -u -r "$SO_FILE" '+%Y-%m-%d %H:%M:%S UTC'), md5 $(md5sum <"$SO_FILE" | cut -c1-12)"
+  RDKAFKA_LOADED=$(rdkafka_of "$SO_FILE")
+  SO_LOADED="$SO_FILE of $(date -u -r "$SO_FILE" '+%Y-%m-%d %H:%M:%S UTC'), md5 $(md5sum <"$SO_FILE" | cut -c1-12), with librdkafka $RDKAFKA_LOADED"
   cp "$SO_FILE" "$WORK/eoingest.so.loaded"
   EOINGEST_PG_EXTRA_CONF=$PG_CONF bash "$REPO/test/pg.sh" init
   bash "$REPO/test/pg.sh" start
@@ -1200,7 +1221,7 @@ write_meta() {
     printf 'eoingest\t%s\n' "repo at $(git -C "$REPO" rev-parse --short HEAD 2>/dev/null)$([ "$dirty" = 0 ] || echo " with $dirty uncommitted change(s) in src/sql"); $([ "$INSTALL" = 1 ] && echo "built and installed by this run" || echo "the installed build used as is"); loaded at server start: $SO_LOADED"
     printf 'pg_version\t%s\n' "$(q 'SHOW server_version')"
     printf 'kafka_version\t%s\n' "$KAFKA_VERSION"
-    printf 'librdkafka\t%s\n' "$(dpkg-query -W -f '${Version}' librdkafka1 2>/dev/null)"
+    printf 'librdkafka\t%s\n' "$RDKAFKA_LOADED"
     printf 'kcat\t%s\n' "$(dpkg-query -W -f '${Version}' kcat 2>/dev/null)"
     printf 'pg_settings\t%s\n' "$PG_SETTINGS; bench tables: autovacuum_enabled = off"
   } >"$META"
