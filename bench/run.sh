@@ -266,6 +266,12 @@ CREATE FUNCTION bench.self_kb(key text) RETURNS bigint LANGUAGE sql AS \$\$
 CREATE TABLE bench_nopk (id text, ts bigint, temperature double precision) WITH (autovacuum_enabled = off);
 CREATE TABLE bench_pk (id text, ts bigint PRIMARY KEY, temperature double precision) WITH (autovacuum_enabled = off);
 CREATE TABLE bench_lat (id text, ts bigint, temperature double precision) WITH (autovacuum_enabled = off);
+-- Partitioned by hash on ts: consecutive rows go to different partitions, the worst case for buffering per partition.
+CREATE TABLE bench_part (id text, ts bigint, temperature double precision) PARTITION BY HASH (ts);
+CREATE TABLE bench_part_0 PARTITION OF bench_part FOR VALUES WITH (MODULUS 4, REMAINDER 0) WITH (autovacuum_enabled = off);
+CREATE TABLE bench_part_1 PARTITION OF bench_part FOR VALUES WITH (MODULUS 4, REMAINDER 1) WITH (autovacuum_enabled = off);
+CREATE TABLE bench_part_2 PARTITION OF bench_part FOR VALUES WITH (MODULUS 4, REMAINDER 2) WITH (autovacuum_enabled = off);
+CREATE TABLE bench_part_3 PARTITION OF bench_part FOR VALUES WITH (MODULUS 4, REMAINDER 3) WITH (autovacuum_enabled = off);
 SQL
 }
 
@@ -526,6 +532,12 @@ eoi_once() {
   fi
   job_drop
   q "TRUNCATE $table" >/dev/null
+  if [ -n "$VARIANT_INSERT_PATH" ]; then
+    q "ALTER SYSTEM SET eoingest.insert_path = '$VARIANT_INSERT_PATH'" >/dev/null
+  else
+    q "ALTER SYSTEM RESET eoingest.insert_path" >/dev/null
+  fi
+  q "SELECT pg_reload_conf()" >/dev/null
   # 100% conflicts: the table already holds every row; 50%: every other one (even ts),
   # so that the batches mix new keys with existing ones.
   if [ "$conflicts" = 100 ]; then
@@ -640,6 +652,7 @@ SQL
 
 # ---- variants ----
 VARIANT_OPTIONS=''   # eoingest: the job's options (librdkafka properties), '' for none
+VARIANT_INSERT_PATH=''  # eoingest: eoingest.insert_path for the run ('copy'), '' for the default
 RAW_COLUMNS="variant label group method format parts pk mode batch par options run status rows seconds server_cpu client_cpu proc_cpu broker_cpu other_cpu wal rss_anon_kb hwm_kb note"
 printf '%s\n' "${RAW_COLUMNS// /$'\t'}" >"$RAW"
 
@@ -647,7 +660,7 @@ printf '%s\n' "${RAW_COLUMNS// /$'\t'}" >"$RAW"
 variant() {
   local group=$1 label=$2 method=$3 fmt=$4 parts=$5 pk=$6 mode=$7 batch=$8 par=$9
   shift 10
-  local id="$method:$mode:$fmt:p$parts:$pk:b$batch:w$par${VARIANT_OPTIONS:+:$VARIANT_OPTIONS}" run rate
+  local id="$method:$mode:$fmt:p$parts:$pk:b$batch:w$par${VARIANT_OPTIONS:+:$VARIANT_OPTIONS}${VARIANT_INSERT_PATH:+:$VARIANT_INSERT_PATH}" run rate
   if [ -n "$ONLY" ] && ! [[ "$label$(pk_tag "$pk")" =~ $ONLY ]]; then return; fi
   log "$label$(pk_tag "$pk")"
   for ((run = 1; run <= RUNS; run++)); do
@@ -676,13 +689,18 @@ variant() {
   done
 }
 
-table_for() { if [ "$1" = yes ]; then echo bench_pk; else echo bench_nopk; fi; }
-pk_tag() { if [ "$1" = yes ]; then echo " [PK]"; fi; }
+# PK: yes (bench_pk, a primary key), no (bench_nopk), part (bench_part, 4 hash partitions).
+table_for() {
+  case $1 in yes) echo bench_pk ;; part) echo bench_part ;; *) echo bench_nopk ;; esac
+}
+pk_tag() {
+  case $1 in yes) echo " [PK]" ;; part) echo " [partitioned]" ;; esac
+}
 
 run_baselines() {
   local pk chunk chunks=(10000)
   [ "$FULL" = 1 ] && chunks=(1000 10000 100000)
-  for pk in no yes; do
+  for pk in no yes part; do
     variant "(a) COPY FROM file" "COPY FROM file" copy csv - "$pk" - - - -- copy_once "$(table_for "$pk")"
   done
   # The second ceiling: the same rows in COPY's binary format (no text parsing).
@@ -713,9 +731,19 @@ eoi_variant() { # MODE FORMAT PARTS PK BATCH PAR [CONFLICTS [OPTIONS LABEL]]
   [ "$fmt" != csv ] && label+=" $fmt"
   [ "$parts" != 4 ] && label+=" ($parts-partition topic)"
   [ -n "$VARIANT_OPTIONS" ] && label+=" ${9:-with options}"
+  [ "$VARIANT_INSERT_PATH" = copy ] && label+=" through COPY's text"
   variant "(d) eoingest" "$label" eoingest "$fmt" "$parts" "$pk" "$mode" "$batch" "$par" -- \
     eoi_once "$(topic_name "$fmt" "$parts")" "$(table_for "$pk")" "$fmt" "$mode" "$batch" "$par" "$conflicts"
   VARIANT_OPTIONS=''
+}
+
+# A partitioned target, straight into tuples and through COPY's text (the
+# path such targets took before direct.c routed rows), back to back.
+eoi_partitioned_variants() {
+  eoi_variant exactly_once csv 4 part 10000 1
+  VARIANT_INSERT_PATH=copy
+  eoi_variant exactly_once csv 4 part 10000 1
+  VARIANT_INSERT_PATH=''
 }
 
 # librdkafka prefetch settings that keep the worker fed (see bench/README.md).
@@ -739,6 +767,7 @@ run_eoingest() {
     eoi_variant exactly_once avro 4 no 10000 1
     eoi_variant exactly_once csv 1 no 10000 1
     eoi_variant exactly_once csv 4 no 10000 1 0 "$PREFETCH_B" "$PREFETCH_B_LABEL"
+    eoi_partitioned_variants
     return
   fi
   # exactly_once: the whole matrix.
@@ -774,6 +803,7 @@ run_eoingest() {
     for par in "${pars[@]}"; do eoi_variant exactly_once avro 4 "$pk" 10000 "$par"; done
     eoi_variant exactly_once csv 1 "$pk" 10000 1
   done
+  eoi_partitioned_variants
 }
 
 # ---- the peers (--peers): Kafka Connect + Debezium's JDBC sink, and eoingest, on the wrapped topic ----
