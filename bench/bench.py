@@ -162,6 +162,11 @@ def summarize(raw):
     return out
 
 
+def pk_tag(pk):
+    """The label's suffix for the variant's table: bench_pk, bench_part, bench_nopk."""
+    return {"yes": " [PK]", "part": " [partitioned]"}.get(pk, "")
+
+
 def find(summary, **kw):
     kw.setdefault("options", "")
     for s in summary:
@@ -223,6 +228,12 @@ def target_lines(summary, lat, paired=()):
         if copy_["no"]:
             r = t["rate"] / copy_["no"]["rate"]
             add(f"(for information) {t['label']} ≥ 0.8 × COPY (no PK)", r, 0.8, f"{r:.2f} × COPY")
+    part_copy = find(summary, method="copy", pk="part")
+    for t in summary:
+        if t["method"] == "eoingest" and t["pk"] == "part" and t.get("rate") and part_copy:
+            r = t["rate"] / part_copy["rate"]
+            add(f"(for information) {t['label']} [partitioned] ≥ 0.8 × COPY [partitioned]", r, 0.8,
+                f"{r:.2f} × COPY")
     for mode, goal, pk in (("two_phase", 0.75, "no"), ("upsert_0", 0.5, "yes")):
         e = find(summary, method="eoingest", mode=mode, batch="10000", par="1", pk=pk)
         tag = "no PK" if pk == "no" else "PK"
@@ -289,7 +300,7 @@ def chart(summary, path, meta):
             ax.barh([i], [s["rate"]], color="none", edgecolor="white", hatch="//", linewidth=0)
         ax.text(s["rate"] * 1.05, i, f"{s['rate']:,.0f}", va="center", fontsize=7)
     ax.set_yticks(list(y))
-    ax.set_yticklabels([f"{s['label']}{' [PK]' if s['pk'] == 'yes' else ''}" for s in rows], fontsize=7)
+    ax.set_yticklabels([s["label"] + pk_tag(s["pk"]) for s in rows], fontsize=7)
     ax.set_xscale("log")
     ax.set_xlabel("rows per second (median, log scale); hatched = table with a primary key")
     for pk, style in (("no", "--"), ("yes", ":")):
@@ -333,14 +344,14 @@ def report(d):
     w("| variant | rows/s | × COPY | × COPY BINARY | CPU µs/row (all) | CPU µs/row (ingesting process) | Kafka broker "
       "CPU µs/row | WAL B/row | peak RSS MB (private / HWM) | other load (cores) | runs |")
     w("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    copy_rate = {pk: (find(summary, method="copy", pk=pk) or {}).get("rate") for pk in ("no", "yes")}
-    binary_rate = {pk: (find(summary, method="copy_binary", pk=pk) or {}).get("rate") for pk in ("no", "yes")}
+    copy_rate = {pk: (find(summary, method="copy", pk=pk) or {}).get("rate") for pk in ("no", "yes", "part")}
+    binary_rate = {pk: (find(summary, method="copy_binary", pk=pk) or {}).get("rate") for pk in ("no", "yes", "part")}
     group = None
     for s in summary:
         if s["group"] != group:
             group = s["group"]
             w(f"| **{group.replace('|', chr(92) + '|')}** | | | | | | | | | | |")
-        label = (s["label"] + (" [PK]" if s["pk"] == "yes" else "")).replace("|", "\\|")
+        label = (s["label"] + pk_tag(s["pk"])).replace("|", "\\|")
         if not s.get("rate"):
             state = "not available" if s["na"] else "**FAILED**"
             w(f"| {label} | {state} | | | | | | | | | {s['note'][:160]} |")
