@@ -9,6 +9,7 @@
 # EOINGEST_DIRECT_MESSAGES / EOINGEST_DIRECT_SEED set the batch.
 set -euo pipefail
 . "$(dirname "$0")/../lib/tap.sh"
+. "$(dirname "$0")/../lib/jobs.sh"
 
 plan 16
 n=${EOINGEST_DIRECT_MESSAGES:-4000}
@@ -30,21 +31,14 @@ for t in dx_direct dx_copy; do
          u int UNIQUE, dflt int DEFAULT 42, gen int GENERATED ALWAYS AS (a * 2) STORED)" >/dev/null
 done
 cols="{a,b,c,d,e,f,g,h,i,j,k,l,p,n,u}"
-run_job() {
-  local job=$1 table=$2 path=$3
-  sql "ALTER SYSTEM SET eoingest.insert_path = '$path'" >/dev/null
-  sql "SELECT pg_reload_conf()" >/dev/null
-  sql "SELECT eoingest.create_job(name => '$job', brokers => '$KAFKA_BROKERS', topic => '$topic', target => '$table',
-         format => '$format', columns => '$cols', batch_size => 500, batch_timeout_ms => 200)" >/dev/null
-  sql "SELECT eoingest.start_job('$job')" >/dev/null
-  wait_until 120 "SELECT coalesce(sum(next_offset), 0) = $n FROM eoingest.offsets WHERE job = '$job'" || return 1
-  sql "SELECT eoingest.stop_job('$job')" >/dev/null
-  wait_until 60 "SELECT state <> 'running' FROM eoingest.job_status WHERE name = '$job'"
+run_job() { # JOB TABLE PATH
+  set_insert_path "$3"
+  job_consume_all "$1" "$n" 120 "brokers => '$KAFKA_BROKERS', topic => '$topic', target => '$2', format => '$format',
+    columns => '$cols', batch_size => 500, batch_timeout_ms => 200"
 }
 check "$format through COPY's text: every message consumed" run_job dx_c dx_copy copy
 check "$format straight into tuples: every message consumed" run_job dx_d dx_direct direct
-sql "ALTER SYSTEM RESET eoingest.insert_path" >/dev/null
-sql "SELECT pg_reload_conf()" >/dev/null
+reset_insert_path
 
 rows=$(sql "SELECT count(*) FROM dx_direct")
 dead=$(sql "SELECT count(*) FROM eoingest.dead_letters WHERE job = 'dx_d'")

@@ -21,6 +21,7 @@
 set -euo pipefail
 . "$(dirname "$0")/../lib/tap.sh"
 . "$(dirname "$0")/../lib/faults.sh"
+. "$(dirname "$0")/../lib/jobs.sh"
 
 plan 14
 n=${EOINGEST_PARTITION_MESSAGES:-1500}
@@ -98,15 +99,9 @@ for t in pd pc; do
 done
 
 run_job() { # JOB TOPIC TABLE COLUMNS PATH
-  local job=$1 topic=$2 table=$3 columns=$4 path=$5
-  sql "ALTER SYSTEM SET eoingest.insert_path = '$path'" >/dev/null
-  sql "SELECT pg_reload_conf()" >/dev/null
-  sql "SELECT eoingest.create_job(name => '$job', brokers => '$KAFKA_BROKERS', topic => '$topic', target => '$table',
-         format => 'csv', columns => '$columns', batch_size => 300, batch_timeout_ms => 200)" >/dev/null
-  sql "SELECT eoingest.start_job('$job')" >/dev/null
-  wait_until 180 "SELECT coalesce(sum(next_offset), 0) = $n FROM eoingest.offsets WHERE job = '$job'" || return 1
-  sql "SELECT eoingest.stop_job('$job')" >/dev/null
-  wait_until 60 "SELECT state <> 'running' FROM eoingest.job_status WHERE name = '$job'"
+  set_insert_path "$5"
+  job_consume_all "$1" "$n" 180 "brokers => '$KAFKA_BROKERS', topic => '$2', target => '$3', format => 'csv',
+    columns => '$4', batch_size => 300, batch_timeout_ms => 200"
 }
 
 set_fault direct-insert sleep 0
@@ -120,8 +115,7 @@ check "tuples, transition tables: every message consumed" run_job pd2 "$narrow" 
 check "tuples, a partition: every message consumed" run_job pd3 "$narrow" pdl '{k,e}' direct
 f2=$(fault_count direct-insert)
 clear_fault
-sql "ALTER SYSTEM RESET eoingest.insert_path" >/dev/null
-sql "SELECT pg_reload_conf()" >/dev/null
+reset_insert_path
 diag "direct path ran $((f2 - f1)) times (COPY jobs: $((f1 - f0)))"
 check "the direct jobs took the direct path, the COPY jobs did not" test $((f2 - f1)) -gt 0 -a $((f1 - f0)) = 0
 

@@ -15,6 +15,7 @@
 set -euo pipefail
 . "$(dirname "$0")/../lib/tap.sh"
 . "$(dirname "$0")/../lib/faults.sh"
+. "$(dirname "$0")/../lib/jobs.sh"
 
 plan 11
 n=${EOINGEST_TRIGGER_MESSAGES:-1500}
@@ -68,15 +69,9 @@ for t in dt_direct dt_copy; do
 done
 
 run_job() { # JOB TABLE PATH
-  local job=$1 table=$2 path=$3
-  sql "ALTER SYSTEM SET eoingest.insert_path = '$path'" >/dev/null
-  sql "SELECT pg_reload_conf()" >/dev/null
-  sql "SELECT eoingest.create_job(name => '$job', brokers => '$KAFKA_BROKERS', topic => '$topic', target => '$table',
-         format => 'csv', columns => '{a,e,p,u}', batch_size => 300, batch_timeout_ms => 200)" >/dev/null
-  sql "SELECT eoingest.start_job('$job')" >/dev/null
-  wait_until 180 "SELECT coalesce(sum(next_offset), 0) = $n FROM eoingest.offsets WHERE job = '$job'" || return 1
-  sql "SELECT eoingest.stop_job('$job')" >/dev/null
-  wait_until 60 "SELECT state <> 'running' FROM eoingest.job_status WHERE name = '$job'"
+  set_insert_path "$3"
+  job_consume_all "$1" "$n" 180 "brokers => '$KAFKA_BROKERS', topic => '$topic', target => '$2', format => 'csv',
+    columns => '{a,e,p,u}', batch_size => 300, batch_timeout_ms => 200"
 }
 
 set_fault direct-insert sleep 0
@@ -86,8 +81,7 @@ f1=$(fault_count direct-insert)
 check "straight into tuples: every message consumed" run_job dt_d dt_direct direct
 f2=$(fault_count direct-insert)
 clear_fault
-sql "ALTER SYSTEM RESET eoingest.insert_path" >/dev/null
-sql "SELECT pg_reload_conf()" >/dev/null
+reset_insert_path
 diag "direct path ran $((f2 - f1)) times (COPY job: $((f1 - f0)))"
 check "the direct job took the direct path, the COPY job did not" test $((f2 - f1)) -gt 0 -a $((f1 - f0)) = 0
 

@@ -8,6 +8,7 @@
 # schemas), wrong credentials, the registry stopped mid-ingestion, SIGKILLs.
 set -euo pipefail
 . "$(dirname "$0")/../lib/tap.sh"
+. "$(dirname "$0")/../lib/jobs.sh"
 
 plan 76
 
@@ -603,21 +604,14 @@ for t in dxa_direct dxa_copy; do
   sql "CREATE TABLE $t (i4 int CHECK (i4 <> 13), i8 bigint, l8 bigint, l4 int, i2 smallint, f4 real,
          d8 double precision, f8 double precision, b bool, s text, v varchar(3), lt text, p dxa_pos)" >/dev/null
 done
-dx_job() {
-  local job=$1 table=$2 path=$3
-  sql "ALTER SYSTEM SET eoingest.insert_path = '$path'" >/dev/null
-  sql "SELECT pg_reload_conf()" >/dev/null
-  sql "SELECT eoingest.create_job(name => '$job', brokers => '$KAFKA_BROKERS', topic => '$topic', target => '$table',
-         format => 'avro', schema_registry => '$reg_url', options => '$auth_options', batch_size => 500);
-       SELECT eoingest.start_job('$job')" >/dev/null
-  wait_until 120 "SELECT coalesce(sum(next_offset), 0) = $dx_n FROM eoingest.offsets WHERE job = '$job'" || return 1
-  sql "SELECT eoingest.stop_job('$job')" >/dev/null
-  wait_until 60 "SELECT state <> 'running' FROM eoingest.job_status WHERE name = '$job'"
+dx_job() { # JOB TABLE PATH
+  set_insert_path "$3"
+  job_consume_all "$1" "$dx_n" 120 "brokers => '$KAFKA_BROKERS', topic => '$topic', target => '$2', format => 'avro',
+    schema_registry => '$reg_url', options => '$auth_options', batch_size => 500"
 }
 check "avro through COPY's text: every record consumed" dx_job dxa_c dxa_copy copy
 check "avro straight into tuples: every record consumed" dx_job dxa_d dxa_direct direct
-sql "ALTER SYSTEM RESET eoingest.insert_path" >/dev/null
-sql "SELECT pg_reload_conf()" >/dev/null
+reset_insert_path
 dx_rows=$(sql "SELECT count(*) FROM dxa_direct")
 dx_dead=$(sql "SELECT count(*) FROM eoingest.dead_letters WHERE job = 'dxa_d'")
 diag "avro differential: rows $dx_rows, dead letters $dx_dead"
@@ -727,8 +721,7 @@ for t in dxl_direct dxl_copy; do
 done
 check "avro logical types through COPY's text: every record consumed" dx_job dxl_c dxl_copy copy
 check "avro logical types straight into tuples: every record consumed" dx_job dxl_d dxl_direct direct
-sql "ALTER SYSTEM RESET eoingest.insert_path" >/dev/null
-sql "SELECT pg_reload_conf()" >/dev/null
+reset_insert_path
 dx_rows=$(sql "SELECT count(*) FROM dxl_direct")
 dx_dead=$(sql "SELECT count(*) FROM eoingest.dead_letters WHERE job = 'dxl_d'")
 diag "avro logical differential: rows $dx_rows, dead letters $dx_dead"
