@@ -13,7 +13,9 @@
 #     each row with the partition it landed in;
 #  2. a partitioned table with a transition table on its AFTER STATEMENT
 #     trigger and a BEFORE ROW trigger on one partition;
-#  3. a partition as the target, with rows outside its bounds.
+#  3. a partition as the target, with rows outside its bounds;
+#  4. 40 hash partitions, more than direct.c keeps buffers for, in batches
+#     that flush in the middle (buffers dropped, then made again).
 # Rows (and their partitions), logs, transition tables and dead letters
 # (offsets, SQLSTATEs) must be the same both ways, and the direct jobs must
 # have taken the direct path (fault point direct-insert, which only logs).
@@ -23,7 +25,7 @@ set -euo pipefail
 . "$(dirname "$0")/../lib/faults.sh"
 . "$(dirname "$0")/../lib/jobs.sh"
 
-plan 14
+plan 17
 n=${EOINGEST_PARTITION_MESSAGES:-1500}
 seed=${EOINGEST_PARTITION_SEED:-$RANDOM}
 diag "messages $n, seed $seed (EOINGEST_PARTITION_SEED=$seed to repeat)"
@@ -95,13 +97,20 @@ for t in pd pc; do
          FOR EACH STATEMENT EXECUTE FUNCTION ${t}q_after_stmt();
 
        CREATE TABLE ${t}l_root (k int, e text) PARTITION BY RANGE (k);
-       CREATE TABLE ${t}l PARTITION OF ${t}l_root FOR VALUES FROM (0) TO (300)" >/dev/null
+       CREATE TABLE ${t}l PARTITION OF ${t}l_root FOR VALUES FROM (0) TO (300);
+
+       CREATE TABLE ${t}w (k int, e text) PARTITION BY HASH (k);
+       DO \$\$ BEGIN
+         FOR i IN 0..39 LOOP
+           EXECUTE format('CREATE TABLE %I PARTITION OF ${t}w FOR VALUES WITH (MODULUS 40, REMAINDER %s)', '${t}w_' || i, i);
+         END LOOP;
+       END \$\$" >/dev/null
 done
 
-run_job() { # JOB TOPIC TABLE COLUMNS PATH
+run_job() { # JOB TOPIC TABLE COLUMNS PATH [BATCH]
   set_insert_path "$5"
   job_consume_all "$1" "$n" 180 "brokers => '$KAFKA_BROKERS', topic => '$2', target => '$3', format => 'csv',
-    columns => '$4', batch_size => 300, batch_timeout_ms => 200"
+    columns => '$4', batch_size => ${6:-300}, batch_timeout_ms => 200"
 }
 
 set_fault direct-insert sleep 0
@@ -109,10 +118,12 @@ f0=$(fault_count direct-insert)
 check "COPY's text, a partitioned table: every message consumed" run_job pc1 "$wide" pc '{k,a,e,p,u}' copy
 check "COPY's text, transition tables: every message consumed" run_job pc2 "$narrow" pcq '{k,e}' copy
 check "COPY's text, a partition: every message consumed" run_job pc3 "$narrow" pcl '{k,e}' copy
+check "COPY's text, 40 partitions: every message consumed" run_job pc4 "$narrow" pcw '{k,e}' copy 1500
 f1=$(fault_count direct-insert)
 check "tuples, a partitioned table: every message consumed" run_job pd1 "$wide" pd '{k,a,e,p,u}' direct
 check "tuples, transition tables: every message consumed" run_job pd2 "$narrow" pdq '{k,e}' direct
 check "tuples, a partition: every message consumed" run_job pd3 "$narrow" pdl '{k,e}' direct
+check "tuples, 40 partitions: every message consumed" run_job pd4 "$narrow" pdw '{k,e}' direct 1500
 f2=$(fault_count direct-insert)
 clear_fault
 reset_insert_path
@@ -155,8 +166,11 @@ is "$(same_both_ways "TABLE @l") $(same_dead_letters pd3 pc3) $(sql "SELECT coun
   "0 0 $(sql "SELECT count(*) FROM eoingest.dead_letters WHERE job = 'pc3'")" \
   "a partition as the target: the same rows, and every row outside its bounds a dead letter (23514) both ways"
 
-sql "SELECT eoingest.drop_job(name) FROM eoingest.jobs WHERE name IN ('pc1', 'pc2', 'pc3', 'pd1', 'pd2', 'pd3');
-     DROP TABLE pd, pc, pd_log, pc_log, pdq, pcq, pdq_new, pcq_new, pdl_root, pcl_root, dp_parent;
+is "$(same_both_ways "SELECT replace(tableoid::regclass::text, '@', 'T'), k, e FROM @w") $(sql "SELECT count(*) FROM pdw")" \
+  "0 $(sql "SELECT count(*) FROM pcw")" "40 partitions: the same rows both ways, each in the same partition"
+
+sql "SELECT eoingest.drop_job(name) FROM eoingest.jobs WHERE name IN ('pc1', 'pc2', 'pc3', 'pc4', 'pd1', 'pd2', 'pd3', 'pd4');
+     DROP TABLE pd, pc, pd_log, pc_log, pdq, pcq, pdq_new, pcq_new, pdl_root, pcl_root, pdw, pcw, dp_parent;
      DROP FUNCTION pd_mid_before_row, pc_mid_before_row, pd_after_row, pc_after_row,
        pdq_before_row, pcq_before_row, pdq_after_stmt, pcq_after_stmt" >/dev/null
 eoi-kafka delete-topic "$wide" >/dev/null 2>&1 || true
