@@ -532,12 +532,6 @@ eoi_once() {
   fi
   job_drop
   q "TRUNCATE $table" >/dev/null
-  if [ -n "$VARIANT_INSERT_PATH" ]; then
-    q "ALTER SYSTEM SET eoingest.insert_path = '$VARIANT_INSERT_PATH'" >/dev/null
-  else
-    q "ALTER SYSTEM RESET eoingest.insert_path" >/dev/null
-  fi
-  q "SELECT pg_reload_conf()" >/dev/null
   # 100% conflicts: the table already holds every row; 50%: every other one (even ts),
   # so that the batches mix new keys with existing ones.
   if [ "$conflicts" = 100 ]; then
@@ -652,7 +646,7 @@ SQL
 
 # ---- variants ----
 VARIANT_OPTIONS=''   # eoingest: the job's options (librdkafka properties), '' for none
-VARIANT_INSERT_PATH=''  # eoingest: eoingest.insert_path for the run ('copy'), '' for the default
+VARIANT_INSERT_PATH=''  # eoingest: the insert_path the run takes ('copy'; set by bench_insert_path), for its label and id
 RAW_COLUMNS="variant label group method format parts pk mode batch par options run status rows seconds server_cpu client_cpu proc_cpu broker_cpu other_cpu wal rss_anon_kb hwm_kb note"
 printf '%s\n' "${RAW_COLUMNS// /$'\t'}" >"$RAW"
 
@@ -737,12 +731,25 @@ eoi_variant() { # MODE FORMAT PARTS PK BATCH PAR [CONFLICTS [OPTIONS LABEL]]
   VARIANT_OPTIONS=''
 }
 
+# bench_insert_path PATH: eoingest.insert_path for the jobs started next ('' = the default).
+bench_insert_path() {
+  if [ -n "$1" ]; then
+    q "ALTER SYSTEM SET eoingest.insert_path = '$1'" >/dev/null
+  else
+    q "ALTER SYSTEM RESET eoingest.insert_path" >/dev/null
+  fi
+  q "SELECT pg_reload_conf()" >/dev/null
+}
+
 # A partitioned target, straight into tuples and through COPY's text (the
-# path such targets took before direct.c routed rows), back to back.
+# path such targets took before direct.c routed rows), back to back; the
+# setting is back to its default for every variant after them.
 eoi_partitioned_variants() {
   eoi_variant exactly_once csv 4 part 10000 1
   VARIANT_INSERT_PATH=copy
+  bench_insert_path copy
   eoi_variant exactly_once csv 4 part 10000 1
+  bench_insert_path ''
   VARIANT_INSERT_PATH=''
 }
 
