@@ -44,6 +44,7 @@
 #include "offsets.h"
 #include "policy.h"
 #include "positions.h"
+#include "settings.h"
 #include "shmem.h"
 #include "sink.h"
 #include "txn.h"
@@ -55,6 +56,7 @@ PG_FUNCTION_INFO_V1(eoingest_stop_job);
 PG_FUNCTION_INFO_V1(eoingest_drop_job);
 PG_FUNCTION_INFO_V1(eoingest_worker_status);
 PG_FUNCTION_INFO_V1(eoingest_mask_options);
+PG_FUNCTION_INFO_V1(eoingest_may_see_job);
 
 #define MAX_BATCH_SIZE 1000000
 #define MAX_BATCH_TIMEOUT_MS 3600000
@@ -450,7 +452,7 @@ typedef struct JobDefinition
 	Jsonb	   *qualified_targets;	/* targets with their names schema-qualified, or NULL */
 } JobDefinition;
 
-static void check_can_start_mode(int32 job_id, const char *name, EoiMode mode, int parallelism);
+static void check_can_start_mode(int32 job_id, const char *name, Oid owner, EoiMode mode, int parallelism);
 
 /*
  * Format avro (of values or keys) reads schemas from a registry, which the
@@ -476,7 +478,11 @@ check_schema_registry(JobDefinition *def)
 	(void) eoi_check_registry_urls(def->schema_registry);
 }
 
-/* Plan the transform with the search_path its job will run it with. */
+/*
+ * Plan the transform with the search_path its job will run it with.
+ * Planning can run the owner's functions (constant folding): whatever
+ * settings they change are discarded with the nest level.
+ */
 static void
 check_transform_with_path(const char *transform, const char *search_path)
 {
@@ -485,7 +491,7 @@ check_transform_with_path(const char *transform, const char *search_path)
 	(void) set_config_option("search_path", search_path, PGC_USERSET, PGC_S_SESSION,
 							 GUC_ACTION_SAVE, true, 0, false);
 	check_transform(transform);
-	AtEOXact_GUC(true, nest);
+	AtEOXact_GUC(false, nest);
 }
 
 /*
@@ -731,7 +737,7 @@ check_definition(JobDefinition *def)
 	if (def->key_format_s == NULL)
 		def->key_format_s = "text";
 	if (def->running)
-		check_can_start_mode(def->id, def->name, def->mode, def->parallelism);
+		check_can_start_mode(def->id, def->name, def->owner, def->mode, def->parallelism);
 
 	eoi_kafka_check_options(def->brokers, def->options, def->owner);
 }
@@ -904,9 +910,9 @@ eoingest_create_job(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
-/* The job's owner, or an error that the job does not exist. */
+/* The job's owner, or InvalidOid if there is no such job. */
 static Oid
-job_owner(const char *name)
+find_job_owner(const char *name)
 {
 	EoiSavedUser saved;
 	Oid			types[1] = {TEXTOID};
@@ -927,6 +933,15 @@ job_owner(const char *name)
 	}
 	SPI_finish();
 	eoi_restore_user(&saved);
+	return owner;
+}
+
+/* The job's owner, or an error that the job does not exist. */
+static Oid
+job_owner(const char *name)
+{
+	Oid			owner = find_job_owner(name);
+
 	if (!OidIsValid(owner))
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
@@ -955,14 +970,46 @@ update_job(const char *sql, const char *name, const char *state)
 
 /*
  * How many prepared transactions the other running two_phase jobs may
- * hold at once: one per worker.
+ * hold at once besides the `parallelism` of job `job_id` of `owner`: one
+ * per worker that can run at once, so no more for one role than its
+ * eoingest.max_workers_per_role.  A role capped at a few workers cannot
+ * take every prepared-transaction slot by starting many jobs.
  */
 static int
-other_two_phase_workers(int32 job_id)
+other_two_phase_workers(int32 job_id, Oid owner, int parallelism)
 {
-	return (int) eoi_job_query_int("SELECT coalesce(sum(parallelism), 0)::int8 FROM eoingest.jobs"
-								   " WHERE mode = 'two_phase' AND state = 'running' AND id <> $1",
-								   job_id);
+	EoiSavedUser saved;
+	Oid			types[1] = {INT4OID};
+	Datum		args[1] = {Int32GetDatum(job_id)};
+	int64		total = parallelism;
+
+	eoi_become_extension_owner(&saved);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute_with_args("SELECT owner, sum(parallelism)::int8 FROM eoingest.jobs"
+							  " WHERE mode = 'two_phase' AND state = 'running' AND id <> $1"
+							  " GROUP BY owner",
+							  1, types, args, NULL, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read eoingest.jobs");
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+		Oid			role = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i],
+														   SPI_tuptable->tupdesc, 1, &isnull));
+		int64		workers = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i],
+														  SPI_tuptable->tupdesc, 2, &isnull));
+		int			limit = eoi_role_worker_limit(role);
+
+		if (role == owner)
+		{
+			workers += parallelism;
+			total -= parallelism;
+		}
+		total += limit >= 0 ? Min(workers, limit) : workers;
+	}
+	SPI_finish();
+	eoi_restore_user(&saved);
+	return (int) Min(total - parallelism, INT_MAX);
 }
 
 /*
@@ -972,12 +1019,22 @@ other_two_phase_workers(int32 job_id)
  * each other's epochs from completing.
  */
 static void
-check_can_start_mode(int32 job_id, const char *name, EoiMode mode, int parallelism)
+check_can_start_mode(int32 job_id, const char *name, Oid owner, EoiMode mode, int parallelism)
 {
 	int			others;
+	int			limit;
 
 	if (mode != EOI_MODE_TWO_PHASE)
 		return;
+	/* every worker must prepare before an epoch completes */
+	limit = eoi_role_worker_limit(owner);
+	if (limit >= 0 && parallelism > limit)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("two_phase job \"%s\" needs its %d workers at once, but its owner may run %d eoingest workers",
+						name, parallelism, limit),
+				 errdetail("A checkpoint epoch completes once every worker of the job has prepared its part."),
+				 errhint("Lower the job's parallelism, or have a superuser raise the owner's limit with ALTER ROLE ... SET eoingest.max_workers_per_role.")));
 	if (max_prepared_xacts < parallelism)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -985,7 +1042,7 @@ check_can_start_mode(int32 job_id, const char *name, EoiMode mode, int paralleli
 						name, parallelism, max_prepared_xacts),
 				 errhint("Set max_prepared_transactions to at least %d (plus what other clients use) and restart the server.",
 						 parallelism)));
-	others = other_two_phase_workers(job_id);
+	others = other_two_phase_workers(job_id, owner, parallelism);
 	if (max_prepared_xacts < parallelism + others)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -999,7 +1056,7 @@ check_can_start_mode(int32 job_id, const char *name, EoiMode mode, int paralleli
 static void
 check_can_start(const EoiJob *job)
 {
-	check_can_start_mode(job->id, job->name, job->mode, job->parallelism);
+	check_can_start_mode(job->id, job->name, job->owner, job->mode, job->parallelism);
 }
 
 /*
@@ -1044,6 +1101,16 @@ warn_if_no_room(const EoiJob *job)
 	int			free_slots = Max(eoingest_max_workers - others, 0);
 	int			other_bgw;
 	int			free_bgw;
+	int			limit = eoi_role_worker_limit(job->owner);
+
+	if (limit >= 0 && job->parallelism > limit)
+		ereport(WARNING,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("job \"%s\" wants %d workers, but its owner may run %d eoingest workers at once",
+						job->name, job->parallelism, limit),
+				 errdetail("eoingest.max_workers_per_role is %d for role \"%s\", for all of its jobs together. Workers over the limit wait in state \"waiting\".",
+						   limit, GetUserNameFromId(job->owner, false)),
+				 errhint("Lower the job's parallelism, or have a superuser raise the role's limit with ALTER ROLE ... SET eoingest.max_workers_per_role.")));
 
 	if (free_slots < job->parallelism)
 	{
@@ -1206,6 +1273,41 @@ may_see(Oid owner)
 }
 
 /*
+ * eoingest._may_see_job(job): may the current role see the job's rows
+ * (the row-level policy on eoingest.offsets)?  False for a job that does
+ * not exist, so that it tells nobody which jobs exist beyond their own.
+ * A policy calls it once per row, and rows come by job: the last answer
+ * is kept for the next call.
+ */
+typedef struct MaySeeCache
+{
+	Oid			role;
+	char	   *job;
+	bool		result;
+} MaySeeCache;
+
+Datum
+eoingest_may_see_job(PG_FUNCTION_ARGS)
+{
+	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	MaySeeCache *cache = fcinfo->flinfo->fn_extra;
+	Oid			owner;
+
+	if (cache != NULL && cache->role == GetUserId() && strcmp(cache->job, name) == 0)
+		PG_RETURN_BOOL(cache->result);
+	if (cache == NULL)
+		cache = fcinfo->flinfo->fn_extra =
+			MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, sizeof(MaySeeCache));
+	else if (cache->job != NULL)
+		pfree(cache->job);
+	owner = find_job_owner(name);
+	cache->role = GetUserId();
+	cache->job = MemoryContextStrdup(fcinfo->flinfo->fn_mcxt, name);
+	cache->result = OidIsValid(owner) && may_see(owner);
+	PG_RETURN_BOOL(cache->result);
+}
+
+/*
  * eoingest._mask_options(options): the values of credential properties
  * replaced by ********, for roles that are not the job's owner.
  */
@@ -1250,7 +1352,7 @@ eoingest_worker_status(PG_FUNCTION_ARGS)
 	Tuplestorestate *store;
 	EoiWorkerSlot *copy;
 	EoiWaitingWorker *waiting;
-	char		wait_message[2][EOI_ERROR_LEN];
+	char		wait_message[EOI_WAIT_REASONS][EOI_ERROR_LEN];
 	int			nslots;
 	int			nwaiting;
 
@@ -1460,8 +1562,6 @@ eoingest_alter_job(PG_FUNCTION_ARGS)
 	/* schema_registry (issue 15): the last parameter */
 	bool		has_schema_registry = PG_NARGS() > 13 && !PG_ARGISNULL(13);
 	EoiSavedUser saved;
-	Oid			caller;
-	int			sec_context;
 
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
@@ -1538,11 +1638,14 @@ eoingest_alter_job(PG_FUNCTION_ARGS)
 	if (has_transactions)
 		def.transactions_s = text_to_cstring(PG_GETARG_TEXT_PP(15));
 
-	/* Checked as the owner's worker will run it (target privileges). */
-	GetUserIdAndSecContext(&caller, &sec_context);
-	SetUserIdAndSecContext(job->owner, sec_context | SECURITY_LOCAL_USERID_CHANGE);
+	/*
+	 * Checked as the owner's worker will run it (target privileges), and as
+	 * the owner: the caller may be a superuser, and planning the transform
+	 * runs the owner's functions.
+	 */
+	eoi_become_job_owner(job, &saved);
 	check_definition(&def);
-	SetUserIdAndSecContext(caller, sec_context);
+	eoi_restore_user(&saved);
 	if (has_targets && eoi_offsets_any(job))
 		check_targets_kept(job, def.qualified_targets);
 

@@ -34,6 +34,7 @@ void		_PG_init(void);
 
 char	   *eoingest_database = NULL;
 int			eoingest_max_workers = 32;
+int			eoingest_max_workers_per_role = -1;
 char	   *eoingest_fault_point = NULL;
 int			eoingest_fault_action = EOI_FAULT_KILL;
 int			eoingest_fault_sleep_ms = 5000;
@@ -108,6 +109,20 @@ eoi_define_settings(void)
 							&eoingest_max_workers,
 							32, 1, 1024,
 							PGC_POSTMASTER,
+							0,
+							NULL, NULL, NULL);
+
+	/*
+	 * Read by the launcher, for each job's owner: ALTER ROLE ... SET gives a
+	 * role its own limit (SUSET, so that only a superuser can), and the
+	 * server's value is for every other role.
+	 */
+	DefineCustomIntVariable("eoingest.max_workers_per_role",
+							"Maximum number of eoingest workers the jobs of one role run at once.",
+							"-1 means no limit. Set per role with ALTER ROLE ... SET eoingest.max_workers_per_role; superusers' jobs have no limit.",
+							&eoingest_max_workers_per_role,
+							-1, -1, 1024,
+							PGC_SUSET,
 							0,
 							NULL, NULL, NULL);
 

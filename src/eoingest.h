@@ -15,11 +15,12 @@
 #include "utils/jsonb.h"
 
 /* The SQL objects this library expects (eoingest.control's default_version). */
-#define EOI_EXTENSION_VERSION "0.7"
+#define EOI_EXTENSION_VERSION "0.8"
 
 /* Settings (eoingest.c) */
 extern char *eoingest_database;
 extern int	eoingest_max_workers;
+extern int	eoingest_max_workers_per_role;
 extern char *eoingest_fault_point;
 extern int	eoingest_fault_action;
 extern int	eoingest_fault_sleep_ms;

@@ -171,10 +171,19 @@ eoi_become_job_owner(const EoiJob *job, EoiSavedUser *saved)
 							 GUC_ACTION_SAVE, true, 0, false);
 }
 
+/*
+ * Back to the saved user, with every setting as it was before the switch.
+ * The code run meanwhile (the owner's triggers, transform, defaults, casts)
+ * may have changed any setting its role may change, with SET or
+ * set_config(..., false); AtEOXact_GUC(false, ...) discards those changes,
+ * as PostgreSQL does after running code for a table's owner (index builds,
+ * VACUUM, REFRESH MATERIALIZED VIEW).  Keeping them would hand the owner's
+ * search_path, or any other setting, to a caller with more rights.
+ */
 void
 eoi_restore_user(EoiSavedUser *saved)
 {
-	AtEOXact_GUC(true, saved->guc_nest_level);
+	AtEOXact_GUC(false, saved->guc_nest_level);
 	SetUserIdAndSecContext(saved->userid, saved->sec_context);
 }
 

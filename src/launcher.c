@@ -9,8 +9,10 @@
  * that died are reaped and restarted after a backoff, workers of jobs that
  * should not run are terminated.  A worker that finds no slot (eoingest's
  * own, eoingest.max_workers, or a background worker slot,
- * max_worker_processes) is listed in shared memory as waiting, with the
- * reason, for job_status, and tried again at every tick until it starts.
+ * max_worker_processes), or whose owner's jobs already run as many workers
+ * as eoingest.max_workers_per_role allows the owner, is listed in shared
+ * memory as waiting, with the reason, for job_status, and tried again at
+ * every tick until it starts.
  * Dynamic workers are registered with
  * BGW_NEVER_RESTART: after a crash-and-restart cycle of the server the
  * launcher, a static worker, brings them back from the job table.
@@ -65,6 +67,7 @@ typedef struct LauncherJob
 	bool		running;
 	bool		two_phase;
 	int32		config_version;
+	int			role_limit;		/* the owner's eoingest.max_workers_per_role */
 } LauncherJob;
 
 /* Backoff of one (job, worker index) whose worker died. */
@@ -184,6 +187,24 @@ fail_jobs_without_owner(void)
 						SPI_processed)));
 }
 
+/* Each running job's owner's worker limit, looked up once per owner. */
+static void
+read_role_limits(LauncherJob *jobs, int njobs)
+{
+	for (int i = 0; i < njobs; i++)
+	{
+		int			same = -1;
+
+		if (!jobs[i].running)
+			continue;
+		for (int k = 0; k < i && same < 0; k++)
+			if (jobs[k].running && jobs[k].owner == jobs[i].owner)
+				same = k;
+		jobs[i].role_limit = same >= 0 ? jobs[same].role_limit :
+			eoi_role_worker_limit(jobs[i].owner);
+	}
+}
+
 /*
  * Read the jobs, as an array in tick_context.  No extension in the database
  * means no jobs.
@@ -228,6 +249,7 @@ read_jobs(int *njobs)
 		}
 		*njobs = (int) SPI_processed;
 		SPI_finish();
+		read_role_limits(jobs, *njobs);
 	}
 	eoi_commit_work();
 	return jobs;
@@ -383,13 +405,35 @@ worker_exists(int32 job_id, int worker_index)
 	return false;
 }
 
+/* Slots taken by the workers of jobs `owner` owns. */
+static int
+slots_of_owner(Oid owner)
+{
+	int			n = 0;
+
+	for (int i = 0; i < eoi_shared->nslots; i++)
+		if (eoi_shared->slots[i].in_use && eoi_shared->slots[i].owner == owner)
+			n++;
+	return n;
+}
+
+/*
+ * Claim a free slot for the job's worker: its number, or CLAIM_NO_SLOT when
+ * none is free, or CLAIM_ROLE_LIMIT when the owner's jobs already hold as
+ * many slots as the owner may.
+ */
+#define CLAIM_NO_SLOT (-1)
+#define CLAIM_ROLE_LIMIT (-2)
+
 static int
 claim_slot(LauncherJob *job, int worker_index, uint64 *generation)
 {
-	int			found = -1;
+	int			found = CLAIM_NO_SLOT;
 
 	LWLockAcquire(eoi_shared->lock, LW_EXCLUSIVE);
-	for (int i = 0; i < eoi_shared->nslots; i++)
+	if (job->role_limit >= 0 && slots_of_owner(job->owner) >= job->role_limit)
+		found = CLAIM_ROLE_LIMIT;
+	for (int i = 0; i < eoi_shared->nslots && found == CLAIM_NO_SLOT; i++)
 	{
 		EoiWorkerSlot *slot = &eoi_shared->slots[i];
 
@@ -404,7 +448,6 @@ claim_slot(LauncherJob *job, int worker_index, uint64 *generation)
 		slot->worker_index = worker_index;
 		*generation = slot->generation;
 		found = i;
-		break;
 	}
 	LWLockRelease(eoi_shared->lock);
 	return found;
@@ -415,7 +458,8 @@ typedef enum LaunchResult
 {
 	LAUNCH_STARTED,
 	LAUNCH_NO_WORKER_SLOT,		/* eoingest.max_workers used up */
-	LAUNCH_NO_BGWORKER_SLOT		/* max_worker_processes used up */
+	LAUNCH_NO_BGWORKER_SLOT,	/* max_worker_processes used up */
+	LAUNCH_ROLE_LIMIT			/* the owner's eoingest.max_workers_per_role */
 } LaunchResult;
 
 /*
@@ -432,6 +476,8 @@ launch_worker(LauncherJob *job, int worker_index)
 	int			slotno;
 
 	slotno = claim_slot(job, worker_index, &args.generation);
+	if (slotno == CLAIM_ROLE_LIMIT)
+		return LAUNCH_ROLE_LIMIT;
 	if (slotno < 0)
 		return LAUNCH_NO_WORKER_SLOT;
 
@@ -480,10 +526,11 @@ static void
 publish_waiting(EoiWaitingWorker *waiting, int nwaiting, int total_waiting, int wanted)
 {
 	static int	logged_waiting = 0;
-	char		reason[2][EOI_ERROR_LEN];
-	static const char *const hint[2] = {
+	char		reason[EOI_WAIT_REASONS][EOI_ERROR_LEN];
+	static const char *const hint[EOI_WAIT_REASONS] = {
 		"raise eoingest.max_workers (and max_worker_processes with it) and restart the server, or stop another job",
-		"raise max_worker_processes and restart the server, or stop another job"
+		"raise max_worker_processes and restart the server, or stop another job",
+		"stop another of the owner's jobs, or have a superuser raise the owner's limit (ALTER ROLE ... SET eoingest.max_workers_per_role)"
 	};
 	int			placed = 0;
 	int			last_reason = -1;
@@ -498,7 +545,9 @@ publish_waiting(EoiWaitingWorker *waiting, int nwaiting, int total_waiting, int 
 	snprintf(reason[EOI_WAIT_BGWORKER_SLOT], EOI_ERROR_LEN,
 			 "no background worker slot is free: max_worker_processes is %d and all are in use, %d of them by eoingest (its launcher and %d workers); running jobs want %d more workers",
 			 max_worker_processes, placed + 1, placed, total_waiting);
-	for (int r = 0; r < 2; r++)
+	snprintf(reason[EOI_WAIT_ROLE_LIMIT], EOI_ERROR_LEN,
+			 "the job's owner runs as many eoingest workers as eoingest.max_workers_per_role allows it");
+	for (int r = 0; r < EOI_WAIT_REASONS; r++)
 		snprintf(eoi_shared->wait_message[r], EOI_ERROR_LEN, "%s; %s", reason[r], hint[r]);
 	for (int i = 0; i < nwaiting; i++)
 	{
@@ -530,6 +579,21 @@ publish_waiting(EoiWaitingWorker *waiting, int nwaiting, int total_waiting, int 
 		ereport(LOG,
 				(errmsg("eoingest: no worker waits for a slot any more")));
 	logged_waiting = total_waiting;
+}
+
+static EoiWaitReason
+wait_reason(LaunchResult result)
+{
+	switch (result)
+	{
+		case LAUNCH_NO_WORKER_SLOT:
+			return EOI_WAIT_WORKER_SLOT;
+		case LAUNCH_NO_BGWORKER_SLOT:
+			return EOI_WAIT_BGWORKER_SLOT;
+		case LAUNCH_ROLE_LIMIT:
+		default:
+			return EOI_WAIT_ROLE_LIMIT;
+	}
 }
 
 static void
@@ -565,8 +629,7 @@ launch_missing(LauncherJob *jobs, int njobs)
 				waiting[nwaiting].job_id = jobs[j].id;
 				waiting[nwaiting].owner = jobs[j].owner;
 				waiting[nwaiting].worker_index = w;
-				waiting[nwaiting].reason = (result == LAUNCH_NO_WORKER_SLOT) ?
-					EOI_WAIT_WORKER_SLOT : EOI_WAIT_BGWORKER_SLOT;
+				waiting[nwaiting].reason = wait_reason(result);
 				waiting[nwaiting].since = now;
 				nwaiting++;
 			}

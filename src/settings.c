@@ -10,6 +10,9 @@
  * catalog held when they started, compare while they wait, and start
  * afresh (a new session) once it changed.
  *
+ * The launcher also reads one setting for other roles than its own: the
+ * number of workers a job owner's jobs may run at once.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -17,6 +20,7 @@
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
+#include "utils/guc.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 
@@ -52,4 +56,44 @@ eoi_session_settings(Oid roleid)
 	result = MemoryContextStrdup(caller, value ? value : "");
 	SPI_finish();
 	return result;
+}
+
+/*
+ * How many eoingest workers the jobs of `roleid` may run at once, -1 for
+ * no limit: the role's eoingest.max_workers_per_role in this database,
+ * else the role's in every database (ALTER ROLE ... [IN DATABASE ...]
+ * SET), else the server's.  Superusers have no limit, as they have no
+ * connection limit.  In a transaction.
+ */
+int
+eoi_role_worker_limit(Oid roleid)
+{
+	Oid			types[2] = {OIDOID, OIDOID};
+	Datum		args[2] = {ObjectIdGetDatum(MyDatabaseId), ObjectIdGetDatum(roleid)};
+	int			limit = eoingest_max_workers_per_role;
+
+	if (superuser_arg(roleid))
+		return -1;
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute_with_args("SELECT pg_catalog.substr(c, pg_catalog.strpos(c, '=') OPERATOR(pg_catalog.+) 1)"
+							  "  FROM pg_catalog.pg_db_role_setting s, pg_catalog.unnest(s.setconfig) c"
+							  " WHERE s.setdatabase OPERATOR(pg_catalog.=) ANY (ARRAY[0, $1]::pg_catalog.oid[])"
+							  "   AND s.setrole OPERATOR(pg_catalog.=) $2"
+							  "   AND pg_catalog.lower(pg_catalog.split_part(c, '=', 1))"
+							  "       OPERATOR(pg_catalog.=) 'eoingest.max_workers_per_role'"
+							  " ORDER BY s.setdatabase DESC LIMIT 1",
+							  2, types, args, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read pg_db_role_setting");
+	if (SPI_processed == 1)
+	{
+		char	   *value = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+		int			n;
+
+		/* ALTER ROLE checked it against the setting's range when it was set */
+		if (value != NULL && parse_int(value, &n, 0, NULL) && n >= -1)
+			limit = n;
+	}
+	SPI_finish();
+	return limit;
 }

@@ -12,5 +12,6 @@
 #include "eoingest.h"
 
 extern char *eoi_session_settings(Oid roleid);
+extern int	eoi_role_worker_limit(Oid roleid);
 
 #endif

@@ -69,16 +69,20 @@ typedef struct EoiWorkerSlot
 
 /*
  * A worker of a running job that the launcher could not start for want of
- * a slot: an eoingest worker slot (eoingest.max_workers) or a background
- * worker slot (max_worker_processes).  The launcher rewrites the list every
+ * a slot: an eoingest worker slot (eoingest.max_workers), a background
+ * worker slot (max_worker_processes), or one its owner may take
+ * (eoingest.max_workers_per_role).  The launcher rewrites the list every
  * tick, so a worker leaves it as soon as it is started; job_status shows
  * the entries as workers in state 'waiting' with the reason.
  */
 typedef enum EoiWaitReason
 {
 	EOI_WAIT_WORKER_SLOT,		/* eoingest.max_workers used up */
-	EOI_WAIT_BGWORKER_SLOT		/* max_worker_processes used up */
+	EOI_WAIT_BGWORKER_SLOT,		/* max_worker_processes used up */
+	EOI_WAIT_ROLE_LIMIT			/* the owner's eoingest.max_workers_per_role */
 } EoiWaitReason;
+
+#define EOI_WAIT_REASONS 3
 
 #define EOI_MAX_WAITING 1024	/* entries kept; more wait unlisted */
 
@@ -100,7 +104,7 @@ typedef struct EoiShared
 	/* workers waiting for a slot, and why (one message per reason) */
 	int			nwaiting;
 	EoiWaitingWorker waiting[EOI_MAX_WAITING];
-	char		wait_message[2][EOI_ERROR_LEN];
+	char		wait_message[EOI_WAIT_REASONS][EOI_ERROR_LEN];
 	int			nslots;
 	EoiWorkerSlot slots[FLEXIBLE_ARRAY_MEMBER];
 } EoiShared;

@@ -30,6 +30,7 @@
 #include "parser/parse_relation.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/regproc.h"
@@ -583,8 +584,8 @@ check_sizes(const EoiJob *job, EoiBatch *batch)
 	}
 }
 
-uint64
-eoi_sink_write(const EoiJob *job, EoiBatch *batch)
+static uint64
+write_by_kind(const EoiJob *job, EoiBatch *batch)
 {
 	check_sizes(job, batch);
 	eoi_avro_use_job(job);
@@ -595,6 +596,23 @@ eoi_sink_write(const EoiJob *job, EoiBatch *batch)
 	if (job->mode == EOI_MODE_UPSERT)
 		return eoi_upsert_batch(job, batch);
 	return copy_into_target(job, batch);
+}
+
+/*
+ * Write a batch as the current user (the job's owner).  The owner's code
+ * that runs meanwhile (triggers, the transform, defaults) may change
+ * settings with SET or set_config(..., false); they are discarded at the
+ * end, so that nothing carries over into the next batch, or into the
+ * session of whoever replays dead letters.
+ */
+uint64
+eoi_sink_write(const EoiJob *job, EoiBatch *batch)
+{
+	int			nest = NewGUCNestLevel();
+	uint64		rows = write_by_kind(job, batch);
+
+	AtEOXact_GUC(false, nest);
+	return rows;
 }
 
 /*

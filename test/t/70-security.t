@@ -4,7 +4,7 @@
 set -euo pipefail
 . "$(dirname "$0")/../lib/tap.sh"
 
-plan 27
+plan 28
 sql "CREATE EXTENSION IF NOT EXISTS eoingest" >/dev/null 2>&1
 like() { case "$1" in *"$2"*) ok 0 "$3" ;; *) ok 1 "$3"; diag "got: $1" "want: *$2*" ;; esac; }
 as() { local role=$1; shift; psql -XAtq -v ON_ERROR_STOP=1 -U "$role" -c "$*" 2>&1; }
@@ -98,8 +98,12 @@ else
     wait_until 90 "SELECT state = 'failed' AND last_error LIKE '%librdkafka bug #4895, fixed in 2.6.1%'
                      FROM eoingest.job_status WHERE name = 'sec_sasl'"
 fi
+is "$(as eoi_bob "SELECT count(*) FROM eoingest.job_definitions WHERE name = 'sec_sasl'")" 0 \
+  "another role does not see the job's definition"
+sql "GRANT pg_monitor TO eoi_bob" >/dev/null
 is "$(as eoi_bob "SELECT options->>'sasl.password' FROM eoingest.job_definitions WHERE name = 'sec_sasl'")" '********' \
-  "another role sees the password masked"
+  "a member of pg_monitor sees it, with the password masked"
+sql "REVOKE pg_monitor FROM eoi_bob" >/dev/null
 is "$(as eoi_alice "SELECT options->>'sasl.password' FROM eoingest.job_definitions WHERE name = 'sec_sasl'")" "$password" \
   "the owner sees it"
 ok $(grep -qF "$password" "$EOINGEST_RUN/pg.log" && echo 1 || echo 0) "the password never reaches the server log"
