@@ -32,7 +32,8 @@ OBJS = \
 	src/avro.o \
 	src/avrocheck.o \
 	src/avroflat.o \
-	src/registry.o
+	src/registry.o \
+	src/wirenum.o
 
 DATA = $(wildcard sql/eoingest--*.sql)
 

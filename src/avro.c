@@ -61,6 +61,7 @@
 #include "batch.h"
 #include "avrocheck.h"
 #include "avroflat.h"
+#include "wirenum.h"
 #include "registry.h"
 
 /* Logical types, as the schema's JSON names them. */
@@ -618,89 +619,6 @@ append_hex(StringInfo out, const unsigned char *b, size_t n)
 	out->data[out->len] = '\0';
 }
 
-/*
- * A decimal: the unscaled value is a big-endian two's-complement integer
- * of any length; its digits, with the point `scale` places from the right.
- */
-static void
-append_decimal(StringInfo out, const unsigned char *b, size_t n, int scale)
-{
-	unsigned char *mag;
-	bool		neg = n > 0 && (b[0] & 0x80);
-	char	   *digits;
-	int			nd = 0;
-	uint32	   *chunks;
-	int			nchunks = 0;
-	size_t		start = 0;
-
-	if (n > 4096)
-		ereport(ERROR,
-				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
-				 errmsg("Avro decimal of %zu bytes is too large", n)));
-	mag = palloc(Max(n, 1));
-	memcpy(mag, b, n);
-	if (neg)
-	{
-		int			carry = 1;
-
-		for (size_t i = n; i-- > 0;)
-		{
-			int			v = (unsigned char) ~mag[i] + carry;
-
-			mag[i] = (unsigned char) v;
-			carry = v >> 8;
-		}
-	}
-	/* base 256 to base 10^9, by repeated division */
-	chunks = palloc(sizeof(uint32) * (n / 3 + 2));
-	while (start < n && mag[start] == 0)
-		start++;
-	while (start < n)
-	{
-		uint64		rem = 0;
-
-		for (size_t i = start; i < n; i++)
-		{
-			uint64		cur = (rem << 8) | mag[i];
-
-			mag[i] = (unsigned char) (cur / 1000000000);
-			rem = cur % 1000000000;
-		}
-		chunks[nchunks++] = (uint32) rem;
-		while (start < n && mag[start] == 0)
-			start++;
-	}
-	digits = palloc(nchunks * 9 + 2);
-	if (nchunks == 0)
-		digits[nd++] = '0';
-	else
-	{
-		nd = sprintf(digits, "%u", chunks[nchunks - 1]);
-		for (int i = nchunks - 2; i >= 0; i--)
-			nd += sprintf(digits + nd, "%09u", chunks[i]);
-	}
-	if (neg && !(nd == 1 && digits[0] == '0'))
-		appendStringInfoChar(out, '-');
-	if (scale <= 0)
-	{
-		appendBinaryStringInfo(out, digits, nd);
-		for (int i = 0; i < -scale && !(nd == 1 && digits[0] == '0'); i++)
-			appendStringInfoChar(out, '0');
-		return;
-	}
-	if (nd <= scale)
-	{
-		appendStringInfoString(out, "0.");
-		for (int i = nd; i < scale; i++)
-			appendStringInfoChar(out, '0');
-		appendBinaryStringInfo(out, digits, nd);
-		return;
-	}
-	appendBinaryStringInfo(out, digits, nd - scale);
-	appendStringInfoChar(out, '.');
-	appendBinaryStringInfo(out, digits + nd - scale, scale);
-}
-
 /* Nanoseconds as microseconds: PostgreSQL keeps those; towards minus infinity. */
 static int64
 floor_div_1000(int64 v)
@@ -800,21 +718,6 @@ append_uuid(StringInfo out, const unsigned char *b)
 	appendStringInfo(out, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
 					 b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7],
 					 b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
-}
-
-/* Debezium's Bits: a Java BitSet's bytes, bit 0 the least significant. */
-static void
-append_bits(StringInfo out, const unsigned char *b, size_t n, int length)
-{
-	uint64		nbits = length >= 0 ? (uint64) length : (uint64) n * 8;
-
-	if (nbits > VARBITMAXLEN)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("Debezium Bits of %zu bytes are more bits than a bit string holds", n)));
-	enlargeStringInfo(out, (int) nbits);
-	for (uint64 i = nbits; i-- > 0;)
-		appendStringInfoChar(out, i / 8 < n && (b[i / 8] >> (i % 8)) & 1 ? '1' : '0');
 }
 
 static void
@@ -981,13 +884,13 @@ append_scalar(StringInfo out, avro_value_t *v, AvroType *t)
 
 				value_bytes(v, t, &buf, &size);
 				if (t->logical == L_DECIMAL)
-					append_decimal(out, buf, size, t->scale);
+					eoi_append_decimal(out, buf, size, t->scale);
 				else if (t->logical == L_DURATION && size == 12)
 					append_duration(out, buf);
 				else if (t->logical == L_UUID && size == 16)
 					append_uuid(out, buf);
 				else if (t->logical == L_BITS)
-					append_bits(out, buf, size, t->scale);
+					eoi_append_bits(out, buf, size, t->scale);
 				else
 					append_hex(out, buf, size);
 				return;
@@ -1126,11 +1029,7 @@ append_variable_decimal(StringInfo out, avro_value_t *v, AvroType *t)
 	if (avro_value_get_by_index(v, si, &scale, NULL) != 0 || avro_value_get_int(&scale, &s) != 0 ||
 		avro_value_get_by_index(v, vi, &value, NULL) != 0 || avro_value_get_bytes(&value, &buf, &size) != 0)
 		avro_failed("VariableScaleDecimal");
-	if (s > NUMERIC_MAX_DISPLAY_SCALE || s < -NUMERIC_MAX_DISPLAY_SCALE)
-		ereport(ERROR,
-				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
-				 errmsg("Debezium VariableScaleDecimal has a scale of %d", (int) s)));
-	append_decimal(out, buf, size, s);
+	eoi_append_decimal(out, buf, size, s);
 	return true;
 }
 
@@ -1367,7 +1266,7 @@ value_scalar(avro_value_t *v, AvroType *t, EoiAvroScalar *sc)
 
 /*
  * A decimal's unscaled value of at most 8 bytes as a numeric: the same
- * digits and display scale as numeric_in makes of append_decimal's text
+ * digits and display scale as numeric_in makes of eoi_append_decimal's text
  * (the scale, or none for a negative one).  False for longer values and
  * scales beyond numeric's display scale, which take the text.
  */

@@ -65,6 +65,7 @@
 #include "jsonscan.h"
 #include "sink.h"
 #include "upsert.h"
+#include "wirenum.h"
 
 /* How a field's JSON value encodes the column's value. */
 typedef enum Conversion
@@ -945,70 +946,14 @@ timestamp_text(int64 unix_usecs, bool zoned)
 	return pstrdup(buf);
 }
 
-/*
- * A big-endian two's complement integer of `len` bytes, divided by
- * 10^scale, as the text of a numeric.
- */
+/* Connect's Decimal: the unscaled value's bytes, the scale from the schema. */
 static char *
-decimal_text(const unsigned char *bytes, int len, int scale)
+decimal_text(const unsigned char *bytes, int len, int64 scale)
 {
-	unsigned char *mag = palloc(Max(len, 1));
-	bool		negative = len > 0 && (bytes[0] & 0x80);
-	char	   *digits = palloc(len * 3 + 2);
-	int			ndigits = 0;
-	int			start = 0;
 	StringInfoData out;
 
-	memcpy(mag, bytes, len);
-	if (negative)
-	{
-		/* magnitude = two's complement: invert, add one */
-		int			carry = 1;
-
-		for (int i = len - 1; i >= 0; i--)
-		{
-			int			b = (unsigned char) ~mag[i] + carry;
-
-			mag[i] = (unsigned char) b;
-			carry = b >> 8;
-		}
-	}
-	/* decimal digits, least significant first, by long division by 10 */
-	while (start < len)
-	{
-		int			rem = 0;
-
-		for (int i = start; i < len; i++)
-		{
-			int			cur = rem * 256 + mag[i];
-
-			mag[i] = cur / 10;
-			rem = cur % 10;
-		}
-		digits[ndigits++] = '0' + rem;
-		while (start < len && mag[start] == 0)
-			start++;
-	}
-	if (ndigits == 0)
-		digits[ndigits++] = '0';
-
 	initStringInfo(&out);
-	if (negative)
-		appendStringInfoChar(&out, '-');
-	if (scale < 0)
-	{
-		for (int i = ndigits - 1; i >= 0; i--)
-			appendStringInfoChar(&out, digits[i]);
-		for (int i = 0; i < -scale; i++)
-			appendStringInfoChar(&out, '0');
-		return out.data;
-	}
-	for (int i = Max(ndigits, scale + 1) - 1; i >= 0; i--)
-	{
-		appendStringInfoChar(&out, i < ndigits ? digits[i] : '0');
-		if (i == scale && scale > 0)
-			appendStringInfoChar(&out, '.');
-	}
+	eoi_append_decimal(&out, bytes, len, scale);
 	return out.data;
 }
 
@@ -1027,7 +972,7 @@ variable_decimal_text(const char *json)
 				 errmsg("invalid variable scale decimal %s", json),
 				 errhint("Debezium's VariableScaleDecimal is an object {\"scale\": ..., \"value\": base64}.")));
 	bytes = base64_field(value, &len, "decimal");
-	return decimal_text(bytes, len, (int) integer_field(scale, "decimal scale"));
+	return decimal_text(bytes, len, integer_field(scale, "decimal scale"));
 }
 
 static char *
@@ -1050,20 +995,11 @@ bits_text(const char *s, int length)
 {
 	int			len;
 	unsigned char *bytes = base64_field(s, &len, "bits");
-	char	   *out;
+	StringInfoData out;
 
-	if (length < 0)
-		length = len * 8;
-	out = palloc(length + 1);
-	for (int i = 0; i < length; i++)
-	{
-		int			byte = i / 8;
-		bool		set = byte < len && (bytes[byte] >> (i % 8)) & 1;
-
-		out[length - 1 - i] = set ? '1' : '0';
-	}
-	out[length] = '\0';
-	return out;
+	initStringInfo(&out);
+	eoi_append_bits(&out, bytes, len, length);
+	return out.data;
 }
 
 /*
