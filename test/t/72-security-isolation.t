@@ -221,7 +221,8 @@ unlike "$out" "ERROR" "another tenant's two_phase job still finds prepared-trans
 
 # clean up
 sql "SELECT eoingest.drop_job(name) FROM eoingest.jobs" >/dev/null
-sql "ALTER SYSTEM RESET eoingest.max_workers; ALTER SYSTEM RESET max_prepared_transactions" >/dev/null
+sql "ALTER SYSTEM RESET eoingest.max_workers" >/dev/null
+sql "ALTER SYSTEM RESET max_prepared_transactions" >/dev/null
 "$EOINGEST_TEST_DIR/pg.sh" restart >/dev/null
 sql "DROP SCHEMA iso_admin CASCADE; DROP OWNED BY iso_mallory, iso_alice, iso_hog, iso_watch CASCADE;
      DROP ROLE iso_mallory, iso_alice, iso_hog, iso_watch" >/dev/null 2>&1 || true
