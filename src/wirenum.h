@@ -9,8 +9,6 @@
 #ifndef EOI_WIRENUM_H
 #define EOI_WIRENUM_H
 
-#include "postgres.h"
-
 #include "lib/stringinfo.h"
 
 extern void eoi_append_decimal(StringInfo out, const unsigned char *bytes, size_t n, int64 scale);
