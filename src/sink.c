@@ -20,6 +20,7 @@
 #include "access/xact.h"
 #include "catalog/catalog.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_inherits.h"
 #include "commands/copy.h"
 #include "commands/copyfrom_internal.h"
 #include "executor/executor.h"
@@ -244,17 +245,46 @@ mode_is_exact(EoiMode mode)
 }
 
 /*
+ * The first partition of a partitioned `rel`, at any depth, that is not
+ * WAL-logged (unlogged; a temporary one cannot be attached to a permanent
+ * table, but costs nothing to look for), or InvalidOid.  The partitions are
+ * read from pg_inherits without locking them: the caller holds a lock on
+ * `rel`, and a partition attached or altered after this look is seen the
+ * next time the target is opened.
+ */
+static Oid
+unlogged_partition(Relation rel)
+{
+	List	   *tree;
+	ListCell   *lc;
+
+	if (rel->rd_rel->relkind != RELKIND_PARTITIONED_TABLE)
+		return InvalidOid;
+	tree = find_all_inheritors(RelationGetRelid(rel), NoLock, NULL);
+	foreach(lc, tree)
+	{
+		Oid			relid = lfirst_oid(lc);
+
+		if (get_rel_persistence(relid) != RELPERSISTENCE_PERMANENT)
+			return relid;
+	}
+	return InvalidOid;
+}
+
+/*
  * Is `rel` a table a job may write into?  Not a system catalog (nor
  * information_schema), and, in the modes whose guarantee is that rows and
- * offsets survive together, not UNLOGGED: a crash empties an unlogged
- * table while the WAL-logged offsets stay, and the rows are lost for good.
- * Checked at create_job and alter_job, and by the worker whenever it opens
- * the table (ALTER TABLE ... SET UNLOGGED under a running job).
+ * offsets survive together, not UNLOGGED, nor holding an UNLOGGED partition
+ * anywhere in its tree: a crash empties an unlogged table while the
+ * WAL-logged offsets stay, and the rows are lost for good.  Checked at
+ * create_job and alter_job, and by the worker whenever it opens the table
+ * (ALTER TABLE ... SET UNLOGGED, or ATTACH PARTITION, under a running job).
  */
 void
 eoi_check_target_kind(Relation rel, EoiMode mode)
 {
 	const char *nspname = get_namespace_name(RelationGetNamespace(rel));
+	Oid			unlogged;
 
 	if (IsCatalogRelation(rel) || IsToastRelation(rel) ||
 		strcmp(nspname, "information_schema") == 0)
@@ -269,6 +299,15 @@ eoi_check_target_kind(Relation rel, EoiMode mode)
 						RelationGetRelationName(rel), eoi_mode_name(mode)),
 				 errdetail("A crash empties an unlogged table, while the offsets saying its rows were consumed survive: those rows would be lost."),
 				 errhint("Make the table logged (ALTER TABLE ... SET LOGGED), or use mode at_least_once or at_most_once, which promise less.")));
+	if (mode_is_exact(mode) && OidIsValid(unlogged = unlogged_partition(rel)))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("target \"%s\" has an unlogged partition \"%s\", which mode %s cannot write into",
+						RelationGetRelationName(rel), get_rel_name(unlogged), eoi_mode_name(mode)),
+				 errdetail("A crash empties an unlogged partition, while the offsets saying its rows were consumed survive: those rows would be lost."),
+				 errhint("Make the partition logged (ALTER TABLE %s SET LOGGED), or use mode at_least_once or at_most_once, which promise less.",
+						 quote_qualified_identifier(get_namespace_name(get_rel_namespace(unlogged)),
+													get_rel_name(unlogged)))));
 }
 
 /* Check, as COPY would, that the current user may insert these columns. */
