@@ -77,6 +77,7 @@
 #include "access/table.h"
 #include "access/tableam.h"
 #include "catalog/pg_index.h"
+#include "catalog/pg_operator.h"
 #include "catalog/pg_type.h"
 #include "executor/executor.h"
 #include "executor/spi.h"
@@ -94,6 +95,7 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
+#include "utils/syscache.h"
 
 #include "decode.h"
 #include "direct.h"
@@ -357,12 +359,55 @@ build_upsert_sql(Relation rel, const char *target, EoiColumns *cols, List *key_c
 	return sql.data;
 }
 
-/* DELETE FROM target t USING ROWS FROM (unnest($1), ...) AS u(keys) WHERE t.k = u.k::type ... */
+static Oid	check_unique_index(Relation rel, List *key_columns);
+
+/*
+ * The equality operator of the key index `idx` for column `colname`, from
+ * the index's operator class, schema-qualified for OPERATOR(...): the
+ * equality that decides whether two keys are one (citext's, an extension
+ * type's), which pg_catalog.= need not be.
+ */
+static char *
+key_equality_operator(Relation idx, Relation rel, const char *colname)
+{
+	AttrNumber	attnum = attnameAttNum(rel, colname, false);
+	int			j;
+	Oid			opno;
+	HeapTuple	tup;
+	Form_pg_operator op;
+	char	   *result;
+
+	for (j = 0; j < idx->rd_index->indnkeyatts && idx->rd_index->indkey.values[j] != attnum; j++)
+		;
+	if (j == idx->rd_index->indnkeyatts)
+		elog(ERROR, "column \"%s\" is not in index \"%s\"", colname, RelationGetRelationName(idx));
+	opno = get_opfamily_member(idx->rd_opfamily[j], idx->rd_opcintype[j], idx->rd_opcintype[j],
+							   BTEqualStrategyNumber);
+	tup = SearchSysCache1(OPEROID, ObjectIdGetDatum(opno));
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "missing btree equality operator for column \"%s\" of index \"%s\"",
+			 colname, RelationGetRelationName(idx));
+	op = (Form_pg_operator) GETSTRUCT(tup);
+	result = psprintf("%s.%s", quote_identifier(get_namespace_name(op->oprnamespace)),
+					  NameStr(op->oprname));
+	ReleaseSysCache(tup);
+	return result;
+}
+
+/*
+ * DELETE FROM target t USING ROWS FROM (unnest($1), ...) AS u(keys)
+ * WHERE t.k = u.k::type ..., with = the key index's equality.
+ */
 static char *
 build_delete_sql(Relation rel, const char *target, EoiColumns *keys)
 {
 	StringInfoData sql;
+	List	   *names = NIL;
+	Relation	idx;
 
+	for (int k = 0; k < keys->ncolumns; k++)
+		names = lappend(names, makeString(keys->colnames[k]));
+	idx = index_open(check_unique_index(rel, names), AccessShareLock);
 	initStringInfo(&sql);
 	appendStringInfo(&sql, "DELETE FROM %s AS t USING ROWS FROM (", target);
 	for (int k = 0; k < keys->ncolumns; k++)
@@ -375,9 +420,11 @@ build_delete_sql(Relation rel, const char *target, EoiColumns *keys)
 	{
 		const char *q = quote_identifier(keys->colnames[k]);
 
-		appendStringInfo(&sql, "%st.%s OPERATOR(pg_catalog.=) u.%s::%s", k ? " AND " : "",
-						 q, q, column_type(rel, keys->colnames[k]));
+		appendStringInfo(&sql, "%st.%s OPERATOR(%s) u.%s::%s", k ? " AND " : "",
+						 q, key_equality_operator(idx, rel, keys->colnames[k]), q,
+						 column_type(rel, keys->colnames[k]));
 	}
+	index_close(idx, AccessShareLock);
 	return sql.data;
 }
 
@@ -437,8 +484,6 @@ decode_error_callback(void *arg)
 
 	eoi_message_errcontext(dp->batch, dp->current);
 }
-
-static Oid	check_unique_index(Relation rel, List *key_columns);
 
 /* The key columns' input functions, and their order in the key's unique index. */
 static KeyOrder *
