@@ -475,7 +475,7 @@ check_schema_registry(JobDefinition *def)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("format avro needs a schema registry"),
 				 errhint("Pass schema_registry => 'http://registry:8081' (several URLs separated by commas are tried in turn).")));
-	(void) eoi_check_registry_urls(def->schema_registry);
+	(void) eoi_check_registry_urls(def->schema_registry, def->owner);
 }
 
 /*

@@ -173,7 +173,7 @@ eoi_avro_use_job(const EoiJob *job)
 
 	if (job->format != EOI_FORMAT_AVRO && job->key_format != EOI_FORMAT_AVRO)
 		return;
-	generation = eoi_registry_configure(job->schema_registry, job->options);
+	generation = eoi_registry_configure(job->schema_registry, job->options, job->owner);
 	if (generation != schemas_generation)
 	{
 		drop_schemas();

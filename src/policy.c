@@ -585,14 +585,17 @@ eoi_allowed_brokers_check_hook(char **newval, void **extra, GucSource source)
  * schema_registry: one URL or several, comma-separated, each http:// or
  * https:// (libcurl would read file:// and more), to a host
  * eoingest.allowed_brokers allows when it is set, as the brokers are
- * checked.  The registry's answers never reach an error message, so an
- * empty setting allows any host, as it does for brokers.  Credentials
+ * checked.  With the setting empty nothing limits the host, so then only
+ * a superuser's job may name one, as for the OAUTHBEARER token endpoint:
+ * the server would otherwise send any job owner's requests anywhere.
+ * Checked against the job's owner, at create_job and alter_job and again
+ * when a worker configures its client.  Credentials
  * belong in options (schema.registry.basic.auth.user.info), not in the
  * URL, where job_definitions would show them.  Returns the URLs, without
  * a final slash.
  */
 List *
-eoi_check_registry_urls(const char *urls)
+eoi_check_registry_urls(const char *urls, Oid owner)
 {
 	List	   *entries = split_list(urls);
 	List	   *result = NIL;
@@ -603,6 +606,13 @@ eoi_check_registry_urls(const char *urls)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("schema_registry names no URL"),
 				 errhint("Pass the registry's URL, such as 'http://registry:8081', or several separated by commas.")));
+	/* as for the OAUTHBEARER token endpoint: the server's requests go nowhere unchecked */
+	if (!allowed_brokers_set() && !superuser_arg(owner))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied to name a schema registry"),
+				 errdetail("eoingest.allowed_brokers is empty, so nothing limits the host the server would send its requests to."),
+				 errhint("Ask a superuser to set eoingest.allowed_brokers to include the registry's host.")));
 	foreach(lc, entries)
 	{
 		char	   *url = lfirst(lc);

@@ -32,7 +32,7 @@ extern char *eoi_option_value_text(JsonbValue *v);
 extern void eoi_check_options_allowed(Jsonb *options, Oid owner);
 extern void eoi_check_brokers_allowed(const char *brokers);
 extern bool eoi_property_is_eoingest(const char *name);
-extern List *eoi_check_registry_urls(const char *urls);
+extern List *eoi_check_registry_urls(const char *urls, Oid owner);
 extern bool eoi_allowed_brokers_check_hook(char **newval, void **extra, GucSource source);
 
 #endif

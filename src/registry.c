@@ -26,6 +26,11 @@
  *
  * Credentials and the registry's answers never appear in error messages;
  * URLs are shown without credentials (policy.c refuses URLs with any).
+ * Why a request failed (libcurl's text, the HTTP status) is told to a
+ * superuser's job only; any other job owner reads that the registry could
+ * not be read, and the reason goes to the server log: otherwise the client
+ * would tell a job owner which hosts and ports of the server's network
+ * answer, and how.
  *
  *-------------------------------------------------------------------------
  */
@@ -60,6 +65,9 @@ typedef struct RegistryConfig
 	List	   *urls;			/* of char *, without a final slash */
 	char	   *userinfo;		/* "user:password", or NULL */
 	char	   *ca_pem;			/* trusted CA certificates, or NULL */
+	Oid			owner;			/* the job's */
+	char	   *allowed;		/* eoingest.allowed_brokers when checked */
+	bool		verbose;		/* may the owner see why a request failed? */
 	uint64		generation;
 } RegistryConfig;
 
@@ -94,7 +102,7 @@ same_text(const char *a, const char *b)
 }
 
 uint64
-eoi_registry_configure(const char *urls, Jsonb *options)
+eoi_registry_configure(const char *urls, Jsonb *options, Oid owner)
 {
 	char	   *userinfo = option_text(options, "schema.registry.basic.auth.user.info");
 	char	   *ca_pem = option_text(options, "schema.registry.ssl.ca.pem");
@@ -103,10 +111,12 @@ eoi_registry_configure(const char *urls, Jsonb *options)
 	ListCell   *lc;
 
 	if (config.generation != 0 && same_text(urls, config.urls_text) &&
-		same_text(userinfo, config.userinfo) && same_text(ca_pem, config.ca_pem))
+		same_text(userinfo, config.userinfo) && same_text(ca_pem, config.ca_pem) &&
+		owner == config.owner &&
+		same_text(eoingest_allowed_brokers ? eoingest_allowed_brokers : "", config.allowed))
 		return config.generation;
 
-	checked = urls ? eoi_check_registry_urls(urls) : NIL;
+	checked = urls ? eoi_check_registry_urls(urls, owner) : NIL;
 	old = MemoryContextSwitchTo(TopMemoryContext);
 	if (config.urls_text)
 		pfree(config.urls_text);
@@ -121,6 +131,11 @@ eoi_registry_configure(const char *urls, Jsonb *options)
 	config.urls_text = urls ? pstrdup(urls) : NULL;
 	config.userinfo = userinfo ? pstrdup(userinfo) : NULL;
 	config.ca_pem = ca_pem ? pstrdup(ca_pem) : NULL;
+	config.owner = owner;
+	if (config.allowed)
+		pfree(config.allowed);
+	config.allowed = pstrdup(eoingest_allowed_brokers ? eoingest_allowed_brokers : "");
+	config.verbose = superuser_arg(owner);
 	config.generation++;
 	MemoryContextSwitchTo(old);
 	return config.generation;
@@ -321,6 +336,21 @@ schema_of_answer(Jsonb *jb, const char *url, const char *what)
 }
 
 /*
+ * Why a request failed, as the job's owner may read it: the reason for a
+ * superuser's job; for any other, a pointer to the server log, where the
+ * reason goes instead.
+ */
+static const char *
+shown_reason(const char *base, const char *reason)
+{
+	if (config.verbose)
+		return reason;
+	ereport(LOG,
+			(errmsg("eoingest: schema registry at %s could not be read: %s", base, reason)));
+	return "the reason is in the server log";
+}
+
+/*
  * The registry's answer at `path`, a JSON object, from the first URL that
  * gives one; *base is that URL.  Errors as eoi_registry_fetch_schema says.
  */
@@ -356,26 +386,28 @@ fetch_answer(const char *path, const char *what, const char **base_out)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_AUTHORIZATION_SPECIFICATION),
 					 errmsg("schema registry at %s could not be trusted: %s", base,
-							errbuf[0] ? errbuf : curl_easy_strerror(rc)),
+							shown_reason(base, errbuf[0] ? errbuf : curl_easy_strerror(rc))),
 					 errhint("Give its CA certificate in options as schema.registry.ssl.ca.pem, then eoingest.start_job() again.")));
 		if (rc != CURLE_OK)
 		{
 			appendStringInfo(&errors, "%s%s: %s", errors.len ? "; " : "", base,
-							 answer.too_large ? "answer too large" :
-							 errbuf[0] ? errbuf : curl_easy_strerror(rc));
+							 shown_reason(base, answer.too_large ? "answer too large" :
+										  errbuf[0] ? errbuf : curl_easy_strerror(rc)));
 			continue;
 		}
 		if (status == 401 || status == 403)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_AUTHORIZATION_SPECIFICATION),
-					 errmsg("schema registry at %s refused the credentials (HTTP %ld)", base, status),
+					 errmsg("schema registry at %s refused the credentials%s", base,
+							config.verbose ? psprintf(" (HTTP %ld)", status) : ""),
 					 errhint("Set options' schema.registry.basic.auth.user.info to 'user:password' with eoingest.alter_job(), then eoingest.start_job() again.")));
 		jb = answer_json(text);
 		if (status == 200)
 		{
 			if (jb == NULL)
 			{
-				appendStringInfo(&errors, "%s%s: the answer is not a JSON object", errors.len ? "; " : "", base);
+				appendStringInfo(&errors, "%s%s: %s", errors.len ? "; " : "", base,
+								 shown_reason(base, "the answer is not a JSON object"));
 				continue;
 			}
 			*base_out = base;
@@ -386,8 +418,9 @@ fetch_answer(const char *path, const char *what, const char **base_out)
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("%s is not in the schema registry", what),
 					 errdetail("The registry at %s answered 404 Not Found.", base)));
-		appendStringInfo(&errors, "%s%s: HTTP %ld%s", errors.len ? "; " : "", base, status,
-						 status == 404 ? " without a registry error (not the registry's base URL?)" : "");
+		appendStringInfo(&errors, "%s%s: %s", errors.len ? "; " : "", base,
+						 shown_reason(base, psprintf("HTTP %ld%s", status,
+													 status == 404 ? " without a registry error (not the registry's base URL?)" : "")));
 	}
 	ereport(ERROR,
 			(errcode(ERRCODE_CONNECTION_FAILURE),

@@ -17,7 +17,7 @@
  * Returns a number that changes whenever the configuration does, so that
  * caches of what the registry said can be dropped.
  */
-extern uint64 eoi_registry_configure(const char *urls, Jsonb *options);
+extern uint64 eoi_registry_configure(const char *urls, Jsonb *options, Oid owner);
 
 /*
  * The schema text that the registry holds at `path` (such as
