@@ -1,5 +1,6 @@
 -- eoingest 0.7 -> 0.8: job_definitions and the offsets policy show a role
--- the jobs it may see, and tell it nothing of the others.
+-- the jobs it may see, and tell it nothing of the others; a record is a
+-- dead letter once per position.
 \echo Use "ALTER EXTENSION eoingest UPDATE TO '0.8'" to load this file. \quit
 
 -- May the current role see the job's rows (as a member of its owner, or of
@@ -35,3 +36,17 @@ SELECT j.name, pg_catalog.pg_get_userbyid(j.owner) AS owner, j.brokers, j.topic,
     OR pg_catalog.pg_has_role('pg_monitor', 'USAGE');
 COMMENT ON VIEW @extschema@.job_definitions IS
     'The definitions of the jobs the current role may see (all for pg_monitor); credentials in options are masked except for the job''s owner.';
+
+-- A record read again (its offsets stored after the data, by upsert and
+-- at_least_once, and not yet when a worker stopped) is one dead letter, not
+-- one more each time: one per job and position.  Copies kept before this
+-- version are the same record's bytes; the first one stays.
+DELETE FROM @extschema@.dead_letters d
+ USING @extschema@.dead_letters e
+ WHERE e.job_id OPERATOR(pg_catalog.=) d.job_id
+   AND e.topic OPERATOR(pg_catalog.=) d.topic
+   AND e."partition" OPERATOR(pg_catalog.=) d."partition"
+   AND e."offset" OPERATOR(pg_catalog.=) d."offset"
+   AND e.id OPERATOR(pg_catalog.<) d.id;
+CREATE UNIQUE INDEX dead_letters_position
+    ON @extschema@.dead_letters (job_id, topic, "partition", "offset");

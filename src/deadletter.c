@@ -97,7 +97,12 @@ dead_letter_bytes(const EoiJob *job, rd_kafka_message_t *msg, bool key)
 	return eoi_message_bytes(data, len);
 }
 
-/* Keep one failed record, in the current transaction. */
+/*
+ * Keep one failed record, in the current transaction: once per position.
+ * A record is read again after a restart when its offsets were not stored
+ * yet (upsert and at_least_once store them after the data); its dead
+ * letter then keeps its id and takes the latest error.
+ */
 void
 eoi_dead_letter_store(const EoiJob *job, const char *topic, rd_kafka_message_t *msg,
 					  ErrorData *edata)
@@ -133,7 +138,10 @@ eoi_dead_letter_store(const EoiJob *job, const char *topic, rd_kafka_message_t *
 		elog(ERROR, "SPI_connect failed");
 	if (SPI_execute_with_args("INSERT INTO eoingest.dead_letters"
 							  " (job, topic, \"partition\", \"offset\", key, value, \"timestamp\", error, sqlstate, owner, job_id)"
-							  " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+							  " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)"
+							  " ON CONFLICT (job_id, topic, \"partition\", \"offset\") DO UPDATE"
+							  " SET error = excluded.error, sqlstate = excluded.sqlstate,"
+							  "     failed_at = excluded.failed_at",
 							  11, types, args, nulls, false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "could not insert into eoingest.dead_letters");
 	SPI_finish();
