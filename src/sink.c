@@ -245,15 +245,17 @@ mode_is_exact(EoiMode mode)
 }
 
 /*
- * The first partition of a partitioned `rel`, at any depth, that is not
+ * The first partition of a partitioned `rel`, at any depth, whose rows
+ * would not commit with this transaction's offsets, or InvalidOid: one not
  * WAL-logged (unlogged; a temporary one cannot be attached to a permanent
- * table, but costs nothing to look for), or InvalidOid.  The partitions are
- * read from pg_inherits without locking them: the caller holds a lock on
- * `rel`, and a partition attached or altered after this look is seen the
- * next time the target is opened.
+ * table, but costs nothing to look for), or a foreign table (its rows
+ * commit on the remote server before this transaction does), as *foreign
+ * says.  The partitions are read from pg_inherits without locking them: the
+ * caller holds a lock on `rel`, and a partition attached or altered after
+ * this look is seen the next time the target is opened.
  */
 static Oid
-unlogged_partition(Relation rel)
+inexact_partition(Relation rel, bool *foreign)
 {
 	List	   *tree;
 	ListCell   *lc;
@@ -265,7 +267,8 @@ unlogged_partition(Relation rel)
 	{
 		Oid			relid = lfirst_oid(lc);
 
-		if (get_rel_persistence(relid) != RELPERSISTENCE_PERMANENT)
+		*foreign = get_rel_relkind(relid) == RELKIND_FOREIGN_TABLE;
+		if (*foreign || get_rel_persistence(relid) != RELPERSISTENCE_PERMANENT)
 			return relid;
 	}
 	return InvalidOid;
@@ -276,7 +279,9 @@ unlogged_partition(Relation rel)
  * information_schema), and, in the modes whose guarantee is that rows and
  * offsets survive together, not UNLOGGED, nor holding an UNLOGGED partition
  * anywhere in its tree: a crash empties an unlogged table while the
- * WAL-logged offsets stay, and the rows are lost for good.  Checked at
+ * WAL-logged offsets stay, and the rows are lost for good.  Nor holding a
+ * foreign partition: a local failure after the remote commit leaves its rows
+ * there, uncounted, and the batch is written again.  Checked at
  * create_job and alter_job, and by the worker whenever it opens the table
  * (ALTER TABLE ... SET UNLOGGED, or ATTACH PARTITION, under a running job).
  */
@@ -284,7 +289,8 @@ void
 eoi_check_target_kind(Relation rel, EoiMode mode)
 {
 	const char *nspname = get_namespace_name(RelationGetNamespace(rel));
-	Oid			unlogged;
+	Oid			partition;
+	bool		foreign = false;
 
 	if (IsCatalogRelation(rel) || IsToastRelation(rel) ||
 		strcmp(nspname, "information_schema") == 0)
@@ -299,15 +305,26 @@ eoi_check_target_kind(Relation rel, EoiMode mode)
 						RelationGetRelationName(rel), eoi_mode_name(mode)),
 				 errdetail("A crash empties an unlogged table, while the offsets saying its rows were consumed survive: those rows would be lost."),
 				 errhint("Make the table logged (ALTER TABLE ... SET LOGGED), or use mode at_least_once or at_most_once, which promise less.")));
-	if (mode_is_exact(mode) && OidIsValid(unlogged = unlogged_partition(rel)))
+	if (!mode_is_exact(mode) || !OidIsValid(partition = inexact_partition(rel, &foreign)))
+		return;
+	if (foreign)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("target \"%s\" has an unlogged partition \"%s\", which mode %s cannot write into",
-						RelationGetRelationName(rel), get_rel_name(unlogged), eoi_mode_name(mode)),
-				 errdetail("A crash empties an unlogged partition, while the offsets saying its rows were consumed survive: those rows would be lost."),
-				 errhint("Make the partition logged (ALTER TABLE %s SET LOGGED), or use mode at_least_once or at_most_once, which promise less.",
-						 quote_qualified_identifier(get_namespace_name(get_rel_namespace(unlogged)),
-													get_rel_name(unlogged)))));
+				 errmsg("target \"%s\" has a foreign partition \"%s\", which mode %s cannot write into",
+						RelationGetRelationName(rel), get_rel_name(partition), eoi_mode_name(mode)),
+				 errdetail("The rows of a foreign table commit on its server before the batch's transaction commits here: should this transaction fail afterwards, they stay there while the offsets do not count them, and the batch is written again."),
+				 errhint("Detach the foreign partition (ALTER TABLE %s DETACH PARTITION %s), or use mode at_least_once or at_most_once, which promise less.",
+						 quote_qualified_identifier(nspname, RelationGetRelationName(rel)),
+						 quote_qualified_identifier(get_namespace_name(get_rel_namespace(partition)),
+													get_rel_name(partition)))));
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("target \"%s\" has an unlogged partition \"%s\", which mode %s cannot write into",
+					RelationGetRelationName(rel), get_rel_name(partition), eoi_mode_name(mode)),
+			 errdetail("A crash empties an unlogged partition, while the offsets saying its rows were consumed survive: those rows would be lost."),
+			 errhint("Make the partition logged (ALTER TABLE %s SET LOGGED), or use mode at_least_once or at_most_once, which promise less.",
+					 quote_qualified_identifier(get_namespace_name(get_rel_namespace(partition)),
+												get_rel_name(partition)))));
 }
 
 /* Check, as COPY would, that the current user may insert these columns. */

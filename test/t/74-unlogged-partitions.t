@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # An UNLOGGED partition anywhere in a partitioned target would lose its rows
-# in a crash while the offsets that count them survive.  The exact modes
+# in a crash while the offsets that count them survive; a foreign partition's
+# rows commit remotely before the batch does.  The exact modes
 # refuse such a target at create_job, and a running job stops, with its
 # offsets where its rows are, when a partition is made unlogged or an
 # unlogged one is attached under it.  The modes that promise less accept it.
 set -euo pipefail
 . "$(dirname "$0")/../lib/tap.sh"
 
-plan 11
+plan 13
 sql "CREATE EXTENSION IF NOT EXISTS eoingest" >/dev/null 2>&1
 like() { case "$1" in *"$2"*) ok 0 "$3" ;; *) ok 1 "$3"; diag "got: $1" "want: *$2*" ;; esac; }
 topic=unlogged_$$
@@ -45,6 +46,17 @@ sql "CREATE TABLE ul_s (id text, ts bigint, temperature float8) PARTITION BY RAN
      CREATE TABLE ul_s2 PARTITION OF ul_s FOR VALUES FROM (5000) TO (MAXVALUE)" >/dev/null
 like "$(create ul_sub ul_s two_phase)" 'unlogged partition "ul_s1b"' "an unlogged sub-partition is found too"
 
+# A foreign partition: its rows commit on the remote server before the batch does.
+sql "CREATE EXTENSION IF NOT EXISTS postgres_fdw;
+     CREATE SERVER ul_loop FOREIGN DATA WRAPPER postgres_fdw OPTIONS (dbname 'postgres');
+     CREATE TABLE ul_f (id text, ts bigint, temperature float8) PARTITION BY RANGE (ts);
+     CREATE TABLE ul_f1 PARTITION OF ul_f FOR VALUES FROM (MINVALUE) TO (5000);
+     CREATE FOREIGN TABLE ul_f2 PARTITION OF ul_f FOR VALUES FROM (5000) TO (MAXVALUE) SERVER ul_loop" >/dev/null
+like "$(create ul_fdw ul_f exactly_once)" 'target "ul_f" has a foreign partition "ul_f2", which mode exactly_once cannot write into' \
+  "exactly_once refuses a target with a foreign partition"
+is "$(create ul_fdw_alo ul_f at_least_once)" "" "at_least_once accepts it"
+sql "SELECT eoingest.drop_job('ul_fdw_alo')" >/dev/null
+
 # --- under a running job: SET UNLOGGED -------------------------------------------------
 sql "ALTER TABLE ul_t2 SET LOGGED" >/dev/null
 is "$(create ul_run ul_t exactly_once)" "" "with every partition logged the job is created"
@@ -68,5 +80,5 @@ check "an unlogged partition attached later stops it too, its rows not written" 
   "SELECT state = 'failed' AND last_error LIKE '%unlogged partition \"ul_t3\"%' AND (SELECT count(*) FROM ul_t) = 20000
      FROM eoingest.jobs WHERE name = 'ul_run'"
 
-sql "SELECT eoingest.drop_job(name) FROM eoingest.jobs WHERE name LIKE 'ul_%'; DROP TABLE ul_t, ul_s" >/dev/null
+sql "SELECT eoingest.drop_job(name) FROM eoingest.jobs WHERE name LIKE 'ul_%'; DROP TABLE ul_t, ul_s, ul_f; DROP SERVER ul_loop" >/dev/null
 done_testing
