@@ -33,7 +33,8 @@ OBJS = \
 	src/avrocheck.o \
 	src/avroflat.o \
 	src/registry.o \
-	src/wirenum.o
+	src/wirenum.o \
+	src/errclass.o
 
 DATA = $(wildcard sql/eoingest--*.sql)
 

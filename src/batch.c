@@ -31,7 +31,6 @@
 PG_FUNCTION_INFO_V1(eoingest_batch);
 
 EoiBatch   *eoi_current_batch = NULL;
-int			eoi_failed_message = -1;
 
 /*
  * Set up a set-returning function that materializes its result: the
@@ -62,20 +61,7 @@ eoi_materialize_srf(FunctionCallInfo fcinfo, Tuplestorestate **store, TupleDesc 
 	rsinfo->setDesc = *tupdesc;
 }
 
-/*
- * Is the report being made a notice or a warning?  Their SQLSTATEs are of
- * classes 00 (successful completion) and 01 (warning); an error's never are.
- */
-static bool
-report_is_not_an_error(void)
-{
-	int			category = ERRCODE_TO_CATEGORY(geterrcode());
-
-	return category == ERRCODE_TO_CATEGORY(ERRCODE_SUCCESSFUL_COMPLETION) ||
-		category == ERRCODE_TO_CATEGORY(ERRCODE_WARNING);
-}
-
-/* For error context callbacks: name the message and remember it. */
+/* For error context callbacks: name the message. */
 void
 eoi_message_errcontext(EoiBatch *batch, int index)
 {
@@ -84,16 +70,45 @@ eoi_message_errcontext(EoiBatch *batch, int index)
 	if (index < 0 || index >= batch->n)
 		return;
 	msg = batch->messages[index];
-
-	/*
-	 * Context callbacks run for warnings and notices too (a trigger's RAISE
-	 * WARNING): only an error may blame the message, or a later error that
-	 * names no message would be pinned on this one.
-	 */
-	if (!report_is_not_an_error())
-		eoi_failed_message = index;
-	errcontext("Kafka message at topic \"%s\" partition %d offset %lld",
+	errcontext(EOI_MESSAGE_CONTEXT,
 			   eoi_message_topic(batch, index), msg->partition, (long long) msg->offset);
+}
+
+/*
+ * The message of `batch` that error `edata` names in its context, or -1.
+ * The error itself says which message it is about: its context holds the
+ * line eoi_message_errcontext() wrote while that very error was raised.
+ * Nothing is remembered between errors, so an error caught meanwhile (in a
+ * trigger's EXCEPTION block, say) cannot be blamed on a later one that names
+ * no message (a foreign key checked at the end of the statement).
+ */
+int
+eoi_blamed_message(EoiBatch *batch, const ErrorData *edata)
+{
+	static const char prefix[] = "Kafka message at topic \"";
+	const char *line = edata->context;
+
+	while (line != NULL && (line = strstr(line, prefix)) != NULL)
+	{
+		const char *topic = line + sizeof(prefix) - 1;
+		const char *end = strchr(topic, '"');
+		int			partition;
+		long long	offset;
+
+		line = topic;
+		if (end == NULL || sscanf(end, "\" partition %d offset %lld", &partition, &offset) != 2)
+			continue;
+		for (int i = 0; i < batch->n; i++)
+		{
+			rd_kafka_message_t *msg = batch->messages[i];
+			const char *t = eoi_message_topic(batch, i);
+
+			if (msg->partition == partition && msg->offset == offset &&
+				strlen(t) == (size_t) (end - topic) && strncmp(t, topic, end - topic) == 0)
+				return i;
+		}
+	}
+	return -1;
 }
 
 /* The topic of message `index` of the batch. */

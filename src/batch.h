@@ -37,13 +37,14 @@ eoi_batch_from_partitions(const EoiBatch *batch)
 }
 
 /*
- * The message an error was about, as an index into the batch being
- * written, or -1: set by the error context callbacks of the write path, so
- * that a failed batch can set that one message aside.
+ * The context line that names a message in an error raised while it was
+ * decoded or written; eoi_blamed_message() finds the message again from an
+ * error's context, so that a failed batch can set that one message aside.
  */
-extern int	eoi_failed_message;
+#define EOI_MESSAGE_CONTEXT "Kafka message at topic \"%s\" partition %d offset %lld"
 
 extern void eoi_message_errcontext(EoiBatch *batch, int index);
+extern int	eoi_blamed_message(EoiBatch *batch, const ErrorData *edata);
 extern EoiBatch eoi_batch_slice(EoiBatch *batch, int from, int to);
 
 extern EoiBatch *eoi_batch_create(MemoryContext cxt, int capacity);

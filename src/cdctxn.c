@@ -269,7 +269,7 @@ txid_check(const char *txid, rd_kafka_message_t *msg, const char *topic)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("transaction id of %zu bytes is too long (at most %d)", strlen(txid), TXID_LEN - 1),
-				 errcontext("Kafka message at topic \"%s\" partition %d offset %lld",
+				 errcontext(EOI_MESSAGE_CONTEXT,
 							topic, msg->partition, (long long) msg->offset)));
 }
 

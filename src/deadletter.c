@@ -28,36 +28,6 @@
 PG_FUNCTION_INFO_V1(eoingest_replay_dead_letters);
 
 /*
- * Errors that belong to one record (its bytes, its values, its
- * constraints, what the transform or a trigger raised for it), as opposed
- * to errors of the job or the server, which no record should be blamed for.
- * Insufficient resources (class 53: out of memory, disk full) are never a
- * record's: the worker retries the batch, smaller.  A program limit (54000)
- * is the record's when it outgrows a limit alone (max_message_bytes, an
- * index row's size); the write path reports a batch that outgrows one of
- * its buffers as out of memory instead.
- */
-bool
-eoi_is_record_error(int sqlerrcode)
-{
-	switch (ERRCODE_TO_CATEGORY(sqlerrcode))
-	{
-		case ERRCODE_DATA_EXCEPTION:
-		case ERRCODE_INTEGRITY_CONSTRAINT_VIOLATION:
-		case ERRCODE_WITH_CHECK_OPTION_VIOLATION:
-		case ERRCODE_PLPGSQL_ERROR:
-		case ERRCODE_EXTERNAL_ROUTINE_EXCEPTION:
-		case ERRCODE_EXTERNAL_ROUTINE_INVOCATION_EXCEPTION:
-			return true;
-		default:
-			break;
-	}
-	return sqlerrcode == ERRCODE_DATATYPE_MISMATCH ||
-		sqlerrcode == ERRCODE_PROGRAM_LIMIT_EXCEEDED ||
-		sqlerrcode == ERRCODE_CHARACTER_NOT_IN_REPERTOIRE;
-}
-
-/*
  * The inverse of eoi_message_bytes: column `col` of an SPI row as a NUL-terminated
  * copy in `cxt` (as librdkafka hands message bytes), or NULL with *len 0.
  */

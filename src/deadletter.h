@@ -12,7 +12,6 @@
 #include "eoingest.h"
 #include "batch.h"
 
-extern bool eoi_is_record_error(int sqlerrcode);
 extern void eoi_dead_letter_store(const EoiJob *job, const char *topic,
 								  rd_kafka_message_t *msg, ErrorData *edata);
 extern int64 eoi_dead_letter_count(int32 job_id);

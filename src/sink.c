@@ -42,6 +42,7 @@
 #include "avro.h"
 #include "cdc.h"
 #include "deadletter.h"
+#include "errclass.h"
 #include "decode.h"
 #include "direct.h"
 #include "job.h"
@@ -233,7 +234,8 @@ check_insert(ParseState *pstate, Relation rel)
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("target \"%s\" has row-level security enabled",
 						RelationGetRelationName(rel)),
-				 errhint("eoingest writes with COPY, which row-level security does not allow; use a transform instead.")));
+				 errdetail("A target's rows go in as COPY FROM or INSERT ... ON CONFLICT would write them, but without the policies' checks."),
+				 errhint("Write through a transform (INSERT INTO ... SELECT ... FROM eoingest.batch()), where the policies apply, and a row they refuse is a dead letter.")));
 }
 
 /* Do the mode's guarantees rest on the WAL: rows and offsets alike? */
@@ -628,15 +630,12 @@ check_sizes(const EoiJob *job, EoiBatch *batch)
 		rd_kafka_message_t *msg = batch->messages[i];
 
 		if (msg->len + msg->key_len > (size_t) job->max_message_bytes)
-		{
-			eoi_failed_message = i;
 			ereport(ERROR,
 					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 					 errmsg("message of %zu bytes is larger than max_message_bytes (%d)",
 							msg->len + msg->key_len, job->max_message_bytes),
-					 errcontext("Kafka message at topic \"%s\" partition %d offset %lld",
+					 errcontext(EOI_MESSAGE_CONTEXT,
 								eoi_message_topic(batch, i), msg->partition, (long long) msg->offset)));
-		}
 	}
 }
 
@@ -700,7 +699,6 @@ try_write(const EoiJob *job, EoiBatch *batch, int from, int to, uint64 *rows,
 	SliceWrite	sw = {job, &slice, 0};
 	ErrorData  *edata;
 
-	eoi_failed_message = -1;
 	edata = eoi_try_subxact(write_slice, &sw);
 	if (edata == NULL)
 	{
@@ -708,11 +706,12 @@ try_write(const EoiJob *job, EoiBatch *batch, int from, int to, uint64 *rows,
 		return true;
 	}
 	eoi_current_batch = NULL;
-	if (!eoi_is_record_error(edata->sqlerrcode))
+	if (!eoi_is_record_error(edata))
 		ReThrowError(edata);
 	*error = edata;
-	*failed = (eoi_failed_message >= 0 && eoi_failed_message < slice.n) ?
-		from + eoi_failed_message : -1;
+	*failed = eoi_blamed_message(&slice, edata);
+	if (*failed >= 0)
+		*failed += from;
 	return false;
 }
 

@@ -44,6 +44,7 @@
 
 #include "batch.h"
 #include "cdctxn.h"
+#include "errclass.h"
 #include "fence.h"
 #include "job.h"
 #include "kafka.h"
@@ -383,10 +384,9 @@ batch_committed(void)
  * was nothing to halve.
  */
 static bool
-shrink_batches(int sqlerrcode, const char *message)
+shrink_batches(EoiErrorClass kind, const char *message)
 {
-	if (ERRCODE_TO_CATEGORY(sqlerrcode) != ERRCODE_INSUFFICIENT_RESOURCES ||
-		w.writing_messages <= 1)
+	if (kind != EOI_ERROR_RESOURCE || w.writing_messages <= 1)
 		return false;
 	w.cap_messages = Max(w.writing_messages / 2, 1);
 	w.cap_bytes = Max((int64) (w.writing_bytes / 2), 1);
@@ -1005,26 +1005,6 @@ run_epoch(void)
 
 /* ---- failures ---- */
 
-/* Errors that may go away by themselves: retry. */
-static bool
-error_is_transient(int sqlerrcode)
-{
-	switch (ERRCODE_TO_CATEGORY(sqlerrcode))
-	{
-		case ERRCODE_CONNECTION_EXCEPTION:	/* Kafka unreachable */
-		case ERRCODE_TRANSACTION_ROLLBACK:	/* deadlock, serialization */
-		case ERRCODE_INSUFFICIENT_RESOURCES:	/* disk full, out of memory */
-		case ERRCODE_OPERATOR_INTERVENTION: /* statement timeout, cancel */
-		case ERRCODE_SYSTEM_ERROR:	/* I/O errors */
-			return true;
-		default:
-			break;
-	}
-	/* default_transaction_read_only turned on: wait until it is off */
-	return sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE ||
-		sqlerrcode == ERRCODE_READ_ONLY_SQL_TRANSACTION;
-}
-
 /* Stop the job for good: state 'failed', the error kept for job_status. */
 static void
 fail_job(const char *message)
@@ -1077,6 +1057,7 @@ handle_failure(MemoryContext error_context)
 	char	   *message;
 	long		delay = RETRY_DELAY_MIN_MS;
 	bool		shrunk;
+	EoiErrorClass kind;
 
 	MemoryContextSwitchTo(error_context);
 	edata = CopyErrorData();
@@ -1087,10 +1068,16 @@ handle_failure(MemoryContext error_context)
 	message = eoi_describe_error(edata);
 	if (w.epoch_open != 0)
 		epoch_failed(message);
-	shrunk = shrink_batches(edata->sqlerrcode, message);
+	kind = eoi_classify_error(edata);
+	shrunk = shrink_batches(kind, message);
 	w.writing_messages = 0;
 
-	if (!shrunk && !error_is_transient(edata->sqlerrcode))
+	/*
+	 * errclass.c says whose the error is.  A record's error that reaches
+	 * here is the job's to fail on (on_error = fail); a resource's was
+	 * shrunk above, or is retried when the batch cannot shrink further.
+	 */
+	if (!shrunk && (kind == EOI_ERROR_FATAL || kind == EOI_ERROR_RECORD))
 	{
 		ereport(LOG,
 				(errmsg("eoingest job \"%s\" failed: %s", w.job->name, message)));
