@@ -40,8 +40,8 @@ wait_until 60 "SELECT (SELECT count(*) FROM dl_once) = 5 AND EXISTS (SELECT FROM
 pid=$(sql "SELECT pid FROM eoingest.job_status WHERE name = 'dl_once' AND pid IS NOT NULL LIMIT 1")
 stored=$(sql "SELECT coalesce(sum(next_offset), 0) FROM eoingest.offsets WHERE job = 'dl_once'")
 [ -n "$pid" ] && kill -9 "$pid"
-ok "$([ -n "$pid" ] && [ "$stored" = 5 ] && echo 0 || echo 1)" \
-  "the worker was killed (pid ${pid:-none}) before storing the offsets of a second bad record (stored: $stored of 7)"
+ok "$([ -n "$pid" ] && [ "$stored" -le 5 ] && echo 0 || echo 1)" \
+  "the worker was killed (pid ${pid:-none}) before storing the offsets of a second bad record (stored: $stored of 7, at most 5)"
 wait_until 60 "SELECT count(*) > 0 FROM eoingest.job_status WHERE name = 'dl_once' AND state = 'running'" || true
 printf '7\t7,7\n' | eoi-kafka produce -K "$topic" >/dev/null
 wait_until 60 "SELECT count(*) = 6 FROM dl_once" || true
