@@ -924,16 +924,21 @@ build_new_version(EoiDirectUpdate *du, char *const *fields)
 }
 
 /*
- * The row version at `tid`, whatever its state, kept (with its page
- * pinned) for eoi_direct_update_row; NULL if there is none.  The caller
- * found it in the key's index, but holds no pin since: it checks that the
- * version still has the key it looked for.
+ * The row version at `tid`, kept (with its page pinned) for
+ * eoi_direct_update_row; NULL if there is none, or if this update's
+ * snapshot does not see it.  The caller found it in the key's index with a
+ * dirty snapshot, which also sees a version whose inserter is still at work
+ * (heap_update would raise "attempted to update invisible tuple" on it) or
+ * committed after this snapshot: such a row is for the ON CONFLICT
+ * statement, which waits for its inserter and follows it.  The caller holds
+ * no pin since the probe: it checks that the version still has the key it
+ * looked for.
  */
 TupleTableSlot *
 eoi_direct_update_fetch(EoiDirectUpdate *du, ItemPointer tid)
 {
 	ExecClearTuple(du->oldslot);
-	if (!table_tuple_fetch_row_version(du->buf->rel, tid, SnapshotAny, du->oldslot))
+	if (!table_tuple_fetch_row_version(du->buf->rel, tid, du->snapshot, du->oldslot))
 		return NULL;
 	return du->oldslot;
 }
@@ -942,9 +947,8 @@ eoi_direct_update_fetch(EoiDirectUpdate *du, ItemPointer tid)
  * Update the row version at `tid`, fetched by eoi_direct_update_fetch, to
  * the text fields, one per column of `cols` (NULL for SQL NULL).  Returns
  * TM_Ok, or how a concurrent writer got there first (TM_Updated,
- * TM_Deleted, or TM_Invisible for a row whose inserter is still at work):
- * then nothing is done, and the caller leaves the row to the ON CONFLICT
- * statement.
+ * TM_Deleted): then nothing is done, and the caller leaves the row to the
+ * ON CONFLICT statement.
  */
 TM_Result
 eoi_direct_update_row(EoiDirectUpdate *du, ItemPointer tid, char *const *fields)

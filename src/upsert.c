@@ -814,9 +814,11 @@ has_key(KeyOrder *ko, TupleTableSlot *slot, const Op *op)
  * (tids), as the ON CONFLICT statement updates the row it meets (direct.c).
  * A row that a concurrent writer changed since the probe is left to the
  * statement, which waits for it and follows it: its row goes into later[].
- * So is one whose version is gone, or no longer has the key (the probe
- * held no pin: a version whose inserter aborted can be pruned, and its
- * slot reused).  Returns how many are left.
+ * So is one whose version this update's snapshot does not see (another
+ * session's transaction inserted it and is still open, or committed after
+ * the probe), is gone, or no longer has the key (the probe held no pin: a
+ * version whose inserter aborted can be pruned, and its slot reused).
+ * Returns how many are left.
  */
 static int
 update_existing(EoiChangeSet *cs, const int *rows, Op *const *ops, ItemPointerData *tids,
