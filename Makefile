@@ -34,7 +34,8 @@ OBJS = \
 	src/avroflat.o \
 	src/registry.o \
 	src/wirenum.o \
-	src/errclass.o
+	src/errclass.o \
+	src/shape.o
 
 DATA = $(wildcard sql/eoingest--*.sql)
 

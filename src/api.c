@@ -950,7 +950,7 @@ job_owner(const char *name)
 	return owner;
 }
 
-/* Run one statement on eoingest.jobs about job `name`, as the extension. */
+/* Run one statement on the catalog about job `name`, as the extension. */
 static void
 update_job(const char *sql, const char *name, const char *state)
 {
@@ -1157,6 +1157,10 @@ eoingest_start_job(PG_FUNCTION_ARGS)
 	eoi_check_job_owner(name, job->owner);
 	check_can_start(job);
 	warn_if_no_room(job);
+	/* a job started again takes its targets as they are (shape.c) */
+	update_job("DELETE FROM eoingest.target_shapes s USING eoingest.jobs j"
+			   " WHERE s.job_id = j.id AND j.name = $1 AND j.state <> 'running'",
+			   name, NULL);
 	update_job("UPDATE eoingest.jobs SET state = $2, last_error = NULL WHERE name = $1",
 			   name, "running");
 	PG_RETURN_VOID();
@@ -1701,6 +1705,11 @@ eoingest_alter_job(PG_FUNCTION_ARGS)
 		elog(ERROR, "SPI_connect failed");
 	if (SPI_execute_with_args(sql.data, 18, types, args, nulls, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not update eoingest.jobs");
+	/* an altered job takes its targets as they are (shape.c) */
+	if (SPI_execute_with_args("DELETE FROM eoingest.target_shapes s USING eoingest.jobs j"
+							  " WHERE s.job_id = j.id AND j.name = $1",
+							  1, types, args, NULL, false, 0) != SPI_OK_DELETE)
+		elog(ERROR, "could not update eoingest.target_shapes");
 	SPI_finish();
 	eoi_restore_user(&saved);
 	wake_launcher_at_commit();

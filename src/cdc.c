@@ -63,6 +63,7 @@
 #include "cdctxn.h"
 #include "decode.h"
 #include "jsonscan.h"
+#include "shape.h"
 #include "sink.h"
 #include "upsert.h"
 #include "wirenum.h"
@@ -1634,7 +1635,7 @@ open_target(CdcRoutes *routes, const char *target)
 	cx->cols = eoi_columns_for(cx->rel, &cx->mapping, routes->estate);
 	cx->keys = eoi_columns_named(cx->rel, EOI_FORMAT_JSON, key_columns);
 	eoi_check_target_kind(cx->rel, job->mode);
-	eoi_check_target_unchanged(cx->rel, cx->cols);
+	eoi_check_target_unchanged(job, cx->rel, cx->cols);
 	cx->changes = eoi_changes_begin(cx->rel, target, cx->cols, cx->keys, key_columns);
 	cx->col_codecs = palloc0(sizeof(FieldCodec) * cx->cols->ncolumns);
 	cx->seen = palloc0(sizeof(bool) * Max(cx->cols->ncolumns, 1));

@@ -15,7 +15,7 @@
 #include "utils/jsonb.h"
 
 /* The SQL objects this library expects (eoingest.control's default_version). */
-#define EOI_EXTENSION_VERSION "0.8"
+#define EOI_EXTENSION_VERSION "0.9"
 
 /* Settings (eoingest.c) */
 extern char *eoingest_database;

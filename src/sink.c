@@ -43,6 +43,7 @@
 #include "cdc.h"
 #include "deadletter.h"
 #include "errclass.h"
+#include "shape.h"
 #include "decode.h"
 #include "direct.h"
 #include "job.h"
@@ -385,98 +386,6 @@ decode_batch(EoiBatch *batch, EoiColumns *cols, StringInfo lines,
 }
 
 /*
- * What a worker's writes depend on in its target: the table itself, and
- * each column written, with its type.
- */
-typedef struct TargetShape
-{
-	Oid			relid;
-	int			ncolumns;
-	NameData   *names;
-	Oid		   *types;
-	int32	   *typmods;
-} TargetShape;
-
-static TargetShape *
-target_shape(Relation rel, EoiColumns *cols, MemoryContext cxt)
-{
-	TargetShape *shape = MemoryContextAllocZero(cxt, sizeof(TargetShape));
-
-	shape->relid = RelationGetRelid(rel);
-	shape->ncolumns = cols->ncolumns;
-	shape->names = MemoryContextAllocZero(cxt, sizeof(NameData) * Max(cols->ncolumns, 1));
-	shape->types = MemoryContextAllocZero(cxt, sizeof(Oid) * Max(cols->ncolumns, 1));
-	shape->typmods = MemoryContextAllocZero(cxt, sizeof(int32) * Max(cols->ncolumns, 1));
-	for (int c = 0; c < cols->ncolumns; c++)
-	{
-		AttrNumber	attnum = attnameAttNum(rel, cols->colnames[c], false);
-		Form_pg_attribute att = TupleDescAttr(RelationGetDescr(rel), attnum - 1);
-
-		namestrcpy(&shape->names[c], cols->colnames[c]);
-		shape->types[c] = att->atttypid;
-		shape->typmods[c] = att->atttypmod;
-	}
-	return shape;
-}
-
-static bool
-same_shape(const TargetShape *a, const TargetShape *b)
-{
-	if (a->relid != b->relid || a->ncolumns != b->ncolumns)
-		return false;
-	for (int c = 0; c < a->ncolumns; c++)
-		if (strcmp(NameStr(a->names[c]), NameStr(b->names[c])) != 0 ||
-			a->types[c] != b->types[c] || a->typmods[c] != b->typmods[c])
-			return false;
-	return true;
-}
-
-/*
- * The target must keep the shape it had when this worker first wrote to
- * it: the same table, the same columns of the same types.  A table altered
- * under a running job fails the job (its offsets stay where they are)
- * rather than sending every message to dead letters; start_job, in a new
- * process, accepts the new shape.  The shape is the process's, kept across
- * retries on purpose: a retry must not take an altered table for new.
- */
-void
-eoi_check_target_unchanged(Relation rel, EoiColumns *cols)
-{
-	/* a Debezium job with targets writes into several: one shape each, by name */
-	static List *firsts = NIL;
-	static List *first_names = NIL;
-	TargetShape *first = NULL;
-	TargetShape *now;
-	ListCell   *lc;
-	const char *name = RelationGetRelationName(rel);
-	Oid			nsp = RelationGetNamespace(rel);
-
-	if (!IsBackgroundWorker)
-		return;					/* replay_dead_letters: the table as it is now */
-	foreach(lc, first_names)
-		if (strcmp(strVal(lfirst(lc)), psprintf("%u.%s", nsp, name)) == 0)
-			first = list_nth(firsts, foreach_current_index(lc));
-	if (first == NULL)
-	{
-		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
-
-		firsts = lappend(firsts, target_shape(rel, cols, TopMemoryContext));
-		first_names = lappend(first_names, makeString(psprintf("%u.%s", nsp, name)));
-		MemoryContextSwitchTo(old);
-		return;
-	}
-	now = target_shape(rel, cols, CurrentMemoryContext);
-	if (same_shape(first, now))
-		return;
-	ereport(ERROR,
-			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-			 errmsg("target \"%s\" was altered while the job was running",
-					RelationGetRelationName(rel)),
-			 errdetail("Its columns, their types, or the table itself are not what the job's worker started with."),
-			 errhint("Check that the job's format still fits the table, then run eoingest.start_job() again.")));
-}
-
-/*
  * The COPY text of a batch is one buffer, which cannot grow past
  * MaxAllocSize (54000 from enlargeStringInfo).  When it fails to take
  * message N > 1, the batch is too large, not message N: say so with a
@@ -521,7 +430,7 @@ copy_into_target(const EoiJob *job, EoiBatch *batch)
 	RangeTblEntry *rte;
 
 	eoi_check_target_kind(rel, job->mode);
-	eoi_check_target_unchanged(rel, cols);
+	eoi_check_target_unchanged(job, rel, cols);
 	rte = eoi_target_rte(pstate, rel, cols->names);
 	check_insert(pstate, rel);
 

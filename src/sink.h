@@ -24,7 +24,4 @@ struct ParseState;
 struct RangeTblEntry;
 extern struct RangeTblEntry *eoi_target_rte(struct ParseState *pstate, Relation rel, List *colnames);
 
-struct EoiColumns;
-extern void eoi_check_target_unchanged(Relation rel, struct EoiColumns *cols);
-
 #endif

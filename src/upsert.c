@@ -99,6 +99,7 @@
 
 #include "decode.h"
 #include "direct.h"
+#include "shape.h"
 #include "sink.h"
 #include "txn.h"
 #include "upsert.h"
@@ -1105,7 +1106,7 @@ eoi_upsert_batch(const EoiJob *job, EoiBatch *batch)
 	ErrorContextCallback errcb;
 
 	eoi_check_target_kind(rel, job->mode);
-	eoi_check_target_unchanged(rel, cols);
+	eoi_check_target_unchanged(job, rel, cols);
 	cs = eoi_changes_begin(rel, job->target, cols, keys, job->key_columns);
 
 	errcb.callback = decode_error_callback;
