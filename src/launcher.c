@@ -354,7 +354,37 @@ terminate_slot(int slotno)
 		kill(eoi_shared->slots[slotno].pid, SIGTERM);
 }
 
-/* Reap dead workers, and terminate those whose job should not run. */
+/*
+ * A worker whose job was stopped or altered, or that the job no longer
+ * needs, is asked to stop: between two batches it stores what it consumed
+ * and exits.  One that has not after STOP_GRACE_MS (a long batch, a wait)
+ * is terminated; its open batch is rolled back.  A dropped job's workers
+ * are terminated at once: there is nothing left to store.
+ */
+#define STOP_GRACE_MS		5000
+
+static void
+ask_to_stop(int slotno)
+{
+	EoiWorkerSlot *slot = &eoi_shared->slots[slotno];
+	TimestampTz now = GetCurrentTimestamp();
+	Latch	   *latch;
+
+	if (slot->stop_asked_at != 0)
+	{
+		if (TimestampDifferenceExceeds(slot->stop_asked_at, now, STOP_GRACE_MS))
+			terminate_slot(slotno);
+		return;
+	}
+	LWLockAcquire(eoi_shared->lock, LW_EXCLUSIVE);
+	slot->stop_asked_at = now;
+	latch = slot->latch;
+	if (latch != NULL)
+		SetLatch(latch);
+	LWLockRelease(eoi_shared->lock);
+}
+
+/* Reap dead workers, and stop those whose job should not run. */
 static void
 reap_and_terminate(LauncherJob *jobs, int njobs)
 {
@@ -386,9 +416,11 @@ reap_and_terminate(LauncherJob *jobs, int njobs)
 		}
 
 		job = find_job(jobs, njobs, slot->job_id);
-		if (job == NULL || !job->running || slot->worker_index >= job->parallelism ||
-			job->config_version != slot->config_version)
+		if (job == NULL)
 			terminate_slot(i);
+		else if (!job->running || slot->worker_index >= job->parallelism ||
+				 job->config_version != slot->config_version)
+			ask_to_stop(i);
 	}
 }
 

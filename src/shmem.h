@@ -52,6 +52,7 @@ typedef struct EoiWorkerSlot
 	uint64		rate_messages[EOI_RATE_SAMPLES];
 
 	Latch	   *latch;			/* the worker's, for the coordinator to wake it */
+	TimestampTz stop_asked_at;	/* the launcher asked the worker to stop (0: no) */
 
 	/*
 	 * two_phase: the coordinator sets current_epoch (the epoch to write) and

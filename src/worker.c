@@ -1156,6 +1156,31 @@ open_kafka(void)
 }
 
 /*
+ * Before a worker leaves a job that goes on (stopped, altered, or needing
+ * fewer workers): store what it consumed, so that the next worker does not
+ * read and apply it again.  Only upsert stores its offsets after its rows.
+ */
+static void
+store_consumed(void)
+{
+	if (w.job->mode != EOI_MODE_UPSERT)
+		return;
+	w.next_offset_commit = 0;
+	checkpoint_consumed();
+}
+
+/* The launcher asked this worker to stop: between batches, it does. */
+static void
+stop_as_asked(void)
+{
+	store_consumed();
+	ereport(LOG,
+			(errmsg("eoingest job \"%s\" worker %d stops as the launcher asked",
+					w.job->name, w.index)));
+	proc_exit(0);
+}
+
+/*
  * Every few seconds, and after a configuration reload: is the job still
  * the one this worker was started for, and may its owner still do what
  * its options and brokers ask?  The launcher stops workers of stopped,
@@ -1188,6 +1213,8 @@ maybe_recheck_job(void)
 			strcmp(now->state, "running") != 0 ? "stopped" : "altered";
 
 		eoi_commit_work();
+		if (now != NULL)
+			store_consumed();
 		ereport(LOG,
 				(errmsg("eoingest job \"%s\" worker %d exits: the job was %s",
 						w.job->name, w.index, why)));
@@ -1249,6 +1276,8 @@ one_iteration(void)
 	CHECK_FOR_INTERRUPTS();
 	if (!PostmasterIsAlive())
 		proc_exit(1);			/* as WL_EXIT_ON_PM_DEATH would */
+	if (w.slot->stop_asked_at != 0)
+		stop_as_asked();
 	if (ConfigReloadPending)
 	{
 		ConfigReloadPending = false;
