@@ -882,6 +882,8 @@ decode_json(EoiColumns *cols, const char *value, size_t len, EoiRowWriter *write
 		decode_json_jsonb(cols, value, len, writer, econtext);
 		return;
 	}
+	/* For tests: which way a message was read. */
+	EOI_FAULT_POINT("json-scan");
 	for (int c = 0; c < cols->ncolumns; c++)
 	{
 		if (cols->json_slots[c].found)

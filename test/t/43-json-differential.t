@@ -13,7 +13,7 @@
 set -euo pipefail
 . "$(dirname "$0")/../lib/tap.sh"
 
-plan 19
+plan 21
 n=${EOINGEST_JSON_MESSAGES:-1500}
 seed=${EOINGEST_JSON_SEED:-$RANDOM}
 diag "messages $n, seed $seed (EOINGEST_JSON_SEED=$seed to repeat)"
@@ -37,8 +37,13 @@ done
 row="ROW(i4, i8, i2, num, num82, f8, f4, b, t, vc, tstz, tstz0, ts, d, by, jb, js::text, ia, ta, tsa, bya, jba, u,
          dom, \"Temp\", \"Dup\", \"DUP\", dflt)::text"
 
+# Each message the scan reads passes the fault point json-scan (set to
+# sleep 0 ms, which logs it): the count tells which way a job read.
+. "$(dirname "$0")/../lib/faults.sh"
+set_fault json-scan sleep 0
 run_job() {
-  local job=$1 table=$2 decode=$3 path=$4
+  local job=$1 table=$2 decode=$3 path=$4 before
+  before=$(fault_count json-scan)
   sql "ALTER SYSTEM SET eoingest.json_decode = '$decode'" >/dev/null
   sql "ALTER SYSTEM SET eoingest.insert_path = '$path'" >/dev/null
   sql "SELECT pg_reload_conf()" >/dev/null
@@ -47,13 +52,21 @@ run_job() {
   sql "SELECT eoingest.start_job('$job')" >/dev/null
   wait_until 300 "SELECT coalesce(sum(next_offset), 0) = $n FROM eoingest.offsets WHERE job = '$job'" || return 1
   sql "SELECT eoingest.stop_job('$job')" >/dev/null
-  wait_until 60 "SELECT state <> 'running' FROM eoingest.job_status WHERE name = '$job'"
+  wait_until 60 "SELECT state <> 'running' FROM eoingest.job_status WHERE name = '$job'" || return 1
+  scanned[$job]=$(($(fault_count json-scan) - before))
 }
+declare -A scanned
 check "jsonb, direct: every message consumed" run_job jd_jd jd_jsonb_direct jsonb direct
 check "scan, direct: every message consumed" run_job jd_sd jd_scan_direct scan direct
 check "jsonb, COPY: every message consumed" run_job jd_jc jd_jsonb_copy jsonb copy
 check "scan, COPY: every message consumed" run_job jd_sc jd_scan_copy scan copy
 check "scan only, direct: every message consumed" run_job jd_so jd_only scan_only direct
+clear_fault
+# The arms took their ways: the scan read most messages of the scan's jobs,
+# and none of jsonb's.
+diag "messages read by the scan: jsonb ${scanned[jd_jd]} and ${scanned[jd_jc]}, scan ${scanned[jd_sd]} and ${scanned[jd_sc]}"
+check "the jsonb arms read no message with the scan" test "${scanned[jd_jd]}" = 0 -a "${scanned[jd_jc]}" = 0
+check "the scan arms read most messages with it" test "${scanned[jd_sd]}" -gt $((n / 2)) -a "${scanned[jd_sc]}" -gt $((n / 2))
 sql "ALTER SYSTEM RESET eoingest.json_decode" >/dev/null
 sql "ALTER SYSTEM RESET eoingest.insert_path" >/dev/null
 sql "SELECT pg_reload_conf()" >/dev/null
