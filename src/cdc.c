@@ -1731,6 +1731,7 @@ eoi_cdc_batch(const EoiJob *job, EoiBatch *batch)
 		ExprContext *econtext = GetPerTupleExprContext(routes.estate);
 		MemoryContext old;
 
+		CHECK_FOR_INTERRUPTS();
 		ep.current = i;
 		/* a tombstone follows a delete, for compaction: nothing to do */
 		if (msg->payload == NULL)

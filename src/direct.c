@@ -55,6 +55,7 @@
 #include "executor/executor.h"
 #include "executor/nodeModifyTable.h"
 #include "mb/pg_wchar.h"
+#include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "optimizer/optimizer.h"
 #include "parser/parse_coerce.h"
@@ -770,6 +771,7 @@ eoi_direct_insert(Relation rel, RangeTblEntry *rte, EoiColumns *cols, EoiBatch *
 	{
 		rd_kafka_message_t *msg = batch->messages[i];
 
+		CHECK_FOR_INTERRUPTS();
 		position(arg, i);
 		if (build_row(buf, cols, &w, defaults, msg, i))
 			processed++;

@@ -371,6 +371,7 @@ decode_batch(EoiBatch *batch, EoiColumns *cols, StringInfo lines,
 	{
 		rd_kafka_message_t *msg = batch->messages[i];
 
+		CHECK_FOR_INTERRUPTS();
 		mc->current = i;
 		if (msg->payload == NULL)
 			ereport(ERROR,

@@ -1117,6 +1117,7 @@ eoi_upsert_batch(const EoiJob *job, EoiBatch *batch)
 	{
 		rd_kafka_message_t *msg = batch->messages[i];
 
+		CHECK_FOR_INTERRUPTS();
 		dp.current = i;
 		if (msg->payload == NULL)
 		{
