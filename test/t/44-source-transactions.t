@@ -19,7 +19,7 @@ set -euo pipefail
 . "$(dirname "$0")/../lib/tap.sh"
 
 NACC=20 NTX=600 WAVES=12 PAUSE=0.3
-plan 7
+plan 8
 sql "CREATE EXTENSION IF NOT EXISTS eoingest" >/dev/null 2>&1
 pfx=st$$
 dir=$EOINGEST_RUN/$pfx
@@ -145,15 +145,18 @@ reader src "$secs" >"$dir/reader_src" &
 rs=$!
 reader ctl "$secs" >"$dir/reader_ctl" &
 rc=$!
+killed=no
 for ((w = 0; w < WAVES; w++)); do
   produce_wave $w
   if [ $w = $((WAVES / 2)) ]; then
+    wait_until 30 "SELECT pid IS NOT NULL FROM eoingest.job_status WHERE name = 'st_src'" >/dev/null || true
     pid=$(sql "SELECT pid FROM eoingest.job_status WHERE name = 'st_src' AND pid IS NOT NULL" || true)
-    [ -n "$pid" ] && kill -9 "$pid" && diag "SIGKILLed the st_src worker ($pid)"
+    [ -n "$pid" ] && kill -9 "$pid" && killed=yes
   fi
   sleep $PAUSE
 done
 wait $rs $rc
+is "$killed" yes "the st_src worker was SIGKILLed halfway through the stream"
 read -r polls broken states <"$dir/reader_src"
 diag "src reader: $polls polls, $broken broke the invariant, $states changes of the transfer count seen within rounds"
 is "$broken" 0 "source transactions: no poll of the targets saw part of a source transaction"

@@ -10,7 +10,7 @@ set -euo pipefail
 . "$(dirname "$0")/../lib/tap.sh"
 . "$(dirname "$0")/../lib/jobs.sh"
 
-plan 76
+plan 77
 
 venv=$EOINGEST_CACHE/avro-venv
 if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import confluent_kafka.schema_registry.avro' 2>/dev/null; then
@@ -552,12 +552,14 @@ for ((k = 0; k < 4; k++)); do
   produce "$topic" simple="$work/simple.avsc" --count $((total / 4)) --start $((k * total / 4)) --template simple >/dev/null
   wait_until 60 "SELECT count(*) > $before FROM av_crash" || true
   sleep "0.0$((RANDOM % 10))"
+  wait_until 60 "SELECT pid IS NOT NULL FROM eoingest.job_status WHERE name = 'av_crash'" >/dev/null || true
   pid=$(sql "SELECT pid FROM eoingest.job_status WHERE name = 'av_crash' AND pid IS NOT NULL" 2>/dev/null || true)
   if [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null; then
     killed=$((killed + 1))
     wait_until 120 "SELECT pid IS NOT NULL AND pid <> $pid FROM eoingest.job_status WHERE name = 'av_crash'" || true
   fi
 done
+is "$killed" 4 "the worker was SIGKILLed after each of the 4 waves"
 check "all $total records arrive after $killed kills" wait_until 180 "SELECT count(*) >= $total FROM av_crash"
 log_end=$(eoi-kafka watermarks "$topic" | awk '{n += $3} END {print n}')
 is "$(sql "SELECT count(*) || ' ' || count(DISTINCT id) || ' ' || (SELECT sum(next_offset) FROM eoingest.offsets WHERE job = 'av_crash') FROM av_crash")" \

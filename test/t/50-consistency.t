@@ -86,6 +86,7 @@ run() {
         wait_progress "$job"
         sleep "0.$((RANDOM % 300))"
         local pid
+        wait_until 60 "SELECT count(*) > 0 FROM eoingest.job_status WHERE name = '$job' AND pid IS NOT NULL" >/dev/null 2>&1 || true
         pid=$(worker_pid "$job")
         if [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null; then
           events=$((events + 1))
@@ -137,8 +138,10 @@ guarantee_holds() {
 for mode in "${modes[@]}"; do
   for scenario in kill immediate; do
     read -r _ _ events lost dup wrong < <(run "$mode" "$scenario")
-    ok $(guarantee_holds "$mode" "$lost" "$dup" "$wrong" && echo 0 || echo 1) \
-      "$mode under $events x $scenario: lost $lost, duplicated $dup, wrong keys $wrong"
+    # the crashes happened, all of them, and the guarantee held through them
+    want=$([ "$scenario" = kill ] && echo "$K" || echo "$IMMEDIATE")
+    ok $([ "$events" = "$want" ] && guarantee_holds "$mode" "$lost" "$dup" "$wrong" && echo 0 || echo 1) \
+      "$mode under $events of $want x $scenario: lost $lost, duplicated $dup, wrong keys $wrong"
   done
 done
 
