@@ -188,7 +188,8 @@ fo_run() {
     S "SELECT pg_reload_conf()" >/dev/null
     t0=$(fo_now_ms)
   else
-    ok 0 "[$label] (no synchronous standby to wait for)"
+    check "[$label] the standby is promoted and takes writes" fo_wait 60 \
+      "SELECT NOT pg_is_in_recovery() AND NOT pg_catalog.current_setting('transaction_read_only')::boolean"
   fi
   fo_wait 120 "SELECT count(*) > $standby_rows OR count(*) = $FO_TOTAL FROM $table" || true
   t1=$(fo_now_ms)
@@ -224,6 +225,6 @@ fo_run() {
   fo_stop_standby
   sql "SELECT eoingest.drop_job('$name')" >/dev/null 2>&1 || true
   sql "DROP TABLE $table" >/dev/null 2>&1 || true
-  wait_until 60 "SELECT count(*) = 0 FROM pg_prepared_xacts WHERE gid LIKE 'eoingest:%:$job_id:%'" ||
-    diag "[$label] the old primary still holds prepared transactions of the job"
+  check "[$label] the old primary holds no prepared transaction of the job once it is dropped" wait_until 60 \
+    "SELECT count(*) = 0 FROM pg_prepared_xacts WHERE gid LIKE 'eoingest:%:$job_id:%'"
 }

@@ -9,7 +9,7 @@ set -euo pipefail
 . "$(dirname "$0")/../lib/tap.sh"
 . "$(dirname "$0")/../lib/faults.sh"
 
-plan 48
+plan 49
 
 # No statement of the test may hang it: a stranded prepared transaction
 # would otherwise block drop_job forever.
@@ -207,6 +207,7 @@ while [ -z "$held" ] && [ $SECONDS -lt $hold_deadline ]; do
   held=$(sql "SELECT min(gid) FROM pg_prepared_xacts WHERE gid LIKE 'eoingest:%'")
   [ -n "$held" ] || sleep 0.1
 done
+check "slots: a sibling's epoch is prepared (${held:-none})" test -n "$held"
 check "slots: job_status shows the worker that cannot prepare" wait_until 30 \
   "SELECT count(*) >= 1 FROM eoingest.job_status WHERE name = '$job'
       AND last_error LIKE '%maximum number of prepared transactions reached%'"

@@ -9,7 +9,7 @@ set -euo pipefail
 . "$(dirname "$0")/../lib/tap.sh"
 . "$(dirname "$0")/../lib/faults.sh"
 
-plan 3
+plan 4
 topic=sr_$$
 sql "CREATE EXTENSION IF NOT EXISTS eoingest" >/dev/null 2>&1
 sql "CREATE TABLE sr_t (part int, off bigint, value text)" >/dev/null
@@ -21,7 +21,8 @@ before=$(fault_count slot_race)
 set_fault slot_race sleep 8000
 launcher=$(sql "SELECT pid FROM pg_stat_activity WHERE backend_type = 'eoingest launcher'")
 sql "SELECT eoingest.start_job('sr')" >/dev/null
-wait_fault slot_race "$before" 10 || true       # the worker is registered and sleeps before attaching
+# the worker is registered and sleeps before attaching: the race is set up
+check "the worker stops at the fault point before it attaches" wait_fault slot_race "$before" 10
 sql "SELECT pg_terminate_backend($launcher)" >/dev/null
 wait_until 30 "SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'eoingest launcher' AND pid <> $launcher" >/dev/null
 # Watch the job's workers while the late worker attaches and a careless

@@ -11,7 +11,7 @@ set -euo pipefail
 . "$(dirname "$0")/../lib/tap.sh"
 . "$(dirname "$0")/../lib/failover.sh"
 
-plan 35
+plan 40
 like() { case "$1" in *"$2"*) ok 0 "$3" ;; *) ok 1 "$3"; diag "got: $1" "want: *$2*" ;; esac; }
 sql "CREATE EXTENSION IF NOT EXISTS eoingest" >/dev/null 2>&1
 

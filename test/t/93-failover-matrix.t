@@ -7,7 +7,7 @@ set -euo pipefail
 [ "${EOINGEST_LONG:-0}" = 1 ] || skip_all "long mode only (EOINGEST_LONG=1)"
 . "$(dirname "$0")/../lib/failover.sh"
 
-plan 48
+plan 56
 sql "CREATE EXTENSION IF NOT EXISTS eoingest" >/dev/null 2>&1
 : >"$FO_TABLE"
 fo_run m1 exactly_once 2 async sigkill
