@@ -33,8 +33,7 @@ is "$(sql "SELECT eoingest.wait_for_catchup('dumped', '60 s')")" t "the job catc
 sql "SELECT eoingest.stop_job('dumped')" >/dev/null
 wait_until 30 "SELECT state = 'stopped' FROM eoingest.job_status WHERE name = 'dumped'" >/dev/null
 dump=$EOINGEST_RUN/dump.pgc
-pg_dump -Fc -f "$dump" postgres
-ok $? "pg_dump of the database with the jobs and offsets"
+check "pg_dump of the database with the jobs and offsets" pg_dump -Fc -f "$dump" postgres
 
 # --- restore on a new server, with other role OIDs -----------------------------
 (
