@@ -8,7 +8,9 @@
 #
 #   pass     broker        librdkafka                         tests
 #   current  Kafka 4.4.0   2.14.2 (test/rdkafka.sh, cached)   pg_regress + every TAP test
-#   compat   Kafka 3.9.1   Debian 12's 2.0.2                  pg_regress + 20-crash, 70-security, 71-security-tenant
+#   compat   Kafka 3.9.1   Debian 12's 2.0.2                  pg_regress + 20-crash, 30-two-phase,
+#                                                               46-transaction-markers, 60-faults,
+#                                                               70-security, 71-security-tenant, 90-failover
 #
 #   EOINGEST_PASSES          passes to run, in order (default: "current compat";
 #                            "current" alone when EOINGEST_TAP_TESTS is set)
@@ -19,8 +21,11 @@
 set -euo pipefail
 TEST_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
-# TAP tests of the compatibility pass: the crash test and the security tests.
-COMPAT_TAP_TESTS="test/t/20-crash.t test/t/70-security.t test/t/71-security-tenant.t"
+# TAP tests of the compatibility pass: what depends most on the broker's and
+# the client's versions (crashes, two_phase recovery, transaction markers,
+# faults of the broker and the network, failover), and the security tests.
+COMPAT_TAP_TESTS="test/t/20-crash.t test/t/30-two-phase.t test/t/46-transaction-markers.t test/t/60-faults.t"
+COMPAT_TAP_TESTS+=" test/t/70-security.t test/t/71-security-tenant.t test/t/90-failover.t"
 
 fmt_time() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
 
