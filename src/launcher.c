@@ -361,7 +361,7 @@ terminate_slot(int slotno)
  * is terminated; its open batch is rolled back.  A dropped job's workers
  * are terminated at once: there is nothing left to store.
  */
-#define STOP_GRACE_MS		5000
+#define STOP_GRACE_MS		2000
 
 static void
 ask_to_stop(int slotno)

@@ -9,8 +9,10 @@
  * new one's, and be dead-lettered one by one.  So the first write of a job
  * into a target after the job was created, altered or started records the
  * target's shape in eoingest.target_shapes (in the write's transaction),
- * and every write of every worker of the job compares the table as it is
- * with it.  (A write that stores no row, its records all dead letters,
+ * one row per worker, and every write of every worker of the job compares
+ * the table as it is with all of them.  Two workers cannot record two
+ * shapes: until its transaction ends, each holds a lock on the target that
+ * ALTER TABLE waits for.  (A write that stores no row, its records all dead letters,
  * records nothing: its subtransactions were rolled back.)  A difference is the person's to look at: the job fails, its
  * offsets where they are, until start_job or alter_job clears the record
  * and the next write takes the table as it is.
@@ -55,52 +57,65 @@ target_shape(Relation rel, EoiColumns *cols)
 	return buf.data;
 }
 
-/* The shape recorded for the job's `target`, or NULL. */
+/* Which worker of its job this process is (eoi_shape_set_worker). */
+static int	shape_worker = -1;
+
+void
+eoi_shape_set_worker(int worker_index)
+{
+	shape_worker = worker_index;
+}
+
+/*
+ * The shapes recorded for the job's `target`, by any of its workers: one
+ * that differs from `shape` (palloc'd in `cxt`), or NULL.  *mine says
+ * whether this worker's own is among them.
+ *
+ * Not read-only: the batch's own record, made by an earlier subtransaction
+ * of it (a slice that went in before a record failed), must be seen, and
+ * the statement's snapshot is older.
+ */
 static char *
-recorded_shape(int32 job_id, const char *target)
+other_shape(int32 job_id, const char *target, const char *shape, bool *mine, MemoryContext cxt)
 {
 	Oid			types[2] = {INT4OID, TEXTOID};
 	Datum		args[2] = {Int32GetDatum(job_id), CStringGetTextDatum(target)};
 
-	/*
-	 * Not read-only: the batch's own record, made by an earlier
-	 * subtransaction of it (a slice that went in before a record failed),
-	 * must be seen, and the statement's snapshot is older.
-	 */
-	if (SPI_execute_with_args("SELECT columns FROM eoingest.target_shapes"
+	*mine = false;
+	if (SPI_execute_with_args("SELECT worker, columns FROM eoingest.target_shapes"
 							  " WHERE job_id = $1 AND target = $2",
-							  2, types, args, NULL, false, 1) != SPI_OK_SELECT)
+							  2, types, args, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read eoingest.target_shapes");
-	if (SPI_processed == 0)
-		return NULL;
-	return SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		char	   *worker = SPI_getvalue(tup, SPI_tuptable->tupdesc, 1);
+		char	   *columns = SPI_getvalue(tup, SPI_tuptable->tupdesc, 2);
+
+		if (strcmp(columns, shape) != 0)
+			return MemoryContextStrdup(cxt, columns);
+		if (atoi(worker) == shape_worker)
+			*mine = true;
+	}
+	return NULL;
 }
 
 /*
- * Record `shape` for the job's `target` unless another worker of the job
- * recorded one first (which this waits for, as ON CONFLICT does); returns
- * the one recorded.
+ * Record `shape` as this worker's for the job's `target`.  Only this
+ * worker writes its row, so the insert waits for nobody but, in two_phase,
+ * this worker's own earlier epoch, which the coordinator commits without it.
  */
-static char *
+static void
 record_shape(int32 job_id, const char *target, const char *shape)
 {
-	Oid			types[3] = {INT4OID, TEXTOID, TEXTOID};
-	Datum		args[3] = {Int32GetDatum(job_id), CStringGetTextDatum(target), CStringGetTextDatum(shape)};
-	char	   *recorded;
+	Oid			types[4] = {INT4OID, TEXTOID, INT4OID, TEXTOID};
+	Datum		args[4] = {Int32GetDatum(job_id), CStringGetTextDatum(target),
+	Int32GetDatum(shape_worker), CStringGetTextDatum(shape)};
 
-	if (SPI_execute_with_args("INSERT INTO eoingest.target_shapes (job_id, target, columns)"
-							  " VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
-							  3, types, args, NULL, false, 0) != SPI_OK_INSERT)
+	if (SPI_execute_with_args("INSERT INTO eoingest.target_shapes (job_id, target, worker, columns)"
+							  " VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+							  4, types, args, NULL, false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "could not insert into eoingest.target_shapes");
-	if (SPI_processed == 1)
-		return pstrdup(shape);
-	recorded = recorded_shape(job_id, target);
-	if (recorded == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-				 errmsg("another worker of the job recorded the shape of \"%s\" meanwhile", target),
-				 errhint("The batch is tried again.")));
-	return recorded;
 }
 
 /*
@@ -115,7 +130,8 @@ eoi_check_target_unchanged(const EoiJob *job, Relation rel, EoiColumns *cols)
 {
 	char	   *target;
 	char	   *shape;
-	char	   *recorded;
+	char	   *other;
+	bool		mine;
 	EoiSavedUser saved;
 	MemoryContext cxt = CurrentMemoryContext;
 
@@ -127,18 +143,17 @@ eoi_check_target_unchanged(const EoiJob *job, Relation rel, EoiColumns *cols)
 	shape = target_shape(rel, cols);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	recorded = recorded_shape(job->id, target);
-	if (recorded == NULL)
-		recorded = record_shape(job->id, target, shape);
-	recorded = MemoryContextStrdup(cxt, recorded);
+	other = other_shape(job->id, target, shape, &mine, cxt);
+	if (other == NULL && !mine)
+		record_shape(job->id, target, shape);
 	SPI_finish();
 	eoi_restore_user(&saved);
-	if (strcmp(recorded, shape) == 0)
+	if (other == NULL)
 		return;
 	ereport(ERROR,
 			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 			 errmsg("target \"%s\" was altered while the job was running",
 					RelationGetRelationName(rel)),
-			 errdetail("The job writes columns (%s); the table now has them as (%s).", recorded, shape),
+			 errdetail("The job writes columns (%s); the table now has them as (%s).", other, shape),
 			 errhint("Check that the job's format still fits the table, then run eoingest.start_job() again.")));
 }

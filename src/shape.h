@@ -14,6 +14,7 @@
 
 struct EoiColumns;
 
+extern void eoi_shape_set_worker(int worker_index);
 extern void eoi_check_target_unchanged(const EoiJob *job, Relation rel, struct EoiColumns *cols);
 
 #endif							/* EOI_SHAPE_H */

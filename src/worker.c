@@ -55,6 +55,7 @@
 #include "policy.h"
 #include "shmem.h"
 #include "settings.h"
+#include "shape.h"
 #include "sink.h"
 #include "twophase.h"
 #include "worker.h"
@@ -1361,6 +1362,7 @@ eoingest_worker_main(Datum main_arg)
 
 	memcpy(&args, MyBgworkerEntry->bgw_extra, sizeof(args));
 	w.index = args.worker_index;
+	eoi_shape_set_worker(w.index);
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);

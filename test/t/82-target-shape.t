@@ -9,7 +9,7 @@
 set -euo pipefail
 . "$(dirname "$0")/../lib/tap.sh"
 
-plan 12
+plan 14
 sql "CREATE EXTENSION IF NOT EXISTS eoingest" >/dev/null 2>&1
 topic=shape_$$
 eoi-kafka create-topic "$topic" 2 >/dev/null
@@ -27,7 +27,8 @@ sql "CREATE TABLE shape_t (id int, v text);
      SELECT eoingest.start_job('shape')" >/dev/null
 printf '1,one\n2,two\n' | eoi-kafka produce "$topic" -p 0 >/dev/null
 check "one worker writes partition 0's records" wait_until 60 "SELECT count(*) = 2 FROM shape_t"
-is "$(sql "SELECT count(*) FROM eoingest.target_shapes")" "1" "the shape it wrote with is recorded"
+is "$(sql "SELECT worker || ': ' || columns FROM eoingest.target_shapes")" "0: id integer, v text" \
+  "the shape it wrote with is recorded, as worker 0's"
 
 # v becomes an integer: the records the job was made for no longer fit.
 sql "ALTER TABLE shape_t ALTER COLUMN v TYPE integer USING length(v)" >/dev/null
@@ -64,8 +65,25 @@ sql "SELECT eoingest.alter_job('shape', batch_timeout_ms => 200);
      SELECT eoingest.start_job('shape')" >/dev/null
 check "after alter_job the job writes the new records" wait_until 60 \
   "SELECT count(*) = 2 FROM shape_t WHERE id IN (5, 6)"
-is "$(sql "SELECT t.columns FROM eoingest.target_shapes t JOIN eoingest.jobs j ON j.id = t.job_id WHERE j.name = 'shape'")" \
+is "$(sql "SELECT DISTINCT t.columns FROM eoingest.target_shapes t JOIN eoingest.jobs j ON j.id = t.job_id WHERE j.name = 'shape'")" \
   "id integer, v text" "the recorded shape is the table's as it is"
 
 sql "SELECT eoingest.drop_job('shape'); DROP TABLE shape_t" >/dev/null
+
+# two_phase: the workers write one epoch together, uncommitted until all
+# have prepared it; neither may wait for the other's record of the shape.
+topic2=shape2_$$
+eoi-kafka create-topic "$topic2" 2 >/dev/null
+sql "CREATE TABLE shape2_t (id int, v text);
+     SELECT eoingest.create_job(name => 'shape2', brokers => '$KAFKA_BROKERS', topic => '$topic2',
+            target => 'shape2_t', columns => '{id,v}', mode => 'two_phase', parallelism => 2,
+            batch_timeout_ms => 100, checkpoint_interval_ms => 500);
+     SELECT eoingest.start_job('shape2')" >/dev/null
+printf '1,one\n' | eoi-kafka produce "$topic2" -p 0 >/dev/null
+printf '2,two\n' | eoi-kafka produce "$topic2" -p 1 >/dev/null
+check "two_phase, both workers' first writes in one epoch: committed within 20 s" wait_until 20 \
+  "SELECT count(*) = 2 FROM shape2_t"
+is "$(sql "SELECT string_agg(worker::text, ',' ORDER BY worker) FROM eoingest.target_shapes s JOIN eoingest.jobs j ON j.id = s.job_id WHERE j.name = 'shape2'")" \
+  "0,1" "each worker recorded the shape it wrote with"
+sql "SELECT eoingest.drop_job('shape2'); DROP TABLE shape2_t" >/dev/null
 done_testing
