@@ -49,6 +49,7 @@ is "$(status shape)" "running 1 4" "the job runs on with the new shape"
 # runs, then end its workers; the launcher starts them again, and their
 # first write meets the change.
 sql "ALTER TABLE shape_t ALTER COLUMN v TYPE text" >/dev/null
+wait_until 30 "SELECT count(*) = 2 FROM pg_stat_activity WHERE backend_type = 'eoingest worker'" >/dev/null || true
 is "$(sql "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE backend_type = 'eoingest worker'")" \
   "2" "both workers of the job are ended"
 check "the launcher starts them again" wait_until 60 \
