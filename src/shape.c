@@ -12,10 +12,11 @@
  * one row per worker, and every write of every worker of the job compares
  * the table as it is with all of them.  Two workers cannot record two
  * shapes: until its transaction ends, each holds a lock on the target that
- * ALTER TABLE waits for.  (A write that stores no row, its records all dead letters,
- * records nothing: its subtransactions were rolled back.)  A difference is the person's to look at: the job fails, its
- * offsets where they are, until start_job or alter_job clears the record
- * and the next write takes the table as it is.
+ * ALTER TABLE waits for.  (A write that stores no row, its records all
+ * dead letters, records nothing: its subtransactions were rolled back.)
+ * A difference is the person's to look at: the job fails, its offsets
+ * where they are, until start_job or alter_job clears the record and the
+ * next write takes the table as it is.
  *
  * The shape is text: each column's quoted name and its type with its
  * typmod, named as with search_path = pg_catalog (built-in types bare, the
