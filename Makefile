@@ -2,40 +2,40 @@
 EXTENSION = eoingest
 MODULE_big = eoingest
 OBJS = \
-	src/eoingest.o \
-	src/shmem.o \
-	src/launcher.o \
-	src/worker.o \
-	src/job.o \
-	src/kafka.o \
-	src/decode.o \
-	src/jsonvalue.o \
-	src/jsonscan.o \
-	src/sink.o \
-	src/direct.o \
-	src/batch.o \
-	src/offsets.o \
-	src/csv.o \
-	src/twophase.o \
-	src/upsert.o \
-	src/cdc.o \
-	src/cdcreplay.o \
-	src/cdctxn.o \
-	src/deadletter.o \
-	src/positions.o \
-	src/partitions.o \
-	src/policy.o \
-	src/fence.o \
-	src/settings.o \
-	src/txn.o \
-	src/api.o \
-	src/avro.o \
-	src/avrocheck.o \
-	src/avroflat.o \
-	src/registry.o \
-	src/wirenum.o \
-	src/errclass.o \
-	src/shape.o
+	src/base/settings.o \
+	src/base/shmem.o \
+	src/base/txn.o \
+	src/store/job.o \
+	src/store/offsets.o \
+	src/store/fence.o \
+	src/store/deadletter.o \
+	src/kafka/kafka.o \
+	src/kafka/policy.o \
+	src/kafka/partitions.o \
+	src/kafka/batch.o \
+	src/kafka/positions.o \
+	src/format/csv.o \
+	src/format/decode.o \
+	src/format/jsonscan.o \
+	src/format/jsonvalue.o \
+	src/format/avro.o \
+	src/format/avroflat.o \
+	src/format/avrocheck.o \
+	src/format/registry.o \
+	src/format/wirenum.o \
+	src/apply/sink.o \
+	src/apply/direct.o \
+	src/apply/upsert.o \
+	src/apply/errclass.o \
+	src/apply/shape.o \
+	src/envelope/cdc.o \
+	src/envelope/cdctxn.o \
+	src/envelope/cdcreplay.o \
+	src/worker/worker.o \
+	src/worker/launcher.o \
+	src/worker/twophase.o \
+	src/api/api.o \
+	src/api/eoingest.o
 
 DATA = $(wildcard sql/eoingest--*.sql)
 
@@ -62,4 +62,4 @@ include $(PGXS)
 CONTRIB_TESTDB = postgres
 
 # Every object depends on every header: small project, no stale builds.
-$(OBJS): $(wildcard src/*.h)
+$(OBJS): $(wildcard src/*/*.h)

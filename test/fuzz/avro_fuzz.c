@@ -2,18 +2,18 @@
  *
  * avro_fuzz.c
  *	  libFuzzer target for the Avro C reading that format avro relies on
- *	  (src/avro.c): Confluent's header, then eoi_avro_check()
- *	  (src/avrocheck.c) of the body with a fixed writer's schema, then, for
+ *	  (src/format/avro.c): Confluent's header, then eoi_avro_check()
+ *	  (src/format/avrocheck.c) of the body with a fixed writer's schema, then, for
  *	  what it lets through, avro_value_read() and a walk over the value with
- *	  the getters src/avro.c uses (unions, records, maps, arrays, strings,
+ *	  the getters src/format/avro.c uses (unions, records, maps, arrays, strings,
  *	  bytes, fixed, enums); for the flat schema, eoi_avro_flat_read()
- *	  (src/avroflat.c) too, field by field against Avro C's values, and it
+ *	  (src/format/avroflat.c) too, field by field against Avro C's values, and it
  *	  must accept exactly what the check accepts (a flat record is read
  *	  unchecked).
  *
  * Build (test/fuzz/run.sh avro does this):
  *   clang -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
- *         -g -O1 -I src src/avrocheck.c src/avroflat.c test/fuzz/avro_fuzz.c -lavro -o avro_fuzz
+ *         -g -O1 -I src src/format/avrocheck.c src/format/avroflat.c test/fuzz/avro_fuzz.c -lavro -o avro_fuzz
  *
  * Input layout: byte 0 picks one of the schemas below (modulo their
  * number), the rest is the message: Confluent's 5-byte header (magic 0 and
@@ -26,7 +26,7 @@
  * (its -rss_limit_mb) fails the run if Avro C asks for a buffer larger
  * than that, which the check is there to prevent.  libavro itself is not
  * instrumented here (Debian's build): ASan sees its allocations, not its
- * reads.  src/avro.c's conversion to PostgreSQL text needs the server and
+ * reads.  src/format/avro.c's conversion to PostgreSQL text needs the server and
  * is exercised by test/t/45-avro.t with random payloads instead.
  *
  *-------------------------------------------------------------------------
@@ -42,8 +42,8 @@
 #include <avro/schema.h>
 #include <avro/value.h>
 
-#include "avrocheck.h"
-#include "avroflat.h"
+#include "format/avrocheck.h"
+#include "format/avroflat.h"
 
 static const char *const schema_texts[] = {
 	/* every primitive, logical types, nested record, map, arrays */
@@ -75,7 +75,7 @@ static const char *const schema_texts[] = {
 	" {\"name\": \"n\", \"type\": {\"type\": \"array\", \"items\": \"null\"}},"
 	" {\"name\": \"e\", \"type\": {\"type\": \"array\", \"items\": {\"type\": \"record\", \"name\": \"E\", \"fields\": []}}},"
 	" {\"name\": \"f\", \"type\": {\"type\": \"array\", \"items\": {\"type\": \"fixed\", \"name\": \"F0\", \"size\": 0}}}]}",
-	/* a flat record: src/avroflat.c reads it too, and must read the same */
+	/* a flat record: src/format/avroflat.c reads it too, and must read the same */
 	"{\"type\": \"record\", \"name\": \"Flat\", \"fields\": ["
 	" {\"name\": \"b\", \"type\": \"boolean\"}, {\"name\": \"i\", \"type\": \"int\"},"
 	" {\"name\": \"l\", \"type\": \"long\"}, {\"name\": \"f\", \"type\": \"float\"},"
@@ -113,7 +113,7 @@ setup(void)
 	reader = avro_reader_memory("", 0);
 }
 
-/* Touch every value as src/avro.c does; the depth is the schema's nesting. */
+/* Touch every value as src/format/avro.c does; the depth is the schema's nesting. */
 static void
 walk(avro_value_t *v, int depth)
 {
@@ -148,7 +148,7 @@ walk(avro_value_t *v, int depth)
 		case AVRO_ENUM:
 			/*
 			 * Avro C reads an enum's index without checking it against the
-			 * symbols (found here: src/avro.c checks it, a bad record).
+			 * symbols (found here: src/format/avro.c checks it, a bad record).
 			 */
 			if (avro_value_get_enum(v, &i) != 0)
 				abort();
@@ -268,7 +268,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size < 1 + 5)
 		return 0;
 	which = data[0] % NSCHEMAS;
-	/* Confluent's header: src/avro.c reads the body after 5 bytes */
+	/* Confluent's header: src/format/avro.c reads the body after 5 bytes */
 	if (data[1] != 0)
 		return 0;
 	value = &values[which];
@@ -282,7 +282,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	{
 		if (why[0] == '\0')
 			abort();			/* a refusal must say something */
-		return 0;				/* src/avro.c gives Avro C nothing else */
+		return 0;				/* src/format/avro.c gives Avro C nothing else */
 	}
 	avro_reader_memory_set_source(reader, (const char *) data + 6, (int64_t) (size - 6));
 	avro_value_reset(value);

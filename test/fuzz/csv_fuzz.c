@@ -1,11 +1,11 @@
 /*-------------------------------------------------------------------------
  *
  * csv_fuzz.c
- *	  libFuzzer target for eoi_csv_split() (src/csv.c).
+ *	  libFuzzer target for eoi_csv_split() (src/format/csv.c).
  *
  * Build (test/fuzz/run.sh does this):
  *   clang -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
- *         -g -O1 -I src src/csv.c test/fuzz/csv_fuzz.c -o csv_fuzz
+ *         -g -O1 -I src src/format/csv.c test/fuzz/csv_fuzz.c -o csv_fuzz
  *
  * Input layout: byte 0 is a control byte, the rest is the payload.
  *
@@ -37,7 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "csv.h"
+#include "format/csv.h"
 
 #define CHECK(cond) \
 	do { \

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * json_fuzz.c
- *	  libFuzzer target for eoi_json_scan_object() (src/jsonscan.c), with
+ *	  libFuzzer target for eoi_json_scan_object() (src/format/jsonscan.c), with
  *	  PostgreSQL's own JSON parser as the oracle.
  *
  * Build (test/fuzz/run.sh json does this): the scan with ASan and UBSan,
@@ -9,7 +9,7 @@
  * the parser jsonb_in runs (src/common/jsonapi.c, compiled for frontends):
  *   clang -fsanitize=fuzzer,address,undefined -g -O1 -I src \
  *         -I $(pg_config --includedir)/internal -I $(pg_config --includedir-server) \
- *         src/jsonscan.c test/fuzz/json_fuzz.c -L $(pg_config --pkglibdir) -lpgcommon -lpgport
+ *         src/format/jsonscan.c test/fuzz/json_fuzz.c -L $(pg_config --pkglibdir) -lpgcommon -lpgport
  *
  * The input is one message, scanned as in a UTF-8 database, and parsed by
  * pg_parse_json with de-escaping on (as jsonb_in parses).  Asserted:
@@ -35,7 +35,7 @@
 #include "common/jsonapi.h"
 #include "mb/pg_wchar.h"
 
-#include "jsonscan.h"
+#include "format/jsonscan.h"
 
 #define CHECK(cond) \
 	do { \

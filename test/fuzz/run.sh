@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build a libFuzzer target and run it for a bounded time: csv (the CSV
-# splitter, src/csv.c; the default), avro (Avro C's reading as format avro
-# uses it, test/fuzz/avro_fuzz.c) or json (format json's scan, src/jsonscan.c,
+# splitter, src/format/csv.c; the default), avro (Avro C's reading as format avro
+# uses it, test/fuzz/avro_fuzz.c) or json (format json's scan, src/format/jsonscan.c,
 # against PostgreSQL's own JSON parser, test/fuzz/json_fuzz.c).
 #
 #   bash test/fuzz/run.sh [SECONDS] [csv|avro|json]      (default 60 csv)
@@ -82,21 +82,21 @@ BUILD=(clang -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
        -g -O1 -Wall -Wextra -I "$EOINGEST_REPO/src")
 DICT=()
 if [ "$TARGET" = csv ]; then
-  BUILD+=("$EOINGEST_REPO/src/csv.c" "$FUZZ_DIR/csv_fuzz.c" -o "$BIN")
+  BUILD+=("$EOINGEST_REPO/src/format/csv.c" "$FUZZ_DIR/csv_fuzz.c" -o "$BIN")
   DICT=(-dict="$FUZZ_DIR/csv.dict")
 elif [ "$TARGET" = json ]; then
   # PostgreSQL's own JSON parser (frontend libpgcommon) is the oracle
   BUILD+=(-I "$(pg_config --includedir)/internal" -I "$(pg_config --includedir-server)"
-          "$EOINGEST_REPO/src/jsonscan.c" "$FUZZ_DIR/json_fuzz.c"
+          "$EOINGEST_REPO/src/format/jsonscan.c" "$FUZZ_DIR/json_fuzz.c"
           -L "$(pg_config --pkglibdir)" -lpgcommon -lpgport -Wno-ignored-attributes -Wno-unused-parameter -o "$BIN")
   DICT=(-dict="$FUZZ_DIR/json.dict")
   export LSAN_OPTIONS="suppressions=$FUZZ_DIR/json.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 else
   # Avro C (libavro-dev, from test/deps.sh) is not instrumented: ASan sees its
-  # allocations.  src/avrocheck.c refuses every length that the record's
+  # allocations.  src/format/avrocheck.c refuses every length that the record's
   # bytes cannot hold before Avro C mallocs it, so libFuzzer's malloc limit
   # (as -rss_limit_mb, 2 GB) stays on: a larger request fails the run.
-  BUILD+=("$EOINGEST_REPO/src/avrocheck.c" "$EOINGEST_REPO/src/avroflat.c" "$FUZZ_DIR/avro_fuzz.c" -lavro -o "$BIN")
+  BUILD+=("$EOINGEST_REPO/src/format/avrocheck.c" "$EOINGEST_REPO/src/format/avroflat.c" "$FUZZ_DIR/avro_fuzz.c" -lavro -o "$BIN")
   export LSAN_OPTIONS="suppressions=$FUZZ_DIR/avro.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 fi
 diag "$(clang --version | head -n 1)"

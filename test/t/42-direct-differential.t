@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Differential: the same random CSV messages go through the tuple-direct
-# path (src/direct.c) and through COPY's text (eoingest.insert_path = copy)
+# path (src/apply/direct.c) and through COPY's text (eoingest.insert_path = copy)
 # into two identical tables; the rows must be the same both ways, and so
 # must the dead letters' offsets and SQLSTATEs.  Types: int, bigint,
 # smallint with a CHECK, numeric(8,2), text, varchar(5), bool, timestamptz,

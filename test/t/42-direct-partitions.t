@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Differential, for partitioned targets: the same random CSV messages go
-# through the tuple-direct path (src/direct.c) and through COPY's text
+# through the tuple-direct path (src/apply/direct.c) and through COPY's text
 # (eoingest.insert_path = copy) into two identical partition trees:
 #  1. a range-partitioned table with a foreign key, a unique index, a
 #     CHECK and a generated column, whose partitions are

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Differential, for a target with triggers: the same random CSV messages
-# go through the tuple-direct path (src/direct.c) and through COPY's text
+# go through the tuple-direct path (src/apply/direct.c) and through COPY's text
 # (eoingest.insert_path = copy) into two identical tables, each with
 #  - a BEFORE STATEMENT trigger (counted),
 #  - a BEFORE ROW trigger that changes a column, drops some rows, and

@@ -2,7 +2,7 @@
 # Differential: the same random JSON messages (test/fuzz/json_messages.py:
 # good values of every column type and hostile ones, duplicate and
 # case-variant keys, escapes, nesting, huge numbers, truncated text) go
-# through format json's scan (src/jsonscan.c, eoingest.json_decode = scan)
+# through format json's scan (src/format/jsonscan.c, eoingest.json_decode = scan)
 # and through jsonb_in as before it (json_decode = jsonb), each on both
 # insert paths (direct tuples and COPY's text), into identical tables; the
 # rows must be the same, and so must the dead letters' offsets, SQLSTATEs

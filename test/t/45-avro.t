@@ -565,7 +565,7 @@ log_end=$(eoi-kafka watermarks "$topic" | awk '{n += $3} END {print n}')
 is "$(sql "SELECT count(*) || ' ' || count(DISTINCT id) || ' ' || (SELECT sum(next_offset) FROM eoingest.offsets WHERE job = 'av_crash') FROM av_crash")" \
   "$total $total $log_end" "each record exactly once, the offsets at the log end"
 
-# ---- typed values straight into tuples (src/direct.c) and COPY's text: the same rows ----
+# ---- typed values straight into tuples (src/apply/direct.c) and COPY's text: the same rows ----
 # int, long, float, double, boolean and string become datums of int4, int8,
 # float4, float8, bool and text columns without text; the other pairs (long
 # into int, int into smallint, float into double, string into varchar(3), a

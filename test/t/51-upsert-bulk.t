@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Mode upsert's bulk path (src/upsert.c: the keys probed in the key's index,
+# Mode upsert's bulk path (src/apply/upsert.c: the keys probed in the key's index,
 # the rows whose keys exist updated in place, multi-insert for the new ones,
 # ON CONFLICT for all when a concurrent writer races).
 #  - Differential: the same random batches (repeated keys, keys spelled
@@ -208,7 +208,7 @@ set_fault upsert-bulk-insert error
 sql "SELECT eoingest.create_job(name => 'ue', brokers => '$KAFKA_BROKERS', topic => '$etopic', target => 'ue',
        format => 'csv', mode => 'upsert', batch_timeout_ms => 200);
      SELECT eoingest.start_job('ue')" >/dev/null
-# An internal error (XX000) is of no class a person must fix: the batch's, retried (src/errclass.c).
+# An internal error (XX000) is of no class a person must fix: the batch's, retried (src/apply/errclass.c).
 wait_until 60 "SELECT state = 'retrying' FROM eoingest.job_status WHERE name = 'ue'" >/dev/null || true
 is "$(sql "SELECT state || ': ' || (last_error LIKE '%fault point \"upsert-bulk-insert\" reached%') FROM eoingest.job_status WHERE name = 'ue'")" \
   "retrying: true" "an error other than unique_violation is the batch's, shown and retried, not swallowed"

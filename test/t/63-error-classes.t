@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Whose an error is (src/errclass.c): an error of no class eoingest names
+# Whose an error is (src/apply/errclass.c): an error of no class eoingest names
 # (here XX000, as an internal error from a race would be) is retried with
 # backoff and shown in job_status, and the job goes on once it passes; what a
 # person must fix (a privilege) and a record's error under on_error = fail

@@ -215,7 +215,7 @@ ok $([ "$ms" -lt 1500 ] && grep -q "canceling statement" "$EOINGEST_RUN/cancel_c
 kill "$silent" 2>/dev/null || true
 
 # --- the documented list is the list the code enforces ---------------------------------
-out=$(python3 - "$EOINGEST_REPO/src/policy.c" "$EOINGEST_REPO/docs/kafka-properties.md" <<'PY'
+out=$(python3 - "$EOINGEST_REPO/src/kafka/policy.c" "$EOINGEST_REPO/docs/kafka-properties.md" <<'PY'
 import re, sys
 code = dict(re.findall(r'\{"([^"]+)", (EOI_PROP_[A-Z_| ]+)\}', open(sys.argv[1]).read()))
 doc = {}
@@ -232,7 +232,7 @@ bad += [n for n, c in doc.items() if n not in code and c != 'superuser']
 print('mismatch: ' + ', '.join(bad) if bad else 'consistent')
 PY
 )
-is "$out" consistent "docs/kafka-properties.md gives every property the class src/policy.c enforces"
+is "$out" consistent "docs/kafka-properties.md gives every property the class src/kafka/policy.c enforces"
 
 # clean up
 sql "SELECT eoingest.drop_job(name) FROM eoingest.jobs" >/dev/null 2>&1 || true

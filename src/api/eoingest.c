@@ -1,0 +1,331 @@
+/*-------------------------------------------------------------------------
+ *
+ * eoingest.c
+ *	  Entry point of the library: settings, shared memory hooks and the
+ *	  launcher's registration.  eoingest must be in shared_preload_libraries.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <signal.h>
+
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "postmaster/bgworker.h"
+#include "storage/ipc.h"
+#include "lib/stringinfo.h"
+#include "storage/latch.h"
+#include "utils/guc.h"
+#include "utils/timestamp.h"
+#include "utils/wait_event.h"
+#include "utils/memutils.h"
+
+#include "base/eoingest.h"
+#include "apply/direct.h"
+#include "worker/launcher.h"
+#include "kafka/policy.h"
+#include "base/shmem.h"
+#include "apply/upsert.h"
+
+PG_MODULE_MAGIC;
+
+void		_PG_init(void);
+
+char	   *eoingest_database = NULL;
+int			eoingest_max_workers = 32;
+int			eoingest_max_workers_per_role = -1;
+char	   *eoingest_fault_point = NULL;
+int			eoingest_fault_action = EOI_FAULT_KILL;
+int			eoingest_fault_sleep_ms = 5000;
+int			eoingest_lock_timeout = 10000;
+static int	eoingest_stall_after = 30000;
+int			eoingest_test_batch_text_limit = 0;
+
+static const struct config_enum_entry json_decode_options[] = {
+	{"scan", EOI_JSON_DECODE_SCAN, false},
+	{"jsonb", EOI_JSON_DECODE_JSONB, false},
+	{"scan_only", EOI_JSON_DECODE_SCAN_ONLY, false},
+	{NULL, 0, false}
+};
+
+static const struct config_enum_entry insert_path_options[] = {
+	{"copy", EOI_INSERT_PATH_COPY, false},
+	{"direct", EOI_INSERT_PATH_DIRECT, false},
+	{NULL, 0, false}
+};
+
+static const struct config_enum_entry upsert_path_options[] = {
+	{"bulk", EOI_UPSERT_PATH_BULK, false},
+	{"on_conflict", EOI_UPSERT_PATH_ON_CONFLICT, false},
+	{NULL, 0, false}
+};
+
+#if PG_VERSION_NUM >= 150000
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+#endif
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+
+#if PG_VERSION_NUM >= 150000
+static void
+eoi_shmem_request_hook(void)
+{
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+	eoi_shmem_request();
+}
+#endif
+
+static void
+eoi_shmem_startup_hook(void)
+{
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+	eoi_shmem_startup();
+}
+
+static const struct config_enum_entry fault_action_options[] = {
+	{"kill", EOI_FAULT_KILL, false},
+	{"error", EOI_FAULT_ERROR, false},
+	{"sleep", EOI_FAULT_SLEEP, false},
+	{NULL, 0, false}
+};
+
+static void
+eoi_define_settings(void)
+{
+	DefineCustomStringVariable("eoingest.database",
+							   "Database in which eoingest's launcher runs the jobs.",
+							   "Jobs can only be created in this database.",
+							   &eoingest_database,
+							   "postgres",
+							   PGC_POSTMASTER,
+							   0,
+							   NULL, NULL, NULL);
+
+	DefineCustomIntVariable("eoingest.max_workers",
+							"Maximum number of eoingest workers running at once.",
+							"Each takes a background worker slot too: raise max_worker_processes with it.",
+							&eoingest_max_workers,
+							32, 1, 1024,
+							PGC_POSTMASTER,
+							0,
+							NULL, NULL, NULL);
+
+	/*
+	 * Read by the launcher, for each job's owner: ALTER ROLE ... SET gives a
+	 * role its own limit (SUSET, so that only a superuser can), and the
+	 * server's value is for every other role.
+	 */
+	DefineCustomIntVariable("eoingest.max_workers_per_role",
+							"Maximum number of eoingest workers the jobs of one role run at once.",
+							"-1 means no limit. Set per role with ALTER ROLE ... SET eoingest.max_workers_per_role; superusers' jobs have no limit.",
+							&eoingest_max_workers_per_role,
+							-1, -1, 1024,
+							PGC_SUSET,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("eoingest.lock_timeout",
+							"Longest wait of a worker for a lock before it rolls back, reports and retries.",
+							"A target locked by someone else shows in job_status instead of stalling silently. 0 waits forever.",
+							&eoingest_lock_timeout,
+							10000, 0, INT_MAX,
+							PGC_SIGHUP,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("eoingest.stall_after",
+							"How long a worker's write may wait before job_status calls the worker stalled.",
+							"job_status then shows what it waits on (synchronous replication, I/O, a lock).",
+							&eoingest_stall_after,
+							30000, 1, INT_MAX,
+							PGC_USERSET,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomStringVariable("eoingest.allowed_brokers",
+							   "Kafka brokers that jobs may connect to, as a comma-separated list of host:port patterns.",
+							   "A host may be *, *.domain or a name or address; a port may be * or be left out for any port. Empty allows any broker.",
+							   &eoingest_allowed_brokers,
+							   "",
+							   PGC_SIGHUP,
+							   0,
+							   eoi_allowed_brokers_check_hook, NULL, NULL);
+
+	DefineCustomStringVariable("eoingest.fault_point",
+							   "For tests: a named point at which eoingest processes kill themselves.",
+							   "Empty (the default) disables fault injection.",
+							   &eoingest_fault_point,
+							   "",
+							   PGC_SUSET,
+							   0,
+							   NULL, NULL, NULL);
+
+	DefineCustomEnumVariable("eoingest.fault_action",
+							 "For tests: what a process does at eoingest.fault_point.",
+							 "kill (SIGKILL itself), error (raise an error) or sleep (for eoingest.fault_sleep_ms).",
+							 &eoingest_fault_action,
+							 EOI_FAULT_KILL,
+							 fault_action_options,
+							 PGC_SUSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomIntVariable("eoingest.fault_sleep_ms",
+							"For tests: how long fault_action sleep waits at the fault point.",
+							NULL,
+							&eoingest_fault_sleep_ms,
+							5000, 0, 600000,
+							PGC_SUSET,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("eoingest.test_batch_text_limit",
+							"For tests: the size of a batch's COPY text past which it cannot grow.",
+							"Stands in for the 1 GB a buffer can hold, so that tests need not fill one. 0 (the default) disables it.",
+							&eoingest_test_batch_text_limit,
+							0, 0, MaxAllocSize,
+							PGC_SUSET,
+							GUC_UNIT_BYTE | GUC_NOT_IN_SAMPLE,
+							NULL, NULL, NULL);
+
+	DefineCustomEnumVariable("eoingest.insert_path",
+							 "How rows without a transform go into the target: direct (tuples) or copy (COPY's text).",
+							 "direct builds tuples from the decoded fields when the target allows it (src/direct.c says when) and uses COPY otherwise; copy always goes through COPY's text.",
+							 &eoingest_insert_path,
+							 EOI_INSERT_PATH_DIRECT, insert_path_options,
+							 PGC_SUSET,
+							 GUC_NOT_IN_SAMPLE,
+							 NULL, NULL, NULL);
+
+	DefineCustomEnumVariable("eoingest.json_decode",
+							 "How format json reads a message: scan (one pass into the columns) or jsonb (jsonb_in, then the keys).",
+							 "scan reads the top-level object in one pass (src/jsonscan.c) and takes jsonb's way only for the messages it declines; jsonb always parses into jsonb first. Both give the same rows and errors; jsonb is there for the tests that show it, and so is scan_only (a message the scan declines is a record error).",
+							 &eoingest_json_decode,
+							 EOI_JSON_DECODE_SCAN, json_decode_options,
+							 PGC_SUSET,
+							 GUC_NOT_IN_SAMPLE,
+							 NULL, NULL, NULL);
+
+	DefineCustomEnumVariable("eoingest.upsert_path",
+							 "How mode upsert and envelope debezium write a batch's rows: bulk or on_conflict.",
+							 "bulk looks the batch's keys up in the key's index, inserts the new rows as tuples and sends the existing ones through INSERT ... ON CONFLICT when the target allows it (src/upsert.c says when), with the statement for the whole batch as the fallback; on_conflict always uses INSERT ... ON CONFLICT.",
+							 &eoingest_upsert_path,
+							 EOI_UPSERT_PATH_BULK, upsert_path_options,
+							 PGC_SUSET,
+							 GUC_NOT_IN_SAMPLE,
+							 NULL, NULL, NULL);
+
+#if PG_VERSION_NUM >= 150000
+	MarkGUCPrefixReserved("eoingest");
+#else
+	EmitWarningsOnPlaceholders("eoingest");
+#endif
+}
+
+static void
+eoi_register_launcher(void)
+{
+	BackgroundWorker worker;
+
+	memset(&worker, 0, sizeof(worker));
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	worker.bgw_restart_time = 5;
+	snprintf(worker.bgw_library_name, BGW_MAXLEN, "eoingest");
+	snprintf(worker.bgw_function_name, BGW_MAXLEN, "eoingest_launcher_main");
+	snprintf(worker.bgw_name, BGW_MAXLEN, "eoingest launcher");
+	snprintf(worker.bgw_type, BGW_MAXLEN, "eoingest launcher");
+	RegisterBackgroundWorker(&worker);
+}
+
+void
+_PG_init(void)
+{
+	if (!process_shared_preload_libraries_in_progress)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("eoingest must be loaded via shared_preload_libraries"),
+				 errhint("Add 'eoingest' to shared_preload_libraries in postgresql.conf and restart the server.")));
+
+	eoi_define_settings();
+
+#if PG_VERSION_NUM >= 150000
+	prev_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = eoi_shmem_request_hook;
+#else
+	eoi_shmem_request();
+#endif
+	prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = eoi_shmem_startup_hook;
+
+	eoi_register_launcher();
+}
+
+/* Sleep at a fault point: interruptible, ends early on SIGTERM or postmaster death. */
+static void
+fault_sleep(const char *point)
+{
+	TimestampTz end = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), eoingest_fault_sleep_ms);
+
+	ereport(LOG,
+			(errmsg("eoingest: fault point \"%s\" reached, process %d sleeps for %d ms",
+					point, MyProcPid, eoingest_fault_sleep_ms)));
+	for (;;)
+	{
+		long		remaining = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), end);
+
+		if (remaining <= 0)
+			break;
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 Min(remaining, 1000L), PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+	ereport(LOG,
+			(errmsg("eoingest: fault point \"%s\" passed, process %d goes on", point, MyProcPid)));
+}
+
+void
+eoi_fault_fire(const char *point)
+{
+	if (strcmp(eoingest_fault_point, point) != 0)
+		return;
+	if (eoingest_fault_action == EOI_FAULT_SLEEP)
+	{
+		fault_sleep(point);
+		return;
+	}
+	if (eoingest_fault_action == EOI_FAULT_ERROR)
+		ereport(ERROR,
+				(errcode(ERRCODE_INTERNAL_ERROR),
+				 errmsg("eoingest: fault point \"%s\" reached, raising an error", point)));
+	ereport(LOG,
+			(errmsg("eoingest: fault point \"%s\" reached, killing process %d",
+					point, MyProcPid)));
+	kill(MyProcPid, SIGKILL);
+	/* SIGKILL cannot be caught; don't go on in the meantime */
+	for (;;)
+		pg_usleep(1000000L);
+}
+
+/*
+ * An error as one line for job_status and dead letters: message, detail,
+ * hint and context (which names the Kafka message, when there is one).
+ */
+char *
+eoi_describe_error(ErrorData *edata)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, edata->message);
+	if (edata->detail)
+		appendStringInfo(&buf, " DETAIL: %s", edata->detail);
+	if (edata->hint)
+		appendStringInfo(&buf, " HINT: %s", edata->hint);
+	if (edata->context)
+		appendStringInfo(&buf, " CONTEXT: %s", edata->context);
+	return buf.data;
+}

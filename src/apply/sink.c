@@ -1,0 +1,680 @@
+/*-------------------------------------------------------------------------
+ *
+ * sink.c
+ *	  Writing a batch into PostgreSQL, inside the caller's transaction.
+ *
+ * Without a transform, the messages are decoded into COPY text-format
+ * lines and fed to the server's own COPY FROM machinery through a data
+ * source callback: the batch goes in with COPY's multi-insert buffering,
+ * and gets its type input, defaults, constraints, triggers and partition
+ * routing.  Privileges are checked as COPY does, as the job's owner.
+ *
+ * With a transform, the job's SQL statement runs once over the batch,
+ * which it reads with eoingest.batch().
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/table.h"
+#include "access/xact.h"
+#include "catalog/catalog.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_inherits.h"
+#include "commands/copy.h"
+#include "commands/copyfrom_internal.h"
+#include "executor/executor.h"
+#include "executor/spi.h"
+#include "mb/pg_wchar.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "parser/parse_relation.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/regproc.h"
+#include "utils/resowner.h"
+#include "utils/rel.h"
+#include "utils/rls.h"
+
+#include "format/avro.h"
+#include "envelope/cdc.h"
+#include "store/deadletter.h"
+#include "apply/errclass.h"
+#include "apply/shape.h"
+#include "format/decode.h"
+#include "apply/direct.h"
+#include "store/job.h"
+#include "apply/sink.h"
+#include "base/txn.h"
+#include "apply/upsert.h"
+
+/* COPY's data source callback takes no argument: the batch's lines. */
+static StringInfo copy_source = NULL;
+static int	copy_source_pos = 0;
+
+/* For error context: which message is being decoded or copied. */
+typedef struct MessagePosition
+{
+	EoiBatch   *batch;
+	int			current;		/* index while decoding, or -1 */
+	CopyFromState cstate;		/* while copying: line N is message lines[N-1] */
+	ErrorContextCallback *self; /* this callback's entry in the stack */
+	int		   *lines;			/* the message of each line (CSV headers have none) */
+	int			nlines;
+} MessagePosition;
+
+/*
+ * Is COPY working on a line (reading, converting, inserting or flushing
+ * it), as opposed to before or after its lines (statement triggers)?  Its
+ * own context callback is then on the stack above ours.
+ */
+static bool
+copy_is_on_a_line(MessagePosition *mc)
+{
+	for (ErrorContextCallback *e = error_context_stack; e != NULL && e != mc->self; e = e->previous)
+		if (e->callback == CopyFromErrorCallback)
+			return true;
+	return false;
+}
+
+static void
+message_error_callback(void *arg)
+{
+	MessagePosition *mc = arg;
+	int			i = mc->current;
+
+	if (mc->cstate != NULL)
+		i = (mc->cstate->cur_lineno > 0 && mc->cstate->cur_lineno <= mc->nlines &&
+			 copy_is_on_a_line(mc)) ?
+			mc->lines[mc->cstate->cur_lineno - 1] : -1;
+	eoi_message_errcontext(mc->batch, i);
+}
+
+/* direct.c's report of the message it works on. */
+static void
+set_message_position(void *arg, int message)
+{
+	((MessagePosition *) arg)->current = message;
+}
+
+static int
+copy_read_batch(void *outbuf, int minread, int maxread)
+{
+	int			avail = copy_source->len - copy_source_pos;
+	int			n = Min(avail, maxread);
+
+	memcpy(outbuf, copy_source->data + copy_source_pos, n);
+	copy_source_pos += n;
+	return n;
+}
+
+static RangeVar *
+target_rangevar(const char *target)
+{
+	List	   *names;
+
+#if PG_VERSION_NUM >= 160000
+	names = stringToQualifiedNameList(target, NULL);
+#else
+	names = stringToQualifiedNameList(target);
+#endif
+	return makeRangeVarFromNameList(names);
+}
+
+static void
+check_is_table(Relation rel, const char *target)
+{
+	if (rel->rd_rel->relkind != RELKIND_RELATION &&
+		rel->rd_rel->relkind != RELKIND_PARTITIONED_TABLE)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("target \"%s\" is not a table", target)));
+}
+
+/* Open the job's target by its stored, schema-qualified name. */
+Relation
+eoi_open_target(const char *target, LOCKMODE lockmode)
+{
+	Relation	rel = table_openrv(target_rangevar(target), lockmode);
+
+	check_is_table(rel, target);
+	return rel;
+}
+
+/* Does a relation of the stored, schema-qualified name exist now? */
+bool
+eoi_target_exists(const char *target)
+{
+	return OidIsValid(RangeVarGetRelid(target_rangevar(target), NoLock, true));
+}
+
+/*
+ * Open the target a job writes into.  The job stores the target by name:
+ * a table renamed, moved to another schema or dropped under it is not
+ * found, and the error says which and how to go on.  A table this process
+ * wrote into before is recognised by its OID under its new name.
+ */
+Relation
+eoi_open_job_target(const EoiJob *job, LOCKMODE lockmode)
+{
+	static Oid	last_relid = InvalidOid;
+	Relation	rel = table_openrv_extended(target_rangevar(job->target), lockmode, true);
+	char	   *relname;
+
+	if (rel != NULL)
+	{
+		check_is_table(rel, job->target);
+		last_relid = RelationGetRelid(rel);
+		return rel;
+	}
+
+	relname = OidIsValid(last_relid) ? get_rel_name(last_relid) : NULL;
+	if (relname != NULL)
+	{
+		char	   *now = quote_qualified_identifier(get_namespace_name(get_rel_namespace(last_relid)),
+													 relname);
+
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("target \"%s\" of job \"%s\" no longer exists under that name",
+						job->target, job->name),
+				 errdetail("The table was renamed or moved to another schema; it is now %s.", now),
+				 errhint("Point the job at it with eoingest.alter_job(%s, target => %s), then run eoingest.start_job(%s); or give the table its old name back.",
+						 quote_literal_cstr(job->name), quote_literal_cstr(now),
+						 quote_literal_cstr(job->name))));
+	}
+	ereport(ERROR,
+			(errcode(ERRCODE_UNDEFINED_TABLE),
+			 errmsg("target \"%s\" of job \"%s\" does not exist", job->target, job->name),
+			 errdetail("The table was dropped, renamed or moved to another schema."),
+			 errhint("Create the table again (the job resumes at its stored offsets), or point the job at the table's new name with eoingest.alter_job(%s, target => ...); then run eoingest.start_job(%s).",
+					 quote_literal_cstr(job->name), quote_literal_cstr(job->name))));
+	pg_unreachable();
+}
+
+/* The target's range table entry, for an INSERT of the given columns. */
+RangeTblEntry *
+eoi_target_rte(ParseState *pstate, Relation rel, List *colnames)
+{
+	ParseNamespaceItem *nsitem;
+	RangeTblEntry *rte;
+	ListCell   *lc;
+	Bitmapset  *cols = NULL;
+
+	nsitem = addRangeTableEntryForRelation(pstate, rel, RowExclusiveLock, NULL, false, false);
+	rte = nsitem->p_rte;
+	foreach(lc, colnames)
+	{
+		AttrNumber	attnum = attnameAttNum(rel, strVal(lfirst(lc)), false);
+
+		cols = bms_add_member(cols, attnum - FirstLowInvalidHeapAttributeNumber);
+	}
+#if PG_VERSION_NUM >= 160000
+	nsitem->p_perminfo->requiredPerms = ACL_INSERT;
+	nsitem->p_perminfo->insertedCols = cols;
+#else
+	rte->requiredPerms = ACL_INSERT;
+	rte->insertedCols = cols;
+#endif
+	return rte;
+}
+
+static void
+check_insert(ParseState *pstate, Relation rel)
+{
+#if PG_VERSION_NUM >= 160000
+	ExecCheckPermissions(pstate->p_rtable, pstate->p_rteperminfos, true);
+#else
+	ExecCheckRTPerms(pstate->p_rtable, true);
+#endif
+	if (check_enable_rls(RelationGetRelid(rel), InvalidOid, false) == RLS_ENABLED)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("target \"%s\" has row-level security enabled",
+						RelationGetRelationName(rel)),
+				 errdetail("A target's rows go in as COPY FROM or INSERT ... ON CONFLICT would write them, but without the policies' checks."),
+				 errhint("Write through a transform (INSERT INTO ... SELECT ... FROM eoingest.batch()), where the policies apply, and a row they refuse is a dead letter.")));
+}
+
+/* Do the mode's guarantees rest on the WAL: rows and offsets alike? */
+static bool
+mode_is_exact(EoiMode mode)
+{
+	return mode == EOI_MODE_EXACTLY_ONCE || mode == EOI_MODE_TWO_PHASE ||
+		mode == EOI_MODE_UPSERT;
+}
+
+/*
+ * The first partition of a partitioned `rel`, at any depth, whose rows
+ * would not commit with this transaction's offsets, or InvalidOid: one not
+ * WAL-logged (unlogged; a temporary one cannot be attached to a permanent
+ * table, but costs nothing to look for), or a foreign table (its rows
+ * commit on the remote server before this transaction does), as *foreign
+ * says.  The partitions are read from pg_inherits without locking them: the
+ * caller holds a lock on `rel`, and a partition attached or altered after
+ * this look is seen the next time the target is opened.
+ */
+static Oid
+inexact_partition(Relation rel, bool *foreign)
+{
+	List	   *tree;
+	ListCell   *lc;
+
+	if (rel->rd_rel->relkind != RELKIND_PARTITIONED_TABLE)
+		return InvalidOid;
+	tree = find_all_inheritors(RelationGetRelid(rel), NoLock, NULL);
+	foreach(lc, tree)
+	{
+		Oid			relid = lfirst_oid(lc);
+
+		*foreign = get_rel_relkind(relid) == RELKIND_FOREIGN_TABLE;
+		if (*foreign || get_rel_persistence(relid) != RELPERSISTENCE_PERMANENT)
+			return relid;
+	}
+	return InvalidOid;
+}
+
+/*
+ * Is `rel` a table a job may write into?  Not a system catalog (nor
+ * information_schema), and, in the modes whose guarantee is that rows and
+ * offsets survive together, not UNLOGGED, nor holding an UNLOGGED partition
+ * anywhere in its tree: a crash empties an unlogged table while the
+ * WAL-logged offsets stay, and the rows are lost for good.  Nor holding a
+ * foreign partition: a local failure after the remote commit leaves its rows
+ * there, uncounted, and the batch is written again.  Checked at
+ * create_job and alter_job, and by the worker whenever it opens the table
+ * (ALTER TABLE ... SET UNLOGGED, or ATTACH PARTITION, under a running job).
+ */
+void
+eoi_check_target_kind(Relation rel, EoiMode mode)
+{
+	const char *nspname = get_namespace_name(RelationGetNamespace(rel));
+	Oid			partition;
+	bool		foreign = false;
+
+	if (IsCatalogRelation(rel) || IsToastRelation(rel) ||
+		strcmp(nspname, "information_schema") == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("target \"%s\" is a system catalog", RelationGetRelationName(rel)),
+				 errhint("Write into a table of your own.")));
+	if (rel->rd_rel->relpersistence == RELPERSISTENCE_UNLOGGED && mode_is_exact(mode))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("target \"%s\" is an unlogged table, which mode %s cannot write into",
+						RelationGetRelationName(rel), eoi_mode_name(mode)),
+				 errdetail("A crash empties an unlogged table, while the offsets saying its rows were consumed survive: those rows would be lost."),
+				 errhint("Make the table logged (ALTER TABLE ... SET LOGGED), or use mode at_least_once or at_most_once, which promise less.")));
+	if (!mode_is_exact(mode) || !OidIsValid(partition = inexact_partition(rel, &foreign)))
+		return;
+	if (foreign)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("target \"%s\" has a foreign partition \"%s\", which mode %s cannot write into",
+						RelationGetRelationName(rel), get_rel_name(partition), eoi_mode_name(mode)),
+				 errdetail("The rows of a foreign table commit on its server before the batch's transaction commits here: should this transaction fail afterwards, they stay there while the offsets do not count them, and the batch is written again."),
+				 errhint("Detach the foreign partition (ALTER TABLE %s DETACH PARTITION %s), or use mode at_least_once or at_most_once, which promise less.",
+						 quote_qualified_identifier(nspname, RelationGetRelationName(rel)),
+						 quote_qualified_identifier(get_namespace_name(get_rel_namespace(partition)),
+													get_rel_name(partition)))));
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("target \"%s\" has an unlogged partition \"%s\", which mode %s cannot write into",
+					RelationGetRelationName(rel), get_rel_name(partition), eoi_mode_name(mode)),
+			 errdetail("A crash empties an unlogged partition, while the offsets saying its rows were consumed survive: those rows would be lost."),
+			 errhint("Make the partition logged (ALTER TABLE %s SET LOGGED), or use mode at_least_once or at_most_once, which promise less.",
+					 quote_qualified_identifier(get_namespace_name(get_rel_namespace(partition)),
+												get_rel_name(partition)))));
+}
+
+/* Check, as COPY would, that the current user may insert these columns. */
+void
+eoi_check_target_insert(Relation rel, List *colnames)
+{
+	ParseState *pstate = make_parsestate(NULL);
+
+	(void) eoi_target_rte(pstate, rel, colnames);
+	check_insert(pstate, rel);
+	free_parsestate(pstate);
+}
+
+/*
+ * For tests: refuse to let the COPY text grow past
+ * eoingest.test_batch_text_limit, with the error enlargeStringInfo raises
+ * at MaxAllocSize, so that a few hundred kilobytes behave as a gigabyte.
+ */
+static void
+check_test_text_limit(StringInfo lines)
+{
+	if (eoingest_test_batch_text_limit > 0 && lines->len > eoingest_test_batch_text_limit)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("out of memory"),
+				 errdetail("Cannot enlarge string buffer containing %d bytes by %d more bytes.",
+						   eoingest_test_batch_text_limit,
+						   lines->len - eoingest_test_batch_text_limit)));
+}
+
+static void
+decode_batch(EoiBatch *batch, EoiColumns *cols, StringInfo lines,
+			 ExprContext *econtext, MessagePosition *mc)
+{
+	EoiCopyWriter cw;
+
+	eoi_copy_writer_init(&cw, lines);
+	mc->lines = palloc(sizeof(int) * Max(batch->n, 1));
+	mc->nlines = 0;
+	for (int i = 0; i < batch->n; i++)
+	{
+		rd_kafka_message_t *msg = batch->messages[i];
+
+		CHECK_FOR_INTERRUPTS();
+		mc->current = i;
+		if (msg->payload == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("message has a null value (a tombstone)"),
+					 errhint("Tombstones delete rows in mode upsert only; use a transform to handle them otherwise.")));
+		if (eoi_decode_kafka_message(cols, msg, false, &cw.writer, econtext))
+			mc->lines[mc->nlines++] = i;
+		ResetExprContext(econtext);
+		check_test_text_limit(lines);
+	}
+	mc->current = -1;
+}
+
+/*
+ * The COPY text of a batch is one buffer, which cannot grow past
+ * MaxAllocSize (54000 from enlargeStringInfo).  When it fails to take
+ * message N > 1, the batch is too large, not message N: say so with a
+ * resource error (class 53), which no record is blamed for and on which the
+ * worker retries with smaller batches.  Called in PG_CATCH.
+ */
+static void
+batch_too_large(EoiBatch *batch, MessagePosition *mc, MemoryContext cxt,
+				ErrorContextCallback *outer_context)
+{
+	ErrorData  *edata;
+
+	MemoryContextSwitchTo(cxt);
+	edata = CopyErrorData();
+	FlushErrorState();
+	/* The error is the batch's, not the message's that was being decoded. */
+	error_context_stack = outer_context;
+	ereport(ERROR,
+			(errcode(ERRCODE_OUT_OF_MEMORY),
+			 errmsg("batch of %d messages is too large to copy at once", batch->n),
+			 errdetail("At message %d of the batch: %s", mc->current + 1,
+					   edata->detail ? edata->detail : edata->message),
+			 errhint("eoingest retries with smaller batches; a lower batch_max_bytes (eoingest.alter_job) avoids the retries.")));
+}
+
+static uint64
+copy_into_target(const EoiJob *job, EoiBatch *batch)
+{
+	Relation	rel = eoi_open_job_target(job, RowExclusiveLock);
+	ParseState *pstate = make_parsestate(NULL);
+	EState	   *estate = CreateExecutorState();
+	EoiMapping	mapping = eoi_job_mapping(job);
+	EoiColumns *cols = eoi_columns_for(rel, &mapping, estate);
+	StringInfoData lines;
+	ErrorContextCallback errcb;
+	MessagePosition mc = {batch, -1, NULL, &errcb, NULL, 0};
+	MemoryContext cxt = CurrentMemoryContext;
+	CopyFromState cstate;
+	List	   *options;
+	uint64		processed;
+
+	RangeTblEntry *rte;
+
+	eoi_check_target_kind(rel, job->mode);
+	eoi_check_target_unchanged(job, rel, cols);
+	rte = eoi_target_rte(pstate, rel, cols->names);
+	check_insert(pstate, rel);
+
+	errcb.callback = message_error_callback;
+	errcb.arg = &mc;
+	errcb.previous = error_context_stack;
+	error_context_stack = &errcb;
+
+	/* Straight into tuples where direct.c handles the target; COPY otherwise. */
+	if (eoi_direct_fits(rel, cols))
+	{
+		processed = eoi_direct_insert(rel, rte, cols, batch, estate,
+									  set_message_position, &mc);
+		error_context_stack = errcb.previous;
+		FreeExecutorState(estate);
+		free_parsestate(pstate);
+		table_close(rel, NoLock);
+		return processed;
+	}
+
+	initStringInfo(&lines);
+	PG_TRY();
+	{
+		decode_batch(batch, cols, &lines, GetPerTupleExprContext(estate), &mc);
+	}
+	PG_CATCH();
+	{
+		if (mc.current <= 0 || geterrcode() != ERRCODE_PROGRAM_LIMIT_EXCEEDED)
+			PG_RE_THROW();
+		batch_too_large(batch, &mc, cxt, errcb.previous);
+	}
+	PG_END_TRY();
+
+	options = list_make2(makeDefElem("format", (Node *) makeString("text"), -1),
+						 makeDefElem("encoding",
+									 (Node *) makeString(pstrdup(GetDatabaseEncodingName())), -1));
+	copy_source = &lines;
+	copy_source_pos = 0;
+	cstate = BeginCopyFrom(pstate, rel, NULL, NULL, false, copy_read_batch,
+						   cols->names, options);
+	mc.cstate = cstate;
+	processed = CopyFrom(cstate);
+	mc.cstate = NULL;
+	EndCopyFrom(cstate);
+	copy_source = NULL;
+
+	error_context_stack = errcb.previous;
+
+	FreeExecutorState(estate);
+	free_parsestate(pstate);
+	table_close(rel, NoLock);
+	return processed;
+}
+
+static uint64
+run_transform(const EoiJob *job, EoiBatch *batch)
+{
+	/* One plan per process: a worker runs one job; replay may run others. */
+	static SPIPlanPtr plan = NULL;
+	static int32 plan_job = 0;
+	uint64		rows;
+	int			ret;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (plan != NULL && plan_job != job->id)
+	{
+		SPI_freeplan(plan);
+		plan = NULL;
+	}
+	if (plan == NULL)
+	{
+		plan = SPI_prepare(job->transform, 0, NULL);
+		if (plan == NULL)
+			elog(ERROR, "could not prepare the transform of job \"%s\": %s",
+				 job->name, SPI_result_code_string(SPI_result));
+		if (SPI_keepplan(plan) != 0)
+			elog(ERROR, "could not keep the transform's plan");
+		plan_job = job->id;
+	}
+	batch->format = job->format;
+	batch->key_format = job->key_format;
+	eoi_current_batch = batch;
+	ret = SPI_execute_plan(plan, NULL, NULL, false, 0);
+	eoi_current_batch = NULL;
+	if (ret < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_SQL_STATEMENT_NOT_YET_COMPLETE),
+				 errmsg("transform of job \"%s\" failed: %s",
+						job->name, SPI_result_code_string(ret))));
+	rows = SPI_processed;
+	SPI_finish();
+	return rows;
+}
+
+/*
+ * Write the batch's rows; returns how many rows were written.  Runs in the
+ * caller's transaction, with a snapshot, as the job's owner.
+ */
+/* A message larger than max_message_bytes is a bad record. */
+static void
+check_sizes(const EoiJob *job, EoiBatch *batch)
+{
+	for (int i = 0; i < batch->n; i++)
+	{
+		rd_kafka_message_t *msg = batch->messages[i];
+
+		if (msg->len + msg->key_len > (size_t) job->max_message_bytes)
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("message of %zu bytes is larger than max_message_bytes (%d)",
+							msg->len + msg->key_len, job->max_message_bytes),
+					 errcontext(EOI_MESSAGE_CONTEXT,
+								eoi_message_topic(batch, i), msg->partition, (long long) msg->offset)));
+	}
+}
+
+static uint64
+write_by_kind(const EoiJob *job, EoiBatch *batch)
+{
+	check_sizes(job, batch);
+	eoi_avro_use_job(job);
+	if (job->transform != NULL)
+		return run_transform(job, batch);
+	if (job->envelope == EOI_ENVELOPE_DEBEZIUM)
+		return eoi_cdc_batch(job, batch);
+	if (job->mode == EOI_MODE_UPSERT)
+		return eoi_upsert_batch(job, batch);
+	return copy_into_target(job, batch);
+}
+
+/*
+ * Write a batch as the current user (the job's owner).  The owner's code
+ * that runs meanwhile (triggers, the transform, defaults) may change
+ * settings with SET or set_config(..., false); they are discarded at the
+ * end, so that nothing carries over into the next batch, or into the
+ * session of whoever replays dead letters.
+ */
+uint64
+eoi_sink_write(const EoiJob *job, EoiBatch *batch)
+{
+	int			nest = NewGUCNestLevel();
+	uint64		rows = write_by_kind(job, batch);
+
+	AtEOXact_GUC(false, nest);
+	return rows;
+}
+
+/*
+ * Try to write messages [from, to) in a subtransaction.  Returns true and
+ * adds to *rows on success; on an error of one record, rolls back and
+ * returns false with the error and the failing message (or -1 if the error
+ * does not say); any other error is thrown on.
+ */
+typedef struct SliceWrite
+{
+	const EoiJob *job;
+	EoiBatch   *slice;
+	uint64		rows;
+} SliceWrite;
+
+static void
+write_slice(void *arg)
+{
+	SliceWrite *sw = arg;
+
+	sw->rows = eoi_sink_write(sw->job, sw->slice);
+}
+
+static bool
+try_write(const EoiJob *job, EoiBatch *batch, int from, int to, uint64 *rows,
+		  ErrorData **error, int *failed)
+{
+	EoiBatch	slice = eoi_batch_slice(batch, from, to);
+	SliceWrite	sw = {job, &slice, 0};
+	ErrorData  *edata;
+
+	edata = eoi_try_subxact(write_slice, &sw);
+	if (edata == NULL)
+	{
+		*rows += sw.rows;
+		return true;
+	}
+	eoi_current_batch = NULL;
+	if (!eoi_is_record_error(edata))
+		ReThrowError(edata);
+	*error = edata;
+	*failed = eoi_blamed_message(&slice, edata);
+	if (*failed >= 0)
+		*failed += from;
+	return false;
+}
+
+/*
+ * Write messages [from, to), setting aside the ones that fail into
+ * eoingest.dead_letters.  When the error names its message, the messages
+ * before it go in and the rest is tried again; otherwise the range is
+ * halved until the failing message is alone.
+ */
+static void
+write_isolating(const EoiJob *job, EoiBatch *batch, int from, int to,
+				uint64 *rows, int *dead)
+{
+	while (from < to)
+	{
+		ErrorData  *error = NULL;
+		int			failed = -1;
+		int			mid;
+
+		if (try_write(job, batch, from, to, rows, &error, &failed))
+			return;
+
+		if (failed < 0 && to - from == 1)
+			failed = from;
+		if (failed >= 0)
+		{
+			write_isolating(job, batch, from, failed, rows, dead);
+			eoi_dead_letter_store(job, eoi_message_topic(batch, failed), batch->messages[failed], error);
+			(*dead)++;
+			from = failed + 1;
+			continue;
+		}
+		mid = from + (to - from) / 2;
+		write_isolating(job, batch, from, mid, rows, dead);
+		write_isolating(job, batch, mid, to, rows, dead);
+		return;
+	}
+}
+
+/*
+ * Write the batch as the job's on_error says: with fail, an error fails
+ * the whole batch; with dead_letter, the batch goes in whole when it can
+ * (the fast path: one subtransaction), and only when it cannot are the
+ * failing records isolated and kept as dead letters.
+ */
+uint64
+eoi_sink_write_batch(const EoiJob *job, EoiBatch *batch, int *dead)
+{
+	uint64		rows = 0;
+
+	*dead = 0;
+	if (job->on_error == EOI_ON_ERROR_FAIL)
+		return eoi_sink_write(job, batch);
+	write_isolating(job, batch, 0, batch->n, &rows, dead);
+	return rows;
+}

@@ -1,0 +1,38 @@
+/*-------------------------------------------------------------------------
+ *
+ * avro.h
+ *	  Format avro: Confluent's wire format (a magic byte, the schema's id in
+ *	  the registry, the Avro binary), decoded with Avro C into the target's
+ *	  columns by field name.
+ *
+ * (The system's Avro C headers are included as <avro/...h>, so that this
+ * header's name does not hide them.)
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef EOI_AVRO_H
+#define EOI_AVRO_H
+
+#include <librdkafka/rdkafka.h>
+
+#include "format/decode.h"
+
+/* Use this job's registry for what follows (sink.c, before decoding). */
+extern void eoi_avro_use_job(const EoiJob *job);
+
+/* Decode one Avro message into one row of `cols` for `writer`. */
+extern void eoi_avro_decode(EoiColumns *cols, const char *value, size_t len,
+							EoiRowWriter *writer, ExprContext *econtext);
+
+/* An Avro message as JSON text: records and maps as objects. */
+extern char *eoi_avro_json(const char *value, size_t len);
+
+/*
+ * The value (or key) of `msg` in Confluent's framing: as it is, or, when
+ * its schema id came in the record header __value_schema_id
+ * (__key_schema_id), with that header's bytes put in front.  A header
+ * that holds no schema id is a record error when `strict`, else ignored.
+ */
+extern const char *eoi_avro_framed(rd_kafka_message_t *msg, bool key, bool strict, size_t *len);
+
+#endif

@@ -1,0 +1,43 @@
+/*-------------------------------------------------------------------------
+ *
+ * registry.h
+ *	  A client of Confluent's Schema Registry REST API (and the registries
+ *	  that speak it), for format avro: schemas by id, over libcurl.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef EOI_REGISTRY_H
+#define EOI_REGISTRY_H
+
+#include "base/eoingest.h"
+
+/*
+ * The registry a job reads from: its URLs (tried in turn) and the options
+ * schema.registry.basic.auth.user.info and schema.registry.ssl.ca.pem.
+ * Returns a number that changes whenever the configuration does, so that
+ * caches of what the registry said can be dropped.
+ */
+extern uint64 eoi_registry_configure(const char *urls, Jsonb *options, Oid owner);
+
+/*
+ * The schema text that the registry holds at `path` (such as
+ * "/schemas/ids/42"), for the record whose schema `what` names
+ * ("schema id 42").  When the schema has references (named types
+ * registered under other subjects), the text is an Avro record named
+ * EOI_REFERENCES_RECORD whose fields are the referenced types, each before
+ * its first use, and last the schema (field "schema"), and
+ * *with_references is set.  A record, not a union: the schema may be a
+ * union itself (Confluent's way to keep several types in one topic), and
+ * a union cannot hold a union.  Errors:
+ *	- the registry does not know it or one of its references, or it is not
+ *	  an Avro schema: a record error (SQLSTATE 22023), the record's fault;
+ *	- no registry answered, or answered nonsense: a transient error
+ *	  (class 08), the batch is retried;
+ *	- the registry refused the credentials or could not be trusted: a job
+ *	  error (class 28), the job stops.
+ */
+#define EOI_REFERENCES_RECORD "eoingest_schema_with_references"
+
+extern char *eoi_registry_fetch_schema(const char *path, const char *what, bool *with_references);
+
+#endif

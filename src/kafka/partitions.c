@@ -1,0 +1,238 @@
+/*-------------------------------------------------------------------------
+ *
+ * partitions.c
+ *	  Which partitions a worker owns, where it starts reading them, and
+ *	  whether its topics have grown.
+ *
+ * Worker i of a job owns partition p when p % parallelism = i (or, with an
+ * explicit partitions list, when p's place in the list is).  A job's first
+ * positions follow its start_offset and are decided once for all its
+ * workers; partitions added to a topic later start at their beginning.
+ * The positions are PostgreSQL's (eoingest.offsets): the consumer is
+ * assigned there by hand.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+
+#include "store/offsets.h"
+#include "kafka/partitions.h"
+#include "kafka/positions.h"
+#include "base/txn.h"
+
+#define DISCOVERY_INTERVAL_MS	10000
+#define METADATA_TIMEOUT_MS		5000
+
+/* The owned position of (topic, partition), or NULL. */
+EoiPosition *
+eoi_partitions_find(EoiOwnership *o, const char *topic, int32 partition)
+{
+	for (int i = 0; i < o->nowned; i++)
+		if (o->owned[i].partition == partition && strcmp(o->owned[i].topic, topic) == 0)
+			return &o->owned[i];
+	return NULL;
+}
+
+/* Does the job take partition p (all, or those its `partitions` name)? */
+static bool
+job_owns(const EoiJob *job, int32 p)
+{
+	return job->partitions == NIL || list_member_int(job->partitions, p);
+}
+
+/*
+ * Which worker of the job owns partition p: p % parallelism, or, with an
+ * explicit list, the partition's place in the list % parallelism, so that
+ * the listed partitions spread over the workers.
+ */
+static int
+owner_index(const EoiJob *job, int32 p)
+{
+	if (job->partitions == NIL)
+		return p % job->parallelism;
+	for (int i = 0; i < list_length(job->partitions); i++)
+		if (list_nth_int(job->partitions, i) == p)
+			return i % job->parallelism;
+	return -1;
+}
+
+/* The beginning of a partition: where partitions added to a topic start. */
+static int64
+log_start(EoiOwnership *o, const char *topic, int32 partition)
+{
+	int64		low,
+				high;
+
+	eoi_kafka_watermarks(o->kafka, topic, partition, &low, &high, METADATA_TIMEOUT_MS);
+	return low;
+}
+
+/*
+ * A job's first positions follow its start_offset (earliest, latest, a
+ * timestamp, explicit offsets: a partition these do not name starts at its
+ * beginning), and they are decided once for the whole job, for the
+ * partitions of every worker: whichever worker comes first stores them all
+ * while holding the job's row, so that a sibling starting a moment later
+ * finds them instead of mistaking the job for an old one (and starting its
+ * partitions at their beginning, whatever start_offset said).
+ */
+static void
+position_new_job(EoiOwnership *o, const int *counts)
+{
+	ListCell   *lc;
+
+	/* For tests: the siblings of worker 0 come to decide late. */
+	if (o->index > 0)
+		EOI_FAULT_POINT("sibling_positions");
+	eoi_begin_work("deciding the job's first positions");
+	eoi_offsets_lock_job(o->job);
+	/* For tests: whoever holds the job's row holds it a while. */
+	EOI_FAULT_POINT("first_positions_locked");
+	if (eoi_offsets_any(o->job))
+	{
+		eoi_commit_work();
+		return;
+	}
+	foreach(lc, o->job->topics)
+	{
+		const char *topic = lfirst(lc);
+		int			count = counts[foreach_current_index(lc)];
+		int			known;
+		int64	   *offsets = eoi_positions_for(o->kafka, o->job, topic, o->job->start_offset, &known);
+
+		for (int32 p = 0; p < count; p++)
+		{
+			EoiPosition pos = {topic, p, 0};
+
+			if (!job_owns(o->job, p))
+				continue;
+			pos.offset = (p < known && offsets[p] >= 0) ? offsets[p] : log_start(o, topic, p);
+			eoi_offsets_insert(o->job, &pos);
+		}
+	}
+	eoi_commit_work();
+}
+
+/*
+ * Make sure every partition this worker owns has a stored position, read
+ * them all, and assign them to the consumer there.  Returns false, with
+ * the reason in `waiting`, while a topic of the job does not exist.
+ */
+bool
+eoi_partitions_assign(EoiOwnership *o, char *waiting, size_t waiting_len)
+{
+	MemoryContext old;
+	int			ntopics = list_length(o->job->topics);
+	int		   *counts = palloc0(sizeof(int) * ntopics);
+	int			total = 0;
+	ListCell   *lc;
+
+	/* Start over: nothing prefetched survives, errors can be read. */
+	eoi_kafka_unassign(o->kafka);
+	o->next_discovery = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), DISCOVERY_INTERVAL_MS);
+	foreach(lc, o->job->topics)
+	{
+		const char *topic = lfirst(lc);
+		int			count = eoi_kafka_partition_count(o->kafka, topic, METADATA_TIMEOUT_MS);
+
+		if (count < 0)
+		{
+			snprintf(waiting, waiting_len, "Kafka topic \"%s\" does not exist yet; waiting for it", topic);
+			return false;
+		}
+		counts[foreach_current_index(lc)] = count;
+		total += count;
+	}
+
+	position_new_job(o, counts);
+
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	if (o->owned)
+		pfree(o->owned);
+	o->owned = palloc0(sizeof(EoiPosition) * Max(total, 1));
+	/* a copy: counts lives in the loop's memory, reset every iteration */
+	if (o->partition_counts)
+		pfree(o->partition_counts);
+	o->partition_counts = palloc(sizeof(int) * Max(ntopics, 1));
+	memcpy(o->partition_counts, counts, sizeof(int) * ntopics);
+	MemoryContextSwitchTo(old);
+	o->nowned = 0;
+
+	foreach(lc, o->job->topics)
+	{
+		const char *topic = lfirst(lc);
+		int			count = counts[foreach_current_index(lc)];
+		EoiPosition *stored = palloc(sizeof(EoiPosition) * Max(count, 1));
+		int			nstored;
+
+		eoi_begin_work("reading stored offsets");
+		nstored = eoi_offsets_read(o->job, topic, stored, count);
+		eoi_commit_work();
+
+		for (int32 p = 0; p < count; p++)
+		{
+			EoiPosition *pos;
+			int			i;
+
+			if (!job_owns(o->job, p) || owner_index(o->job, p) != o->index)
+				continue;
+			pos = &o->owned[o->nowned++];
+			pos->topic = topic;
+			pos->partition = p;
+			for (i = 0; i < nstored && stored[i].partition != p; i++)
+				;
+			if (i < nstored)
+			{
+				pos->offset = stored[i].offset;
+				continue;
+			}
+			/* a partition added to the topic since the job began */
+			pos->offset = log_start(o, topic, p);
+			eoi_begin_work("storing a partition's starting offset");
+			eoi_offsets_insert(o->job, pos);
+			eoi_commit_work();
+			/* Another worker may have stored one first: read it back. */
+			eoi_begin_work("reading stored offsets");
+			nstored = eoi_offsets_read(o->job, topic, stored, count);
+			eoi_commit_work();
+			for (i = 0; i < nstored && stored[i].partition != p; i++)
+				;
+			if (i < nstored)
+				pos->offset = stored[i].offset;
+		}
+		pfree(stored);
+	}
+
+	eoi_kafka_assign(o->kafka, o->owned, o->nowned);
+	return true;
+}
+
+/* Has a topic grown since the last assignment?  Looked at every 10 s. */
+bool
+eoi_partitions_grew(EoiOwnership *o)
+{
+	ListCell   *lc;
+	bool		grew = false;
+
+	if (GetCurrentTimestamp() < o->next_discovery)
+		return false;
+	o->next_discovery = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), DISCOVERY_INTERVAL_MS);
+	foreach(lc, o->job->topics)
+	{
+		const char *topic = lfirst(lc);
+		int			before = o->partition_counts[foreach_current_index(lc)];
+		int			count = eoi_kafka_partition_count(o->kafka, topic, METADATA_TIMEOUT_MS);
+
+		if (count > before)
+		{
+			ereport(LOG,
+					(errmsg("eoingest job \"%s\": topic \"%s\" grew from %d to %d partitions",
+							o->job->name, topic, before, count)));
+			grew = true;
+		}
+	}
+	return grew;
+}

@@ -1,0 +1,450 @@
+/*-------------------------------------------------------------------------
+ *
+ * job.c
+ *	  Job definitions: reading a row of eoingest.jobs, and the names of
+ *	  modes, formats and error policies.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xlog.h"
+#include "catalog/pg_authid.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "nodes/value.h"
+#include "utils/array.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/jsonb.h"
+
+#include "envelope/cdc.h"
+#include "store/job.h"
+#include "envelope/cdctxn.h"
+
+static const char *const mode_names[] = {
+	[EOI_MODE_EXACTLY_ONCE] = "exactly_once",
+	[EOI_MODE_TWO_PHASE] = "two_phase",
+	[EOI_MODE_UPSERT] = "upsert",
+	[EOI_MODE_AT_LEAST_ONCE] = "at_least_once",
+	[EOI_MODE_AT_MOST_ONCE] = "at_most_once",
+};
+
+static const char *const format_names[] = {
+	[EOI_FORMAT_TEXT] = "text",
+	[EOI_FORMAT_CSV] = "csv",
+	[EOI_FORMAT_JSON] = "json",
+	[EOI_FORMAT_AVRO] = "avro",
+};
+
+static const char *const on_error_names[] = {
+	[EOI_ON_ERROR_FAIL] = "fail",
+	[EOI_ON_ERROR_DEAD_LETTER] = "dead_letter",
+};
+
+static const char *const timestamp_unit_names[] = {
+	[EOI_TS_AUTO] = "auto",
+	[EOI_TS_SECONDS] = "seconds",
+	[EOI_TS_MILLISECONDS] = "milliseconds",
+	[EOI_TS_MICROSECONDS] = "microseconds",
+	[EOI_TS_NANOSECONDS] = "nanoseconds",
+};
+
+static int
+lookup_name(const char *const *names, int n, const char *name)
+{
+	for (int i = 0; i < n; i++)
+		if (strcmp(names[i], name) == 0)
+			return i;
+	return -1;
+}
+
+EoiMode
+eoi_parse_mode(const char *mode)
+{
+	int			i = lookup_name(mode_names, lengthof(mode_names), mode);
+
+	if (i < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("unknown mode \"%s\"", mode),
+				 errhint("Choose one of exactly_once, two_phase, upsert, at_least_once, at_most_once.")));
+	return (EoiMode) i;
+}
+
+const char *
+eoi_mode_name(EoiMode mode)
+{
+	return mode_names[mode];
+}
+
+const char *
+eoi_format_name(EoiFormat format)
+{
+	return format_names[format];
+}
+
+const char *
+eoi_on_error_name(EoiOnError on_error)
+{
+	return on_error_names[on_error];
+}
+
+EoiFormat
+eoi_parse_format(const char *format)
+{
+	int			i = lookup_name(format_names, lengthof(format_names), format);
+
+	if (i < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("unknown format \"%s\"", format),
+				 errhint("Choose one of text, csv, json, avro.")));
+	return (EoiFormat) i;
+}
+
+EoiOnError
+eoi_parse_on_error(const char *on_error)
+{
+	int			i = lookup_name(on_error_names, lengthof(on_error_names), on_error);
+
+	if (i < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("unknown on_error policy \"%s\"", on_error),
+				 errhint("Choose fail (stop the job on a bad record) or dead_letter.")));
+	return (EoiOnError) i;
+}
+
+EoiTimestampUnit
+eoi_parse_timestamp_unit(const char *unit)
+{
+	int			i = lookup_name(timestamp_unit_names, lengthof(timestamp_unit_names), unit);
+
+	if (i < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("unknown timestamp_unit \"%s\"", unit),
+				 errhint("Choose one of auto, seconds, milliseconds, microseconds, nanoseconds.")));
+	return (EoiTimestampUnit) i;
+}
+
+const char *
+eoi_timestamp_unit_name(EoiTimestampUnit unit)
+{
+	return timestamp_unit_names[unit];
+}
+
+/*
+ * Run as the bootstrap superuser, with search_path pg_catalog only: the
+ * statements eoingest runs on its own tables must not resolve a function or
+ * operator that the caller (or a job owner) put on their search_path.
+ */
+void
+eoi_become_extension_owner(EoiSavedUser *saved)
+{
+	GetUserIdAndSecContext(&saved->userid, &saved->sec_context);
+	SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID,
+						   saved->sec_context | SECURITY_LOCAL_USERID_CHANGE);
+	saved->guc_nest_level = NewGUCNestLevel();
+	(void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+}
+
+/*
+ * Act for the job's owner, as its worker does: the owner's rights, the
+ * job's search_path, and SECURITY_RESTRICTED_OPERATION, so that code the
+ * owner wrote (triggers, the transform) cannot change the session it runs
+ * in for a caller with more rights than the owner.
+ */
+void
+eoi_become_job_owner(const EoiJob *job, EoiSavedUser *saved)
+{
+	GetUserIdAndSecContext(&saved->userid, &saved->sec_context);
+	SetUserIdAndSecContext(job->owner,
+						   saved->sec_context | SECURITY_LOCAL_USERID_CHANGE |
+						   SECURITY_RESTRICTED_OPERATION);
+	saved->guc_nest_level = NewGUCNestLevel();
+	(void) set_config_option("search_path", job->search_path, PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+}
+
+/*
+ * Back to the saved user, with every setting as it was before the switch.
+ * The code run meanwhile (the owner's triggers, transform, defaults, casts)
+ * may have changed any setting its role may change, with SET or
+ * set_config(..., false); AtEOXact_GUC(false, ...) discards those changes,
+ * as PostgreSQL does after running code for a table's owner (index builds,
+ * VACUUM, REFRESH MATERIALIZED VIEW).  Keeping them would hand the owner's
+ * search_path, or any other setting, to a caller with more rights.
+ */
+void
+eoi_restore_user(EoiSavedUser *saved)
+{
+	AtEOXact_GUC(false, saved->guc_nest_level);
+	SetUserIdAndSecContext(saved->userid, saved->sec_context);
+}
+
+/*
+ * Jobs run on the primary only (the launcher starts once recovery has
+ * finished): on a hot standby the job functions refuse, rather than fail
+ * later with "cannot execute UPDATE in a read-only transaction".
+ */
+void
+eoi_check_primary(void)
+{
+	if (RecoveryInProgress())
+		ereport(ERROR,
+				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+				 errmsg("eoingest jobs are managed on the primary"),
+				 errdetail("This server is a standby: its jobs do not run here, they resume by themselves when it is promoted."),
+				 errhint("Connect to the primary server to create, start, stop, alter or drop jobs.")));
+}
+
+/*
+ * Only the job's owner, a member of the owner's role, or a superuser may
+ * steer a job; only a superuser may steer a superuser's job.
+ */
+void
+eoi_check_job_owner(const char *name, Oid owner)
+{
+	if (superuser())
+		return;
+	if (superuser_arg(owner) || !has_privs_of_role(GetUserId(), owner))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("must be owner of eoingest job \"%s\"", name),
+				 errhint("Ask the job's owner or a superuser.")));
+}
+
+/*
+ * One bigint that `sql`, a query on eoingest's own tables with the job id
+ * as $1, returns, read as the extension's owner (a count, a sum).
+ */
+int64
+eoi_job_query_int(const char *sql, int32 job_id)
+{
+	EoiSavedUser saved;
+	Oid			types[1] = {INT4OID};
+	Datum		args[1] = {Int32GetDatum(job_id)};
+	bool		isnull;
+	int64		n;
+
+	eoi_become_extension_owner(&saved);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute_with_args(sql, 1, types, args, NULL, true, 1) != SPI_OK_SELECT ||
+		SPI_processed != 1)
+		elog(ERROR, "could not run \"%s\"", sql);
+	n = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	SPI_finish();
+	eoi_restore_user(&saved);
+	return n;
+}
+
+static char *
+text_column(HeapTuple tup, TupleDesc desc, int col, MemoryContext cxt)
+{
+	bool		isnull;
+	Datum		d = SPI_getbinval(tup, desc, col, &isnull);
+
+	if (isnull)
+		return NULL;
+	return MemoryContextStrdup(cxt, TextDatumGetCString(d));
+}
+
+/* "a, b,c" as the list of topic names a, b, c (empty names dropped). */
+List *
+eoi_split_topics(const char *topic)
+{
+	List	   *topics = NIL;
+	char	   *copy = pstrdup(topic);
+	char	   *save = NULL;
+
+	for (char *t = strtok_r(copy, ",", &save); t != NULL; t = strtok_r(NULL, ",", &save))
+	{
+		char	   *end;
+
+		while (*t == ' ' || *t == '\t')
+			t++;
+		end = t + strlen(t);
+		while (end > t && (end[-1] == ' ' || end[-1] == '\t'))
+			*--end = '\0';
+		if (*t != '\0')
+			topics = lappend(topics, pstrdup(t));
+	}
+	return topics;
+}
+
+/* A text[] as a List of String, in `cxt`. */
+static List *
+text_array_to_list(Datum d, bool isnull, MemoryContext cxt)
+{
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n;
+	List	   *result = NIL;
+	MemoryContext old;
+
+	if (isnull)
+		return NIL;
+	deconstruct_array(DatumGetArrayTypeP(d), TEXTOID, -1, false, TYPALIGN_INT,
+					  &elems, &nulls, &n);
+	old = MemoryContextSwitchTo(cxt);
+	for (int i = 0; i < n; i++)
+		if (!nulls[i])
+			result = lappend(result, makeString(TextDatumGetCString(elems[i])));
+	MemoryContextSwitchTo(old);
+	return result;
+}
+
+/*
+ * Read job `job_id`, allocated in the caller's memory context.  Must be
+ * called inside a transaction with a snapshot.  Returns NULL when the job
+ * does not exist and missing_ok.
+ */
+static EoiJob *job_load(const char *where, Oid argtype, Datum arg);
+
+EoiJob *
+eoi_job_load(int32 job_id, bool missing_ok)
+{
+	EoiJob	   *job = job_load("id = $1", INT4OID, Int32GetDatum(job_id));
+
+	if (job == NULL && !missing_ok)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("eoingest job %d does not exist", job_id)));
+	return job;
+}
+
+/* Job `name`, or an error that says so. */
+EoiJob *
+eoi_job_load_by_name(const char *name)
+{
+	EoiJob	   *job = job_load("name = $1", TEXTOID, CStringGetTextDatum(name));
+
+	if (job == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("eoingest job \"%s\" does not exist", name),
+				 errhint("eoingest.job_status lists the jobs.")));
+	return job;
+}
+
+static EoiJob *
+job_load(const char *where, Oid argtype, Datum arg)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	EoiSavedUser saved;
+	EoiJob	   *job = NULL;
+	Oid			argtypes[1] = {argtype};
+	Datum		args[1] = {arg};
+	char	   *sql;
+	int			ret;
+
+	eoi_become_extension_owner(&saved);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	sql = psprintf("SELECT id, name, owner, brokers, topic, target, format, mode,"
+				   "       transform, start_offset, batch_size, batch_timeout_ms,"
+				   "       parallelism, options, on_error, search_path, state, checkpoint_interval_ms,"
+				   "       key_columns, key_format, offset_commit_interval_ms, max_message_bytes,"
+				   "       commit_to_kafka, partitions, config_version, batch_max_bytes,"
+				   "       columns, timestamp_unit, envelope, on_truncate, schema_registry,"
+				   "       targets, transactions"
+				   "  FROM eoingest.jobs WHERE %s", where);
+	ret = SPI_execute_with_args(sql, 1, argtypes, args, NULL, true, 1);
+	if (ret != SPI_OK_SELECT)
+		elog(ERROR, "could not read eoingest.jobs: %s", SPI_result_code_string(ret));
+
+	if (SPI_processed == 1)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[0];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+
+		job = MemoryContextAllocZero(cxt, sizeof(EoiJob));
+		job->id = DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull));
+		job->name = text_column(tup, desc, 2, cxt);
+		job->owner = DatumGetObjectId(SPI_getbinval(tup, desc, 3, &isnull));
+		job->brokers = text_column(tup, desc, 4, cxt);
+		job->topic = text_column(tup, desc, 5, cxt);
+		{
+			MemoryContext old = MemoryContextSwitchTo(cxt);
+
+			job->topics = eoi_split_topics(job->topic);
+			MemoryContextSwitchTo(old);
+		}
+		job->target = text_column(tup, desc, 6, cxt);
+		job->format = eoi_parse_format(text_column(tup, desc, 7, cxt));
+		job->mode = eoi_parse_mode(text_column(tup, desc, 8, cxt));
+		job->transform = text_column(tup, desc, 9, cxt);
+		job->start_offset = text_column(tup, desc, 10, cxt);
+		job->batch_size = DatumGetInt32(SPI_getbinval(tup, desc, 11, &isnull));
+		job->batch_timeout_ms = DatumGetInt32(SPI_getbinval(tup, desc, 12, &isnull));
+		job->parallelism = DatumGetInt32(SPI_getbinval(tup, desc, 13, &isnull));
+		{
+			Datum		d = SPI_getbinval(tup, desc, 14, &isnull);
+			MemoryContext old = MemoryContextSwitchTo(cxt);
+
+			job->options = DatumGetJsonbPCopy(d);
+			MemoryContextSwitchTo(old);
+		}
+		job->on_error = eoi_parse_on_error(text_column(tup, desc, 15, cxt));
+		job->search_path = text_column(tup, desc, 16, cxt);
+		job->state = text_column(tup, desc, 17, cxt);
+		job->checkpoint_interval_ms = DatumGetInt32(SPI_getbinval(tup, desc, 18, &isnull));
+		{
+			Datum		keys = SPI_getbinval(tup, desc, 19, &isnull);
+
+			job->key_columns = text_array_to_list(keys, isnull, cxt);
+		}
+		job->key_format = eoi_parse_format(text_column(tup, desc, 20, cxt));
+		job->offset_commit_interval_ms = DatumGetInt32(SPI_getbinval(tup, desc, 21, &isnull));
+		job->max_message_bytes = DatumGetInt32(SPI_getbinval(tup, desc, 22, &isnull));
+		job->commit_to_kafka = DatumGetBool(SPI_getbinval(tup, desc, 23, &isnull));
+		job->batch_max_bytes = DatumGetInt32(SPI_getbinval(tup, desc, 26, &isnull));
+		{
+			Datum		d = SPI_getbinval(tup, desc, 24, &isnull);
+
+			if (!isnull)
+			{
+				Datum	   *elems;
+				bool	   *nulls;
+				int			n;
+				MemoryContext old;
+
+				deconstruct_array(DatumGetArrayTypeP(d), INT4OID, 4, true, TYPALIGN_INT,
+								  &elems, &nulls, &n);
+				old = MemoryContextSwitchTo(cxt);
+				for (int i = 0; i < n; i++)
+					job->partitions = lappend_int(job->partitions, DatumGetInt32(elems[i]));
+				MemoryContextSwitchTo(old);
+			}
+		}
+		job->config_version = DatumGetInt32(SPI_getbinval(tup, desc, 25, &isnull));
+		{
+			Datum		columns = SPI_getbinval(tup, desc, 27, &isnull);
+
+			job->columns = text_array_to_list(columns, isnull, cxt);
+		}
+		job->timestamp_unit = eoi_parse_timestamp_unit(text_column(tup, desc, 28, cxt));
+		job->envelope = eoi_parse_envelope(text_column(tup, desc, 29, cxt));
+		job->cdc_truncate = eoi_parse_on_truncate(text_column(tup, desc, 30, cxt));
+		job->schema_registry = text_column(tup, desc, 31, cxt);
+		{
+			Datum		d = SPI_getbinval(tup, desc, 32, &isnull);
+			MemoryContext old = MemoryContextSwitchTo(cxt);
+
+			job->targets = isnull ? NULL : DatumGetJsonbPCopy(d);
+			job->source_transactions = eoi_parse_transactions(text_column(tup, desc, 33, cxt));
+			job->txn_topic = job->source_transactions ? eoi_transaction_topic(job->topics) : NULL;
+			MemoryContextSwitchTo(old);
+		}
+	}
+	SPI_finish();
+	eoi_restore_user(&saved);
+	return job;
+}

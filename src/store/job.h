@@ -1,0 +1,46 @@
+/*-------------------------------------------------------------------------
+ *
+ * job.h
+ *	  Reading and validating job definitions (eoingest.jobs).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef EOI_JOB_H
+#define EOI_JOB_H
+
+#include "base/eoingest.h"
+
+extern EoiJob *eoi_job_load(int32 job_id, bool missing_ok);
+extern EoiJob *eoi_job_load_by_name(const char *name);
+extern List *eoi_split_topics(const char *topic);
+extern EoiMode eoi_parse_mode(const char *mode);
+extern EoiFormat eoi_parse_format(const char *format);
+extern EoiOnError eoi_parse_on_error(const char *on_error);
+extern const char *eoi_mode_name(EoiMode mode);
+extern const char *eoi_format_name(EoiFormat format);
+extern const char *eoi_on_error_name(EoiOnError on_error);
+extern EoiTimestampUnit eoi_parse_timestamp_unit(const char *unit);
+extern const char *eoi_timestamp_unit_name(EoiTimestampUnit unit);
+
+
+
+/*
+ * eoingest's own tables are not writable by job owners; the worker and the
+ * job functions read and write them as the bootstrap superuser, and only
+ * them, with a pinned search_path.  Everything else runs as the job's owner
+ * (in a worker) or the caller (in a job function).
+ */
+typedef struct EoiSavedUser
+{
+	Oid			userid;
+	int			sec_context;
+	int			guc_nest_level;
+} EoiSavedUser;
+
+extern void eoi_become_extension_owner(EoiSavedUser *saved);
+extern void eoi_become_job_owner(const EoiJob *job, EoiSavedUser *saved);
+extern void eoi_restore_user(EoiSavedUser *saved);
+extern void eoi_check_job_owner(const char *name, Oid owner);
+extern void eoi_check_primary(void);
+extern int64 eoi_job_query_int(const char *sql, int32 job_id);
+#endif

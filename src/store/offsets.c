@@ -1,0 +1,280 @@
+/*-------------------------------------------------------------------------
+ *
+ * offsets.c
+ *	  Reading and advancing eoingest.offsets.
+ *
+ * Advancing is a compare-and-set: the row must still hold the offset this
+ * worker last read or committed, and the job must still be the one the
+ * worker runs.  A stale worker (another one took its partitions over, or
+ * the job was dropped and created again) fails instead of double-writing.
+ * All of this runs as the extension's owner, inside the caller's
+ * transaction: the offsets commit or roll back with the rows.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "utils/builtins.h"
+#include "utils/pg_lsn.h"
+
+#include "store/job.h"
+#include "store/offsets.h"
+
+static void
+offsets_spi_begin(EoiSavedUser *saved)
+{
+	eoi_become_extension_owner(saved);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+}
+
+static void
+offsets_spi_end(EoiSavedUser *saved)
+{
+	SPI_finish();
+	eoi_restore_user(saved);
+}
+
+/* The stored positions of one of the job's topics, sorted by partition. */
+int
+eoi_offsets_read(const EoiJob *job, const char *topic, EoiPosition *positions, int max)
+{
+	EoiSavedUser saved;
+	Oid			types[2] = {TEXTOID, TEXTOID};
+	Datum		args[2] = {CStringGetTextDatum(job->name), CStringGetTextDatum(topic)};
+	int			n = 0;
+	int			ret;
+
+	offsets_spi_begin(&saved);
+	ret = SPI_execute_with_args("SELECT \"partition\", next_offset FROM eoingest.offsets"
+								" WHERE job = $1 AND topic = $2 ORDER BY \"partition\"",
+								2, types, args, NULL, true, 0);
+	if (ret != SPI_OK_SELECT)
+		elog(ERROR, "could not read eoingest.offsets: %s", SPI_result_code_string(ret));
+	for (uint64 i = 0; i < SPI_processed && n < max; i++)
+	{
+		bool		isnull;
+
+		positions[n].topic = topic;
+		positions[n].partition = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[i],
+															 SPI_tuptable->tupdesc, 1, &isnull));
+		positions[n].offset = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i],
+														  SPI_tuptable->tupdesc, 2, &isnull));
+		n++;
+	}
+	offsets_spi_end(&saved);
+	return n;
+}
+
+/*
+ * Lock the job's row until the transaction ends: the workers of a job take
+ * it to decide the job's first positions one at a time (alter_job, stop_job
+ * and drop_job wait for that too, briefly).
+ */
+void
+eoi_offsets_lock_job(const EoiJob *job)
+{
+	EoiSavedUser saved;
+	Oid			types[1] = {INT4OID};
+	Datum		args[1] = {Int32GetDatum(job->id)};
+	int			ret;
+
+	offsets_spi_begin(&saved);
+	ret = SPI_execute_with_args("SELECT 1 FROM eoingest.jobs WHERE id = $1 FOR NO KEY UPDATE",
+								1, types, args, NULL, false, 0);
+	if (ret != SPI_OK_SELECT)
+		elog(ERROR, "could not lock the job's row: %s", SPI_result_code_string(ret));
+	offsets_spi_end(&saved);
+}
+
+/*
+ * Has the job stored any position yet, on any topic?  Seen with a snapshot
+ * taken now, not the transaction's: the caller has just waited for the
+ * job's row (eoi_offsets_lock_job), and the sibling it waited for may have
+ * stored the positions and committed meanwhile.
+ */
+bool
+eoi_offsets_any(const EoiJob *job)
+{
+	EoiSavedUser saved;
+	Oid			types[1] = {TEXTOID};
+	Datum		args[1] = {CStringGetTextDatum(job->name)};
+	bool		found;
+	int			ret;
+
+	offsets_spi_begin(&saved);
+	ret = SPI_execute_with_args("SELECT 1 FROM eoingest.offsets WHERE job = $1 LIMIT 1",
+								1, types, args, NULL, false, 1);
+	if (ret != SPI_OK_SELECT)
+		elog(ERROR, "could not read eoingest.offsets: %s", SPI_result_code_string(ret));
+	found = (SPI_processed > 0);
+	offsets_spi_end(&saved);
+	return found;
+}
+
+/* Record the starting position of a partition, unless one is stored. */
+void
+eoi_offsets_insert(const EoiJob *job, const EoiPosition *position)
+{
+	EoiSavedUser saved;
+	Oid			types[4] = {TEXTOID, TEXTOID, INT4OID, INT8OID};
+	Datum		args[4] = {
+		CStringGetTextDatum(job->name), CStringGetTextDatum(position->topic),
+		Int32GetDatum(position->partition), Int64GetDatum(position->offset)
+	};
+	int			ret;
+
+	offsets_spi_begin(&saved);
+	ret = SPI_execute_with_args("INSERT INTO eoingest.offsets (job, topic, \"partition\", next_offset)"
+								" VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+								4, types, args, NULL, false, 0);
+	if (ret != SPI_OK_INSERT)
+		elog(ERROR, "could not insert into eoingest.offsets: %s", SPI_result_code_string(ret));
+	offsets_spi_end(&saved);
+}
+
+void
+eoi_offsets_advance(const EoiJob *job, const EoiPosition *position, int64 next_offset)
+{
+	static SPIPlanPtr plan = NULL;
+	EoiSavedUser saved;
+	int32		partition = position->partition;
+	int64		expected = position->offset;
+	Datum		args[6] = {
+		CStringGetTextDatum(job->name), CStringGetTextDatum(position->topic),
+		Int32GetDatum(partition), Int64GetDatum(expected),
+		Int64GetDatum(next_offset), Int32GetDatum(job->id)
+	};
+	int			ret;
+
+	offsets_spi_begin(&saved);
+	if (plan == NULL)
+	{
+		Oid			types[6] = {TEXTOID, TEXTOID, INT4OID, INT8OID, INT8OID, INT4OID};
+
+		plan = SPI_prepare("UPDATE eoingest.offsets o"
+						   "   SET next_offset = $5, updated_at = pg_catalog.now()"
+						   " WHERE o.job = $1 AND o.topic = $2 AND o.\"partition\" = $3"
+						   "   AND o.next_offset = $4"
+						   "   AND EXISTS (SELECT 1 FROM eoingest.jobs j"
+						   "                WHERE j.id = $6 AND j.name = $1)",
+						   6, types);
+		if (plan == NULL || SPI_keepplan(plan) != 0)
+			elog(ERROR, "could not prepare the offsets update: %s",
+				 SPI_result_code_string(SPI_result));
+	}
+	ret = SPI_execute_plan(plan, args, NULL, false, 0);
+	if (ret != SPI_OK_UPDATE)
+		elog(ERROR, "could not update eoingest.offsets: %s", SPI_result_code_string(ret));
+	if (SPI_processed != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("offset of job \"%s\" topic \"%s\" partition %d moved under this worker",
+						job->name, position->topic, partition),
+				 errdetail("Expected next_offset %lld; another worker or a manual change updated it, or the job was dropped.",
+						   (long long) expected)));
+	offsets_spi_end(&saved);
+}
+
+/* Record a partition's log end as the worker last saw it (eoingest.lag). */
+void
+eoi_offsets_note_watermarks(const EoiJob *job, const EoiPosition *position, int64 low, int64 high,
+							int64 lso)
+{
+	EoiSavedUser saved;
+	Oid			types[6] = {TEXTOID, TEXTOID, INT4OID, INT8OID, INT8OID, INT8OID};
+	Datum		args[6] = {
+		CStringGetTextDatum(job->name), CStringGetTextDatum(position->topic),
+		Int32GetDatum(position->partition), Int64GetDatum(low), Int64GetDatum(high),
+		Int64GetDatum(lso)
+	};
+	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', lso < 0 ? 'n' : ' '};
+
+	offsets_spi_begin(&saved);
+	if (SPI_execute_with_args("INSERT INTO eoingest.watermarks AS w"
+							  " (job, topic, \"partition\", low_watermark, high_watermark,"
+							  "  last_stable_offset, measured_at)"
+							  " VALUES ($1, $2, $3, $4, $5, $6, pg_catalog.now())"
+							  " ON CONFLICT (job, topic, \"partition\") DO UPDATE"
+							  "   SET low_watermark = excluded.low_watermark,"
+							  "       high_watermark = excluded.high_watermark,"
+							  "       last_stable_offset = excluded.last_stable_offset,"
+							  "       measured_at = excluded.measured_at",
+							  6, types, args, nulls, false, 0) != SPI_OK_INSERT)
+		elog(ERROR, "could not update eoingest.watermarks");
+	offsets_spi_end(&saved);
+}
+
+/*
+ * The source positions stored for the job's partitions, in the caller's
+ * memory; returns how many.
+ */
+int
+eoi_offsets_read_source_positions(const EoiJob *job, EoiOffsetSourcePosition **positions)
+{
+	MemoryContext caller = CurrentMemoryContext;
+	EoiSavedUser saved;
+	Oid			types[1] = {TEXTOID};
+	Datum		args[1] = {CStringGetTextDatum(job->name)};
+	int			n;
+
+	offsets_spi_begin(&saved);
+	if (SPI_execute_with_args("SELECT topic, \"partition\", source_lsn_commit, source_lsn"
+							  "  FROM eoingest.offsets"
+							  " WHERE job = $1 AND source_lsn IS NOT NULL",
+							  1, types, args, NULL, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the source positions in eoingest.offsets");
+	n = (int) SPI_processed;
+	*positions = MemoryContextAlloc(caller, sizeof(EoiOffsetSourcePosition) * Max(n, 1));
+	for (int i = 0; i < n; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		EoiOffsetSourcePosition *pos = &(*positions)[i];
+		bool		isnull;
+
+		pos->topic = MemoryContextStrdup(caller, SPI_getvalue(tup, desc, 1));
+		pos->partition = DatumGetInt32(SPI_getbinval(tup, desc, 2, &isnull));
+		pos->commit_lsn = DatumGetLSN(SPI_getbinval(tup, desc, 3, &isnull));
+		pos->lsn = DatumGetLSN(SPI_getbinval(tup, desc, 4, &isnull));
+	}
+	offsets_spi_end(&saved);
+	return n;
+}
+
+/* Store a partition's source position, and add to its count of replays skipped. */
+void
+eoi_offsets_store_source_position(const EoiJob *job, const EoiOffsetSourcePosition *position,
+								  int64 skipped)
+{
+	static SPIPlanPtr plan = NULL;
+	EoiSavedUser saved;
+	Datum		args[6] = {
+		CStringGetTextDatum(job->name), CStringGetTextDatum(position->topic),
+		Int32GetDatum(position->partition), LSNGetDatum((XLogRecPtr) position->commit_lsn),
+		LSNGetDatum((XLogRecPtr) position->lsn), Int64GetDatum(skipped)
+	};
+
+	offsets_spi_begin(&saved);
+	if (plan == NULL)
+	{
+		Oid			types[6] = {TEXTOID, TEXTOID, INT4OID, PG_LSNOID, PG_LSNOID, INT8OID};
+
+		plan = SPI_prepare("UPDATE eoingest.offsets"
+						   "   SET source_lsn_commit = $4, source_lsn = $5,"
+						   "       replays_skipped = replays_skipped + $6"
+						   " WHERE job = $1 AND topic = $2 AND \"partition\" = $3",
+						   6, types);
+		if (plan == NULL || SPI_keepplan(plan) != 0)
+			elog(ERROR, "could not prepare the source position update: %s",
+				 SPI_result_code_string(SPI_result));
+	}
+	if (SPI_execute_plan(plan, args, NULL, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not update the source positions in eoingest.offsets");
+	if (SPI_processed != 1)
+		elog(ERROR, "job \"%s\" has no offset for topic \"%s\" partition %d",
+			 job->name, position->topic, position->partition);
+	offsets_spi_end(&saved);
+}

@@ -1,0 +1,42 @@
+/*-------------------------------------------------------------------------
+ *
+ * offsets.h
+ *	  The checkpoint in eoingest.offsets: where each partition of a job is
+ *	  to be read next.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef EOI_OFFSETS_H
+#define EOI_OFFSETS_H
+
+#include "base/eoingest.h"
+#include "kafka/kafka.h"
+
+extern int	eoi_offsets_read(const EoiJob *job, const char *topic, EoiPosition *positions, int max);
+extern void eoi_offsets_lock_job(const EoiJob *job);
+extern bool eoi_offsets_any(const EoiJob *job);
+extern void eoi_offsets_insert(const EoiJob *job, const EoiPosition *position);
+extern void eoi_offsets_note_watermarks(const EoiJob *job, const EoiPosition *position,
+										int64 low, int64 high, int64 lso);
+extern void eoi_offsets_advance(const EoiJob *job, const EoiPosition *position,
+								int64 next_offset);
+
+/*
+ * envelope debezium: the source position of the last change event applied
+ * from a partition (cdcreplay.c), kept beside its offset.
+ */
+typedef struct EoiOffsetSourcePosition
+{
+	char	   *topic;
+	int32		partition;
+	uint64		commit_lsn;
+	uint64		lsn;
+} EoiOffsetSourcePosition;
+
+extern int	eoi_offsets_read_source_positions(const EoiJob *job,
+											  EoiOffsetSourcePosition **positions);
+extern void eoi_offsets_store_source_position(const EoiJob *job,
+											  const EoiOffsetSourcePosition *position,
+											  int64 skipped);
+
+#endif
