@@ -5,6 +5,8 @@ OBJS = \
 	src/base/settings.o \
 	src/base/shmem.o \
 	src/base/txn.o \
+	src/base/fault.o \
+	src/base/errtext.o \
 	src/store/job.o \
 	src/store/offsets.o \
 	src/store/fence.o \

@@ -8,17 +8,11 @@
  */
 #include "postgres.h"
 
-#include <signal.h>
-
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "postmaster/bgworker.h"
 #include "storage/ipc.h"
-#include "lib/stringinfo.h"
-#include "storage/latch.h"
 #include "utils/guc.h"
-#include "utils/timestamp.h"
-#include "utils/wait_event.h"
 #include "utils/memutils.h"
 
 #include "base/eoingest.h"
@@ -32,15 +26,7 @@ PG_MODULE_MAGIC;
 
 void		_PG_init(void);
 
-char	   *eoingest_database = NULL;
-int			eoingest_max_workers = 32;
-int			eoingest_max_workers_per_role = -1;
-char	   *eoingest_fault_point = NULL;
-int			eoingest_fault_action = EOI_FAULT_KILL;
-int			eoingest_fault_sleep_ms = 5000;
-int			eoingest_lock_timeout = 10000;
 static int	eoingest_stall_after = 30000;
-int			eoingest_test_batch_text_limit = 0;
 
 static const struct config_enum_entry json_decode_options[] = {
 	{"scan", EOI_JSON_DECODE_SCAN, false},
@@ -261,71 +247,4 @@ _PG_init(void)
 	shmem_startup_hook = eoi_shmem_startup_hook;
 
 	eoi_register_launcher();
-}
-
-/* Sleep at a fault point: interruptible, ends early on SIGTERM or postmaster death. */
-static void
-fault_sleep(const char *point)
-{
-	TimestampTz end = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), eoingest_fault_sleep_ms);
-
-	ereport(LOG,
-			(errmsg("eoingest: fault point \"%s\" reached, process %d sleeps for %d ms",
-					point, MyProcPid, eoingest_fault_sleep_ms)));
-	for (;;)
-	{
-		long		remaining = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), end);
-
-		if (remaining <= 0)
-			break;
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 Min(remaining, 1000L), PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
-		CHECK_FOR_INTERRUPTS();
-	}
-	ereport(LOG,
-			(errmsg("eoingest: fault point \"%s\" passed, process %d goes on", point, MyProcPid)));
-}
-
-void
-eoi_fault_fire(const char *point)
-{
-	if (strcmp(eoingest_fault_point, point) != 0)
-		return;
-	if (eoingest_fault_action == EOI_FAULT_SLEEP)
-	{
-		fault_sleep(point);
-		return;
-	}
-	if (eoingest_fault_action == EOI_FAULT_ERROR)
-		ereport(ERROR,
-				(errcode(ERRCODE_INTERNAL_ERROR),
-				 errmsg("eoingest: fault point \"%s\" reached, raising an error", point)));
-	ereport(LOG,
-			(errmsg("eoingest: fault point \"%s\" reached, killing process %d",
-					point, MyProcPid)));
-	kill(MyProcPid, SIGKILL);
-	/* SIGKILL cannot be caught; don't go on in the meantime */
-	for (;;)
-		pg_usleep(1000000L);
-}
-
-/*
- * An error as one line for job_status and dead letters: message, detail,
- * hint and context (which names the Kafka message, when there is one).
- */
-char *
-eoi_describe_error(ErrorData *edata)
-{
-	StringInfoData buf;
-
-	initStringInfo(&buf);
-	appendStringInfoString(&buf, edata->message);
-	if (edata->detail)
-		appendStringInfo(&buf, " DETAIL: %s", edata->detail);
-	if (edata->hint)
-		appendStringInfo(&buf, " HINT: %s", edata->hint);
-	if (edata->context)
-		appendStringInfo(&buf, " CONTEXT: %s", edata->context);
-	return buf.data;
 }

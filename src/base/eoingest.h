@@ -17,7 +17,7 @@
 /* The SQL objects this library expects (eoingest.control's default_version). */
 #define EOI_EXTENSION_VERSION "0.9"
 
-/* Settings (eoingest.c) */
+/* Settings: their variables (settings.c), registered by _PG_init (eoingest.c) */
 extern char *eoingest_database;
 extern int	eoingest_max_workers;
 extern int	eoingest_max_workers_per_role;
@@ -109,7 +109,7 @@ typedef struct EoiJob
 	char	   *txn_topic;		/* with source_transactions: Debezium's transaction topic */
 } EoiJob;
 
-/* An error as one line: message, detail, hint, context (eoingest.c). */
+/* An error as one line: message, detail, hint, context (errtext.c). */
 extern char *eoi_describe_error(ErrorData *edata);
 
 /*
@@ -117,6 +117,7 @@ extern char *eoi_describe_error(ErrorData *edata);
  * process reaching it does what eoingest.fault_action says: kills itself
  * with SIGKILL (crash tests), raises an error, or sleeps for
  * eoingest.fault_sleep_ms (to force an interleaving).  Free when unset.
+ * (fault.c)
  */
 typedef enum EoiFaultAction
 {

@@ -13,6 +13,9 @@
  * The launcher also reads one setting for other roles than its own: the
  * number of workers a job owner's jobs may run at once.
  *
+ * The variables behind eoingest's own settings are here too, so that every
+ * layer can read them; _PG_init (eoingest.c) registers the settings.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -25,6 +28,15 @@
 #include "utils/memutils.h"
 
 #include "base/settings.h"
+
+char	   *eoingest_database = NULL;
+int			eoingest_max_workers = 32;
+int			eoingest_max_workers_per_role = -1;
+char	   *eoingest_fault_point = NULL;
+int			eoingest_fault_action = EOI_FAULT_KILL;
+int			eoingest_fault_sleep_ms = 5000;
+int			eoingest_lock_timeout = 10000;
+int			eoingest_test_batch_text_limit = 0;
 
 /*
  * The settings of pg_db_role_setting that apply to a session of `roleid`
