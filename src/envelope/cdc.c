@@ -220,39 +220,6 @@ typedef struct CdcRoutes
 	EoiReplayFilter *replays;	/* NULL for dead letters being replayed */
 } CdcRoutes;
 
-EoiEnvelope
-eoi_parse_envelope(const char *envelope)
-{
-	if (strcmp(envelope, "none") == 0)
-		return EOI_ENVELOPE_NONE;
-	if (strcmp(envelope, "debezium") == 0)
-		return EOI_ENVELOPE_DEBEZIUM;
-	ereport(ERROR,
-			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-			 errmsg("unknown envelope \"%s\"", envelope),
-			 errhint("Choose none (each message is a row) or debezium (each message is a change event).")));
-}
-
-const char *
-eoi_envelope_name(EoiEnvelope envelope)
-{
-	return envelope == EOI_ENVELOPE_DEBEZIUM ? "debezium" : "none";
-}
-
-/* on_truncate: true for 'truncate', false for 'refuse'. */
-bool
-eoi_parse_on_truncate(const char *on_truncate)
-{
-	if (strcmp(on_truncate, "refuse") == 0)
-		return false;
-	if (strcmp(on_truncate, "truncate") == 0)
-		return true;
-	ereport(ERROR,
-			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-			 errmsg("unknown on_truncate \"%s\"", on_truncate),
-			 errhint("Choose refuse (a truncate event is a bad record) or truncate (it truncates the target).")));
-}
-
 /* ---- JSON helpers ---- */
 
 /* The value of key `name` of `object`, or NULL; a JSON null counts as absent. */

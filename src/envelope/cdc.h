@@ -13,8 +13,5 @@
 #include "kafka/batch.h"
 
 extern uint64 eoi_cdc_batch(const EoiJob *job, EoiBatch *batch);
-extern EoiEnvelope eoi_parse_envelope(const char *envelope);
-extern const char *eoi_envelope_name(EoiEnvelope envelope);
-extern bool eoi_parse_on_truncate(const char *on_truncate);
 
 #endif

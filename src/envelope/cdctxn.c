@@ -52,7 +52,6 @@
 #include "kafka/kafka.h"
 
 #define TXID_LEN 128
-#define TXN_TOPIC_SUFFIX ".transaction"
 
 typedef enum MsgKind
 {
@@ -105,43 +104,6 @@ typedef struct Cut
 	HTAB	   *txs;
 	int			incomplete;		/* included transactions with events missing */
 } Cut;
-
-bool
-eoi_parse_transactions(const char *transactions)
-{
-	if (strcmp(transactions, "batch") == 0)
-		return false;
-	if (strcmp(transactions, "source") == 0)
-		return true;
-	ereport(ERROR,
-			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-			 errmsg("unknown transactions \"%s\"", transactions),
-			 errhint("Choose batch (commits at batch boundaries) or source (commits at the source's transaction boundaries, from Debezium's transaction topic).")));
-}
-
-const char *
-eoi_transactions_name(bool source)
-{
-	return source ? "source" : "batch";
-}
-
-/* The job's topic whose name ends in ".transaction", or NULL. */
-char *
-eoi_transaction_topic(List *topics)
-{
-	ListCell   *lc;
-	size_t		slen = strlen(TXN_TOPIC_SUFFIX);
-
-	foreach(lc, topics)
-	{
-		char	   *t = lfirst(lc);
-		size_t		len = strlen(t);
-
-		if (len > slen && strcmp(t + len - slen, TXN_TOPIC_SUFFIX) == 0)
-			return t;
-	}
-	return NULL;
-}
 
 /* ---- reading events, without raising errors: the writer reports those ---- */
 

@@ -18,10 +18,6 @@
 /* ... and at most this many bytes (and 16 × batch_max_bytes). */
 #define EOI_TXN_MAX_BYTES ((int64) 1024 * 1024 * 1024)
 
-extern bool eoi_parse_transactions(const char *transactions);
-extern const char *eoi_transactions_name(bool source);
-extern char *eoi_transaction_topic(List *topics);
-
 /* The source table of a change event ("schema.table"), or NULL. */
 extern char *eoi_cdc_source_table(JsonbContainer *event);
 extern bool eoi_cdc_has_transaction(JsonbContainer *event);

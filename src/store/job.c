@@ -2,7 +2,7 @@
  *
  * job.c
  *	  Job definitions: reading a row of eoingest.jobs, and the names of
- *	  modes, formats and error policies.
+ *	  modes, formats, error policies, envelopes and transaction settings.
  *
  *-------------------------------------------------------------------------
  */
@@ -20,9 +20,10 @@
 #include "utils/guc.h"
 #include "utils/jsonb.h"
 
-#include "envelope/cdc.h"
 #include "store/job.h"
-#include "envelope/cdctxn.h"
+
+/* A Debezium transaction topic's name ends so (source_transactions). */
+#define TXN_TOPIC_SUFFIX ".transaction"
 
 static const char *const mode_names[] = {
 	[EOI_MODE_EXACTLY_ONCE] = "exactly_once",
@@ -135,6 +136,76 @@ const char *
 eoi_timestamp_unit_name(EoiTimestampUnit unit)
 {
 	return timestamp_unit_names[unit];
+}
+
+EoiEnvelope
+eoi_parse_envelope(const char *envelope)
+{
+	if (strcmp(envelope, "none") == 0)
+		return EOI_ENVELOPE_NONE;
+	if (strcmp(envelope, "debezium") == 0)
+		return EOI_ENVELOPE_DEBEZIUM;
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("unknown envelope \"%s\"", envelope),
+			 errhint("Choose none (each message is a row) or debezium (each message is a change event).")));
+}
+
+const char *
+eoi_envelope_name(EoiEnvelope envelope)
+{
+	return envelope == EOI_ENVELOPE_DEBEZIUM ? "debezium" : "none";
+}
+
+/* on_truncate: true for 'truncate', false for 'refuse'. */
+bool
+eoi_parse_on_truncate(const char *on_truncate)
+{
+	if (strcmp(on_truncate, "refuse") == 0)
+		return false;
+	if (strcmp(on_truncate, "truncate") == 0)
+		return true;
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("unknown on_truncate \"%s\"", on_truncate),
+			 errhint("Choose refuse (a truncate event is a bad record) or truncate (it truncates the target).")));
+}
+
+bool
+eoi_parse_transactions(const char *transactions)
+{
+	if (strcmp(transactions, "batch") == 0)
+		return false;
+	if (strcmp(transactions, "source") == 0)
+		return true;
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("unknown transactions \"%s\"", transactions),
+			 errhint("Choose batch (commits at batch boundaries) or source (commits at the source's transaction boundaries, from Debezium's transaction topic).")));
+}
+
+const char *
+eoi_transactions_name(bool source)
+{
+	return source ? "source" : "batch";
+}
+
+/* The job's topic whose name ends in ".transaction", or NULL. */
+char *
+eoi_transaction_topic(List *topics)
+{
+	ListCell   *lc;
+	size_t		slen = strlen(TXN_TOPIC_SUFFIX);
+
+	foreach(lc, topics)
+	{
+		char	   *t = lfirst(lc);
+		size_t		len = strlen(t);
+
+		if (len > slen && strcmp(t + len - slen, TXN_TOPIC_SUFFIX) == 0)
+			return t;
+	}
+	return NULL;
 }
 
 /*

@@ -21,6 +21,12 @@ extern const char *eoi_format_name(EoiFormat format);
 extern const char *eoi_on_error_name(EoiOnError on_error);
 extern EoiTimestampUnit eoi_parse_timestamp_unit(const char *unit);
 extern const char *eoi_timestamp_unit_name(EoiTimestampUnit unit);
+extern EoiEnvelope eoi_parse_envelope(const char *envelope);
+extern const char *eoi_envelope_name(EoiEnvelope envelope);
+extern bool eoi_parse_on_truncate(const char *on_truncate);
+extern bool eoi_parse_transactions(const char *transactions);
+extern const char *eoi_transactions_name(bool source);
+extern char *eoi_transaction_topic(List *topics);
 
 
 
