@@ -16,6 +16,7 @@ OBJS = \
 	src/kafka/partitions.o \
 	src/kafka/batch.o \
 	src/kafka/positions.o \
+	src/kafka/groupfence.o \
 	src/format/csv.o \
 	src/format/decode.o \
 	src/format/jsonscan.o \

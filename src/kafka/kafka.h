@@ -11,18 +11,11 @@
 #define EOI_KAFKA_H
 
 #include "base/eoingest.h"
+#include "store/offsets.h"
 
 #include <librdkafka/rdkafka.h>
 
 typedef struct EoiKafka EoiKafka;
-
-/* One partition of one of the job's topics, and where to read it next. */
-typedef struct EoiPosition
-{
-	const char *topic;			/* one of the job's topics (EoiJob.topics) */
-	int32		partition;
-	int64		offset;
-} EoiPosition;
 
 extern void eoi_kafka_check_options(const char *brokers, Jsonb *options, Oid owner);
 extern bool eoi_kafka_property_is_secret(const char *name);

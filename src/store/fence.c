@@ -13,7 +13,8 @@
  *	- Kafka: with commit_to_kafka, every offset commit to the job's consumer
  *	  group carries "eoingest system=<id> timeline=<tli>" as its metadata.
  *	  A worker that finds, for a partition it is about to read, a commit
- *	  made by the same cluster on a later timeline refuses to run.
+ *	  made by the same cluster on a later timeline refuses to run
+ *	  (groupfence.c reads the group).
  *	- The job row records the server that last started the job, for
  *	  job_definitions; a row that names a later timeline of this cluster
  *	  than this server's is refused too (a copy restored from elsewhere).
@@ -35,7 +36,6 @@
 #include "store/job.h"
 
 #define FENCE_PREFIX		"eoingest system="
-#define FENCE_TIMEOUT_MS	10000
 
 void
 eoi_this_server(EoiServerId *id)
@@ -73,8 +73,9 @@ eoi_fence_parse(const char *metadata, EoiServerId *id)
 	return true;
 }
 
-static void
-refuse(const EoiJob *job, const EoiServerId *here, TimeLineID newer, const char *where)
+/* Refuse to run the job here: a later timeline of this cluster ran it. */
+void
+eoi_fence_refuse(const EoiJob *job, const EoiServerId *here, TimeLineID newer, const char *where)
 {
 	ereport(ERROR,
 			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -114,7 +115,7 @@ eoi_fence_record(const EoiJob *job)
 		timeline = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull[1]));
 		if (!isnull[0] && !isnull[1] && (uint64) system_id == here.system_id &&
 			timeline > (int64) here.timeline)
-			refuse(job, &here, (TimeLineID) timeline, "The job's definition says so.");
+			eoi_fence_refuse(job, &here, (TimeLineID) timeline, "The job's definition says so.");
 	}
 	args[1] = Int64GetDatum((int64) here.system_id);
 	args[2] = Int64GetDatum((int64) here.timeline);
@@ -124,47 +125,4 @@ eoi_fence_record(const EoiJob *job)
 		elog(ERROR, "could not record where job \"%s\" runs", job->name);
 	SPI_finish();
 	eoi_restore_user(&saved);
-}
-
-/*
- * Before reading `positions`: refuse if the job's consumer group holds a
- * commit of this cluster from a later timeline for any of them.  Commits
- * of another cluster (a copy made with pg_dump, say) are only logged: the
- * two are not related by promotion, and either may be the one meant to run.
- */
-void
-eoi_fence_check(const EoiJob *job, EoiKafka *kafka, const EoiPosition *positions, int n)
-{
-	EoiServerId here;
-	char	  **metadata;
-	const char *why = NULL;
-
-	if (!job->commit_to_kafka || n == 0)
-		return;
-	eoi_this_server(&here);
-	metadata = eoi_kafka_committed_metadata(kafka, positions, n, FENCE_TIMEOUT_MS, &why);
-	if (metadata == NULL)
-	{
-		ereport(WARNING,
-				(errmsg("eoingest job \"%s\" cannot check its consumer group for a newer server: %s",
-						job->name, why),
-				 errhint("Grant the job's Kafka principal Describe and Read on its consumer group, or the split-brain guard cannot see a promoted server.")));
-		return;
-	}
-	for (int i = 0; i < n; i++)
-	{
-		EoiServerId there;
-
-		if (!eoi_fence_parse(metadata[i], &there))
-			continue;
-		if (there.system_id == here.system_id && there.timeline > here.timeline)
-			refuse(job, &here, there.timeline,
-				   psprintf("The job's consumer group has a commit from timeline %u for topic \"%s\" partition %d.",
-							there.timeline, positions[i].topic, positions[i].partition));
-		if (there.system_id != here.system_id)
-			ereport(LOG,
-					(errmsg("eoingest job \"%s\": the consumer group's offset for topic \"%s\" partition %d was committed by another database cluster (system identifier " UINT64_FORMAT ")",
-							job->name, positions[i].topic, positions[i].partition, there.system_id),
-					 errhint("If that server still runs a job on this topic with the same group, both ingest the topic.")));
-	}
 }

@@ -14,8 +14,6 @@
 
 #include "access/xlogdefs.h"
 
-#include "kafka/kafka.h"
-
 /* A server: its cluster (the system identifier) and its timeline. */
 typedef struct EoiServerId
 {
@@ -27,7 +25,7 @@ extern void eoi_this_server(EoiServerId *id);
 extern char *eoi_fence_metadata(void);
 extern bool eoi_fence_parse(const char *metadata, EoiServerId *id);
 extern void eoi_fence_record(const EoiJob *job);
-extern void eoi_fence_check(const EoiJob *job, EoiKafka *kafka,
-							const EoiPosition *positions, int n);
+extern void eoi_fence_refuse(const EoiJob *job, const EoiServerId *here, TimeLineID newer,
+							 const char *where);
 
 #endif

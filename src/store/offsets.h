@@ -10,7 +10,14 @@
 #define EOI_OFFSETS_H
 
 #include "base/eoingest.h"
-#include "kafka/kafka.h"
+
+/* One partition of one of the job's topics, and where to read it next. */
+typedef struct EoiPosition
+{
+	const char *topic;			/* one of the job's topics (EoiJob.topics) */
+	int32		partition;
+	int64		offset;
+} EoiPosition;
 
 extern int	eoi_offsets_read(const EoiJob *job, const char *topic, EoiPosition *positions, int max);
 extern void eoi_offsets_lock_job(const EoiJob *job);

@@ -46,6 +46,7 @@
 #include "envelope/cdctxn.h"
 #include "apply/errclass.h"
 #include "store/fence.h"
+#include "kafka/groupfence.h"
 #include "store/job.h"
 #include "kafka/kafka.h"
 #include "worker/launcher.h"
