@@ -38,6 +38,7 @@ OBJS = \
 	src/worker/launcher.o \
 	src/worker/twophase.o \
 	src/api/api.o \
+	src/api/batchfunc.o \
 	src/api/eoingest.o
 
 DATA = $(wildcard sql/eoingest--*.sql)

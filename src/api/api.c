@@ -34,6 +34,7 @@
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
 
+#include "api/batchfunc.h"
 #include "kafka/batch.h"
 #include "envelope/cdc.h"
 #include "envelope/cdctxn.h"

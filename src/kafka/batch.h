@@ -14,9 +14,6 @@
 
 #include <librdkafka/rdkafka.h>
 
-#include "access/tupdesc.h"
-#include "fmgr.h"
-
 typedef struct EoiBatch
 {
 	rd_kafka_message_t **messages;
@@ -52,11 +49,5 @@ extern const char *eoi_message_topic(EoiBatch *batch, int index);
 
 extern Datum eoi_message_timestamp(rd_kafka_message_t *msg, bool *isnull);
 extern bytea *eoi_message_bytes(const void *data, size_t len);
-
-struct Tuplestorestate;
-extern void eoi_materialize_srf(FunctionCallInfo fcinfo, struct Tuplestorestate **store,
-								TupleDesc *tupdesc);
-
-extern PGDLLEXPORT Datum eoingest_batch(PG_FUNCTION_ARGS);
 
 #endif
