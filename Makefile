@@ -31,6 +31,7 @@ OBJS = \
 	src/apply/upsert.o \
 	src/apply/errclass.o \
 	src/apply/shape.o \
+	src/apply/replay.o \
 	src/envelope/cdc.o \
 	src/envelope/cdctxn.o \
 	src/envelope/cdcreplay.o \

@@ -41,7 +41,7 @@
 
 #include "format/avro.h"
 #include "envelope/cdc.h"
-#include "store/deadletter.h"
+#include "apply/replay.h"
 #include "apply/errclass.h"
 #include "apply/shape.h"
 #include "format/decode.h"

@@ -2,7 +2,7 @@
  *
  * deadletter.h
  *	  eoingest.dead_letters: records that could not be decoded or stored,
- *	  kept with their bytes, position and error, and replayed on request.
+ *	  kept with their bytes, position and error.
  *
  *-------------------------------------------------------------------------
  */
@@ -10,12 +10,21 @@
 #define EOI_DEADLETTER_H
 
 #include "base/eoingest.h"
-#include "kafka/batch.h"
 
-extern void eoi_dead_letter_store(const EoiJob *job, const char *topic,
-								  rd_kafka_message_t *msg, ErrorData *edata);
+/* A failed record, as its row keeps it. */
+typedef struct EoiDeadLetter
+{
+	const char *topic;
+	int32		partition;
+	int64		offset;
+	bytea	   *key;			/* NULL for none */
+	bytea	   *value;			/* NULL for none */
+	Datum		timestamp;		/* timestamptz */
+	bool		timestamp_isnull;
+} EoiDeadLetter;
+
+extern void eoi_dead_letter_insert(const EoiJob *job, const EoiDeadLetter *letter,
+								   ErrorData *edata);
 extern int64 eoi_dead_letter_count(int32 job_id);
-
-extern PGDLLEXPORT Datum eoingest_replay_dead_letters(PG_FUNCTION_ARGS);
 
 #endif

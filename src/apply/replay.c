@@ -1,0 +1,187 @@
+/*-------------------------------------------------------------------------
+ *
+ * replay.c
+ *	  Dead letters as the writer sees them: a failed message kept with the
+ *	  bytes a replay needs, and replay_dead_letters(), which puts them
+ *	  through the job's write path again once the cause is fixed.  The
+ *	  table itself is deadletter.c's.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+
+#include "apply/replay.h"
+#include "apply/sink.h"
+#include "format/avro.h"
+#include "store/deadletter.h"
+#include "store/job.h"
+
+PG_FUNCTION_INFO_V1(eoingest_replay_dead_letters);
+
+/*
+ * The inverse of eoi_message_bytes: column `col` of an SPI row as a NUL-terminated
+ * copy in `cxt` (as librdkafka hands message bytes), or NULL with *len 0.
+ */
+static void *
+bytes_copy(HeapTuple tup, TupleDesc desc, int col, MemoryContext cxt, size_t *len)
+{
+	bool		isnull;
+	Datum		d = SPI_getbinval(tup, desc, col, &isnull);
+	bytea	   *b;
+	char	   *copy;
+
+	*len = 0;
+	if (isnull)
+		return NULL;
+	b = DatumGetByteaPP(d);
+	*len = VARSIZE_ANY_EXHDR(b);
+	copy = MemoryContextAlloc(cxt, *len + 1);
+	memcpy(copy, VARDATA_ANY(b), *len);
+	copy[*len] = '\0';
+	return copy;
+}
+
+/*
+ * The key or value a dead letter keeps: the message's, with the schema id
+ * of format avro put in front when it came in a record header, since a
+ * replay has the dead letter's bytes only.
+ */
+static bytea *
+dead_letter_bytes(const EoiJob *job, rd_kafka_message_t *msg, bool key)
+{
+	EoiFormat	format = key ? job->key_format : job->format;
+	const char *data = key ? msg->key : msg->payload;
+	size_t		len = key ? msg->key_len : msg->len;
+
+	if (format == EOI_FORMAT_AVRO)
+		data = eoi_avro_framed(msg, key, false, &len);
+	return eoi_message_bytes(data, len);
+}
+
+/*
+ * Keep message `msg` of `topic`, which failed with `edata`, as a dead
+ * letter of the job (eoi_dead_letter_insert), in the current transaction.
+ */
+void
+eoi_dead_letter_store(const EoiJob *job, const char *topic, rd_kafka_message_t *msg,
+					  ErrorData *edata)
+{
+	EoiDeadLetter letter;
+
+	letter.topic = topic;
+	letter.partition = msg->partition;
+	letter.offset = msg->offset;
+	letter.key = dead_letter_bytes(job, msg, true);
+	letter.value = dead_letter_bytes(job, msg, false);
+	letter.timestamp = eoi_message_timestamp(msg, &letter.timestamp_isnull);
+	eoi_dead_letter_insert(job, &letter, edata);
+}
+
+/*
+ * eoingest.replay_dead_letters(job, ids): write the job's dead letters
+ * (all, or those ids) through its write path, in the caller's transaction,
+ * and delete them.  All or nothing: a record that still fails raises its
+ * error, and nothing is replayed.
+ *
+ * The write path runs exactly as in the job's worker: as the job's owner,
+ * with the job's search_path, and under SECURITY_RESTRICTED_OPERATION, as
+ * PostgreSQL runs maintenance on behalf of a table's owner.  A superuser
+ * replaying a job must not run the owner's triggers or transform with the
+ * superuser's rights.
+ */
+Datum
+eoingest_replay_dead_letters(PG_FUNCTION_ARGS)
+{
+	ArrayType  *ids = PG_ARGISNULL(1) ? NULL : PG_GETARG_ARRAYTYPE_P(1);
+	char	   *name;
+	EoiSavedUser saved;
+	EoiJob	   *job;
+	Oid			types[2] = {INT4OID, INT8ARRAYOID};
+	Datum		args[2];
+	char		nulls[2] = "  ";
+	MemoryContext cxt = CurrentMemoryContext;
+	EoiBatch	batch;
+	int64	   *dl_ids;
+	uint64		n;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("job must not be null")));
+	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	job = eoi_job_load_by_name(name);
+	eoi_check_primary();
+	eoi_check_job_owner(name, job->owner);
+	eoi_become_extension_owner(&saved);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	args[0] = Int32GetDatum(job->id);
+	args[1] = ids ? PointerGetDatum(ids) : (Datum) 0;
+	nulls[1] = ids ? ' ' : 'n';
+	if (SPI_execute_with_args("SELECT id, topic, \"partition\", \"offset\", key, value"
+							  "  FROM eoingest.dead_letters"
+							  " WHERE job_id = $1 AND ($2 IS NULL OR id = ANY ($2))"
+							  " ORDER BY id FOR UPDATE",
+							  2, types, args, nulls, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read eoingest.dead_letters");
+	n = SPI_processed;
+
+	batch.n = (int) n;
+	batch.messages = MemoryContextAllocZero(cxt, sizeof(rd_kafka_message_t *) * Max(n, 1));
+	batch.topics = MemoryContextAllocZero(cxt, sizeof(char *) * Max(n, 1));
+	dl_ids = MemoryContextAlloc(cxt, sizeof(int64) * Max(n, 1));
+	for (uint64 i = 0; i < n; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		rd_kafka_message_t *msg = MemoryContextAllocZero(cxt, sizeof(rd_kafka_message_t));
+		bool		isnull;
+
+		dl_ids[i] = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
+		batch.topics[i] = MemoryContextStrdup(cxt, SPI_getvalue(tup, desc, 2));
+		msg->partition = DatumGetInt32(SPI_getbinval(tup, desc, 3, &isnull));
+		msg->offset = DatumGetInt64(SPI_getbinval(tup, desc, 4, &isnull));
+		msg->key = bytes_copy(tup, desc, 5, cxt, &msg->key_len);
+		msg->payload = bytes_copy(tup, desc, 6, cxt, &msg->len);
+		batch.messages[i] = msg;
+	}
+	SPI_finish();
+	eoi_restore_user(&saved);
+
+	if (n > 0)
+	{
+		/* The rows go in as the job's owner, the dead letters go as ours. */
+		eoi_become_job_owner(job, &saved);
+		(void) eoi_sink_write(job, &batch);
+		eoi_restore_user(&saved);
+
+		eoi_become_extension_owner(&saved);
+		if (SPI_connect() != SPI_OK_CONNECT)
+			elog(ERROR, "SPI_connect failed");
+		{
+			Datum	   *elems = palloc(sizeof(Datum) * n);
+			Oid			dtypes[1] = {INT8ARRAYOID};
+			Datum		dargs[1];
+
+			for (uint64 i = 0; i < n; i++)
+				elems[i] = Int64GetDatum(dl_ids[i]);
+			dargs[0] = PointerGetDatum(construct_array(elems, (int) n, INT8OID, 8, true, TYPALIGN_DOUBLE));
+			if (SPI_execute_with_args("DELETE FROM eoingest.dead_letters WHERE id = ANY ($1)",
+									  1, dtypes, dargs, NULL, false, 0) != SPI_OK_DELETE)
+				elog(ERROR, "could not delete from eoingest.dead_letters");
+		}
+		SPI_finish();
+		eoi_restore_user(&saved);
+	}
+	PG_RETURN_INT64((int64) n);
+}
