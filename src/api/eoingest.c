@@ -17,6 +17,8 @@
 
 #include "base/eoingest.h"
 #include "apply/direct.h"
+#include "apply/sink.h"
+#include "envelope/cdc.h"
 #include "worker/launcher.h"
 #include "kafka/policy.h"
 #include "base/shmem.h"
@@ -236,6 +238,9 @@ _PG_init(void)
 				 errhint("Add 'eoingest' to shared_preload_libraries in postgresql.conf and restart the server.")));
 
 	eoi_define_settings();
+
+	/* The writer writes change events through the envelope's writer. */
+	eoi_change_writer = eoi_cdc_batch;
 
 #if PG_VERSION_NUM >= 150000
 	prev_shmem_request_hook = shmem_request_hook;

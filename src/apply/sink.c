@@ -40,7 +40,6 @@
 #include "utils/rls.h"
 
 #include "format/avro.h"
-#include "envelope/cdc.h"
 #include "apply/replay.h"
 #include "apply/errclass.h"
 #include "apply/shape.h"
@@ -50,6 +49,13 @@
 #include "apply/sink.h"
 #include "base/txn.h"
 #include "apply/upsert.h"
+
+/*
+ * Change events (envelope debezium) are the envelope's to write, and the
+ * envelope sits above this file: it hands its writer down at load
+ * (_PG_init), as a PostgreSQL hook is set.
+ */
+EoiChangeWriter eoi_change_writer = NULL;
 
 /* COPY's data source callback takes no argument: the batch's lines. */
 static StringInfo copy_source = NULL;
@@ -557,7 +563,7 @@ write_by_kind(const EoiJob *job, EoiBatch *batch)
 	if (job->transform != NULL)
 		return run_transform(job, batch);
 	if (job->envelope == EOI_ENVELOPE_DEBEZIUM)
-		return eoi_cdc_batch(job, batch);
+		return eoi_change_writer(job, batch);
 	if (job->mode == EOI_MODE_UPSERT)
 		return eoi_upsert_batch(job, batch);
 	return copy_into_target(job, batch);

@@ -13,6 +13,10 @@
 
 #include "utils/relcache.h"
 
+/* How change events are written: envelope/cdc.c's eoi_cdc_batch(). */
+typedef uint64 (*EoiChangeWriter) (const EoiJob *job, EoiBatch *batch);
+extern EoiChangeWriter eoi_change_writer;
+
 extern uint64 eoi_sink_write(const EoiJob *job, EoiBatch *batch);
 extern uint64 eoi_sink_write_batch(const EoiJob *job, EoiBatch *batch, int *dead);
 extern Relation eoi_open_target(const char *target, LOCKMODE lockmode);
