@@ -41,7 +41,8 @@ done
       for (i = 1; i <= m; i++) {
         have[h[i]] = 1
         base = h[i]; sub(/^.*\//, "", base)
-        where[base] = (base in where) ? where[base] " " h[i] : h[i]
+        if (base in where) where[base] = where[base] " " h[i]
+        else where[base] = h[i]
       }
       bad = 0; edges = 0
     }

@@ -181,6 +181,12 @@ fi
 rm -rf "$PGDATA" "$PGHOST" "$EOINGEST_RUN/pg.log" "$EOINGEST_RUN/kafka" \
   "$EOINGEST_RUN/kafka-logs" "$EOINGEST_RUN/kafka-config" "$REGRESS_OUT"
 
+step "layering of src/ (test/layering.sh)"
+if ! bash "$TEST_DIR/layering.sh" "$EOINGEST_REPO/src"; then
+  echo "run-all: layering FAILED: a file of src/ includes a header of a higher layer"
+  exit 1
+fi
+
 have_makefile=0
 if [ -f Makefile ]; then
   have_makefile=1
