@@ -15,14 +15,14 @@
 #include "utils/guc.h"
 #include "utils/memutils.h"
 
-#include "base/eoingest.h"
 #include "apply/direct.h"
 #include "apply/sink.h"
-#include "envelope/cdc.h"
-#include "worker/launcher.h"
-#include "kafka/policy.h"
-#include "base/shmem.h"
 #include "apply/upsert.h"
+#include "base/eoingest.h"
+#include "base/shmem.h"
+#include "envelope/cdc.h"
+#include "kafka/policy.h"
+#include "worker/launcher.h"
 
 PG_MODULE_MAGIC;
 

@@ -15,8 +15,8 @@
 #include "nodes/parsenodes.h"
 #include "utils/relcache.h"
 
-#include "kafka/batch.h"
 #include "format/decode.h"
+#include "kafka/batch.h"
 
 /* eoingest.insert_path (hidden, for tests): direct when the target allows, or always COPY. */
 typedef enum EoiInsertPath

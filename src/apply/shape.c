@@ -36,9 +36,9 @@
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 
+#include "apply/shape.h"
 #include "format/decode.h"
 #include "store/job.h"
-#include "apply/shape.h"
 
 /* The columns written, as "name type, ..." */
 static char *

@@ -39,16 +39,16 @@
 #include "utils/rel.h"
 #include "utils/rls.h"
 
-#include "format/avro.h"
-#include "apply/replay.h"
-#include "apply/errclass.h"
-#include "apply/shape.h"
-#include "format/decode.h"
 #include "apply/direct.h"
-#include "store/job.h"
+#include "apply/errclass.h"
+#include "apply/replay.h"
+#include "apply/shape.h"
 #include "apply/sink.h"
-#include "base/txn.h"
 #include "apply/upsert.h"
+#include "base/txn.h"
+#include "format/avro.h"
+#include "format/decode.h"
+#include "store/job.h"
 
 /*
  * Change events (envelope debezium) are the envelope's to write, and the

@@ -97,12 +97,12 @@
 #include "utils/rel.h"
 #include "utils/syscache.h"
 
-#include "format/decode.h"
 #include "apply/direct.h"
 #include "apply/shape.h"
 #include "apply/sink.h"
-#include "base/txn.h"
 #include "apply/upsert.h"
+#include "base/txn.h"
+#include "format/decode.h"
 
 int			eoingest_upsert_path = EOI_UPSERT_PATH_BULK;
 

@@ -57,15 +57,15 @@
 #include "utils/rel.h"
 #include "utils/timestamp.h"
 
-#include "format/avro.h"
-#include "envelope/cdc.h"
-#include "envelope/cdcreplay.h"
-#include "envelope/cdctxn.h"
-#include "format/decode.h"
-#include "format/jsonscan.h"
 #include "apply/shape.h"
 #include "apply/sink.h"
 #include "apply/upsert.h"
+#include "envelope/cdc.h"
+#include "envelope/cdcreplay.h"
+#include "envelope/cdctxn.h"
+#include "format/avro.h"
+#include "format/decode.h"
+#include "format/jsonscan.h"
 #include "format/wirenum.h"
 
 /* How a field's JSON value encodes the column's value. */

@@ -58,11 +58,11 @@
 #include "utils/varbit.h"
 
 #include "format/avro.h"
-#include "kafka/batch.h"
 #include "format/avrocheck.h"
 #include "format/avroflat.h"
-#include "format/wirenum.h"
 #include "format/registry.h"
+#include "format/wirenum.h"
+#include "kafka/batch.h"
 
 /* Logical types, as the schema's JSON names them. */
 typedef enum Logical

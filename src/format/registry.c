@@ -45,8 +45,8 @@
 #include "utils/jsonb.h"
 #include "utils/memutils.h"
 
-#include "kafka/policy.h"
 #include "format/registry.h"
+#include "kafka/policy.h"
 
 /* How long one URL may take, and how long to wait to connect. */
 #define REGISTRY_TIMEOUT_MS		10000

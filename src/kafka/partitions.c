@@ -18,10 +18,10 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
-#include "store/offsets.h"
+#include "base/txn.h"
 #include "kafka/partitions.h"
 #include "kafka/positions.h"
-#include "base/txn.h"
+#include "store/offsets.h"
 
 #define DISCOVERY_INTERVAL_MS	10000
 #define METADATA_TIMEOUT_MS		5000

@@ -34,8 +34,8 @@
 #include "utils/guc.h"
 #include "utils/jsonb.h"
 
-#include "store/job.h"
 #include "kafka/policy.h"
+#include "store/job.h"
 
 char	   *eoingest_allowed_brokers = NULL;
 

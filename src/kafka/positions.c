@@ -20,12 +20,12 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
-#include "store/job.h"
-#include "kafka/kafka.h"
-#include "store/offsets.h"
-#include "store/fence.h"
-#include "kafka/positions.h"
 #include "base/shmem.h"
+#include "kafka/kafka.h"
+#include "kafka/positions.h"
+#include "store/fence.h"
+#include "store/job.h"
+#include "store/offsets.h"
 
 PG_FUNCTION_INFO_V1(eoingest_reset_offsets);
 

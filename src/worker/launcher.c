@@ -47,10 +47,10 @@
 #include "utils/timestamp.h"
 
 #include "base/eoingest.h"
-#include "worker/launcher.h"
 #include "base/settings.h"
-#include "base/txn.h"
 #include "base/shmem.h"
+#include "base/txn.h"
+#include "worker/launcher.h"
 #include "worker/twophase.h"
 
 #define LAUNCHER_NAPTIME_MS 1000

@@ -45,8 +45,8 @@
 #include "utils/snapmgr.h"
 
 #include "base/shmem.h"
-#include "worker/twophase.h"
 #include "base/txn.h"
+#include "worker/twophase.h"
 
 /* The coordinator's view of one running two_phase job. */
 typedef struct CoordState
