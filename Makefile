@@ -22,6 +22,8 @@ OBJS = \
 	src/format/jsonscan.o \
 	src/format/jsonvalue.o \
 	src/format/avro.o \
+	src/format/avrotype.o \
+	src/format/avrovalue.o \
 	src/format/avroflat.o \
 	src/format/avrocheck.o \
 	src/format/registry.o \

@@ -1,0 +1,236 @@
+/*-------------------------------------------------------------------------
+ *
+ * avrotype.c
+ *	  Format avro's tree of the writer's schema (AvroType): Avro C's schema,
+ *	  with the logical types, precision and scale that Avro C does not
+ *	  keep, read from the schema's JSON.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/varbit.h"
+
+#include "format/avro_internal.h"
+
+/* ---- the schema's JSON, for logical types ---- */
+
+static bool
+json_key(JsonbValue *obj, const char *key, JsonbValue *out)
+{
+	if (obj == NULL || obj->type != jbvBinary || !JsonContainerIsObject(obj->val.binary.data))
+		return false;
+	return getKeyJsonValueFromContainer(obj->val.binary.data, key, strlen(key), out) != NULL;
+}
+
+static bool
+json_elem(JsonbValue *arr, int i, JsonbValue *out)
+{
+	JsonbValue *v;
+
+	if (arr == NULL || arr->type != jbvBinary || !JsonContainerIsArray(arr->val.binary.data))
+		return false;
+	v = getIthJsonbValueFromContainer(arr->val.binary.data, i);
+	if (v == NULL)
+		return false;
+	*out = *v;
+	return true;
+}
+
+static bool
+json_is(JsonbValue *v, const char *s)
+{
+	return v->type == jbvString && v->val.string.len == strlen(s) &&
+		strncmp(v->val.string.val, s, v->val.string.len) == 0;
+}
+
+static int
+json_int(JsonbValue *obj, const char *key, int fallback)
+{
+	JsonbValue	v;
+
+	if (!json_key(obj, key, &v) || v.type != jbvNumeric)
+		return fallback;
+	return DatumGetInt32(DirectFunctionCall1(numeric_int4, NumericGetDatum(v.val.numeric)));
+}
+
+/*
+ * Kafka Connect's AvroConverter marks Debezium's time types with a
+ * "connect.name" property and no logicalType (io.debezium.time.Date is an
+ * int of days, MicroTimestamp a long of microseconds, ...): read them as
+ * the logical type of the same unit, so that they come out as dates and
+ * times, not as numbers.  Debezium's timestamps count from the epoch in
+ * UTC, with or without a zone in the source: rendered with "+00", they are
+ * right for timestamp and timestamptz columns alike.
+ */
+static Logical
+connect_logical_of(JsonbValue *json, avro_type_t kind, int *scale)
+{
+	static const struct
+	{
+		const char *name;
+		avro_type_t kind;
+		Logical		logical;
+	}			names[] = {
+		{"io.debezium.time.Date", AVRO_INT32, L_DATE},
+		{"io.debezium.time.Time", AVRO_INT32, L_TIME_MILLIS},
+		{"io.debezium.time.MicroTime", AVRO_INT64, L_TIME_MICROS},
+		{"io.debezium.time.Timestamp", AVRO_INT64, L_TIMESTAMP_MILLIS},
+		{"io.debezium.time.MicroTimestamp", AVRO_INT64, L_TIMESTAMP_MICROS},
+		{"io.debezium.time.NanoTimestamp", AVRO_INT64, L_TIMESTAMP_NANOS},
+		{"io.debezium.time.NanoTime", AVRO_INT64, L_TIME_NANOS},
+		{"io.debezium.data.VariableScaleDecimal", AVRO_RECORD, L_VARIABLE_DECIMAL},
+		{"io.debezium.data.Bits", AVRO_BYTES, L_BITS},
+	};
+	JsonbValue	cn;
+	JsonbValue	params;
+	JsonbValue	length;
+
+	if (!json_key(json, "connect.name", &cn) || cn.type != jbvString)
+		return L_NONE;
+	for (int i = 0; i < lengthof(names); i++)
+	{
+		if (names[i].kind != kind || !json_is(&cn, names[i].name))
+			continue;
+		/* Bits: as many as connect.parameters' length (a string), else all the bytes' */
+		*scale = -1;
+		if (names[i].logical == L_BITS && json_key(json, "connect.parameters", &params) &&
+			json_key(&params, "length", &length) && length.type == jbvString)
+		{
+			char	   *text = pnstrdup(length.val.string.val, length.val.string.len);
+			char	   *end;
+			long		n = strtol(text, &end, 10);
+
+			if (*text != '\0' && *end == '\0' && n >= 0 && n <= VARBITMAXLEN)
+				*scale = (int) n;
+		}
+		return names[i].logical;
+	}
+	return L_NONE;
+}
+
+/*
+ * The logical type `json` annotates on a node of kind `kind`.  One that
+ * does not fit its base type is ignored, as the Avro specification says.
+ */
+static Logical
+logical_of(JsonbValue *json, avro_schema_t s, avro_type_t kind, int *scale)
+{
+	JsonbValue	lt;
+
+	if (!json_key(json, "logicalType", &lt) || lt.type != jbvString)
+		return connect_logical_of(json, kind, scale);
+	if (json_is(&lt, "decimal") && (kind == AVRO_BYTES || kind == AVRO_FIXED))
+	{
+		*scale = json_int(json, "scale", 0);
+		return L_DECIMAL;
+	}
+	if (json_is(&lt, "uuid") && (kind == AVRO_STRING ||
+								 (kind == AVRO_FIXED && avro_schema_fixed_size(s) == 16)))
+		return L_UUID;
+	if (json_is(&lt, "duration") && kind == AVRO_FIXED && avro_schema_fixed_size(s) == 12)
+		return L_DURATION;
+	if (kind == AVRO_INT32)
+	{
+		if (json_is(&lt, "date"))
+			return L_DATE;
+		if (json_is(&lt, "time-millis"))
+			return L_TIME_MILLIS;
+	}
+	if (kind == AVRO_INT64)
+	{
+		static const struct
+		{
+			const char *name;
+			Logical		logical;
+		}			longs[] = {
+			{"time-micros", L_TIME_MICROS},
+			{"timestamp-millis", L_TIMESTAMP_MILLIS},
+			{"timestamp-micros", L_TIMESTAMP_MICROS},
+			{"timestamp-nanos", L_TIMESTAMP_NANOS},
+			{"local-timestamp-millis", L_LOCAL_TIMESTAMP_MILLIS},
+			{"local-timestamp-micros", L_LOCAL_TIMESTAMP_MICROS},
+			{"local-timestamp-nanos", L_LOCAL_TIMESTAMP_NANOS},
+		};
+
+		for (int i = 0; i < lengthof(longs); i++)
+			if (json_is(&lt, longs[i].name))
+				return longs[i].logical;
+	}
+	return L_NONE;
+}
+
+/*
+ * The tree for Avro C's node `s`, whose JSON is `json` (an object, an
+ * array for a union, or a name).  A named type is built once, where it is
+ * defined; references to it (Avro C's links, or the same node again) share
+ * that AvroType, so recursive schemas are finite here too.
+ */
+AvroType *
+eoi_avro_build_type(Builder *b, avro_schema_t s, JsonbValue *json)
+{
+	AvroType   *t;
+	JsonbValue	sub;
+	JsonbValue	field;
+
+	check_stack_depth();
+	if (is_avro_link(s))
+		s = avro_schema_link_target(s);
+	if (is_avro_named_type(s))
+	{
+		ListCell   *lc;
+
+		foreach(lc, b->named)
+			if (((AvroType *) lfirst(lc))->schema == s)
+				return lfirst(lc);
+	}
+	t = palloc0(sizeof(AvroType));
+	t->schema = s;
+	t->kind = avro_typeof(s);
+	if (is_avro_named_type(s))
+		b->named = lappend(b->named, t);
+	t->logical = logical_of(json, s, t->kind, &t->scale);
+
+	switch (t->kind)
+	{
+		case AVRO_RECORD:
+			t->nchildren = avro_schema_record_size(s);
+			t->children = palloc0(sizeof(AvroType *) * Max(t->nchildren, 1));
+			for (int i = 0; i < t->nchildren; i++)
+			{
+				JsonbValue	fields;
+				bool		have = json_key(json, "fields", &fields) &&
+					json_elem(&fields, i, &field) && json_key(&field, "type", &sub);
+
+				t->children[i] = eoi_avro_build_type(b, avro_schema_record_field_get_by_index(s, i),
+											have ? &sub : NULL);
+			}
+			break;
+		case AVRO_UNION:
+			t->nchildren = avro_schema_union_size(s);
+			t->children = palloc0(sizeof(AvroType *) * Max(t->nchildren, 1));
+			for (int i = 0; i < t->nchildren; i++)
+			{
+				bool		have = json_elem(json, i, &sub);
+
+				t->children[i] = eoi_avro_build_type(b, avro_schema_union_branch(s, i), have ? &sub : NULL);
+			}
+			break;
+		case AVRO_ARRAY:
+		case AVRO_MAP:
+			t->nchildren = 1;
+			t->children = palloc0(sizeof(AvroType *));
+			{
+				bool		have = json_key(json, t->kind == AVRO_ARRAY ? "items" : "values", &sub);
+
+				t->children[0] = eoi_avro_build_type(b, t->kind == AVRO_ARRAY ? avro_schema_array_items(s) :
+											avro_schema_map_values(s), have ? &sub : NULL);
+			}
+			break;
+		default:
+			break;
+	}
+	return t;
+}
