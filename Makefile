@@ -38,6 +38,9 @@ OBJS = \
 	src/envelope/cdctxn.o \
 	src/envelope/cdcreplay.o \
 	src/worker/worker.o \
+	src/worker/workerbatch.o \
+	src/worker/workeroffsets.o \
+	src/worker/workerfail.o \
 	src/worker/launcher.o \
 	src/worker/twophase.o \
 	src/api/api.o \
