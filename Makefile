@@ -44,6 +44,9 @@ OBJS = \
 	src/worker/launcher.o \
 	src/worker/twophase.o \
 	src/api/api.o \
+	src/api/jobdef.o \
+	src/api/lifecycle.o \
+	src/api/jobstatus.o \
 	src/api/batchfunc.o \
 	src/api/eoingest.o
 

@@ -1,0 +1,286 @@
+/*-------------------------------------------------------------------------
+ *
+ * lifecycle.c
+ *	  start_job, stop_job and drop_job: they record what the owner wants,
+ *	  and the launcher, woken when the transaction commits, does it.  Also
+ *	  the job's owner by name, and the warning that the server has no room
+ *	  for the job's workers.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+
+#include "api/api_internal.h"
+#include "base/settings.h"
+#include "base/shmem.h"
+#include "base/txn.h"
+#include "kafka/positions.h"
+#include "store/deadletter.h"
+
+PG_FUNCTION_INFO_V1(eoingest_start_job);
+PG_FUNCTION_INFO_V1(eoingest_stop_job);
+PG_FUNCTION_INFO_V1(eoingest_drop_job);
+
+/* ---- waking the launcher when the transaction commits ---- */
+
+static bool wake_registered = false;
+static bool wake_pending = false;
+
+static void
+wake_at_commit(XactEvent event, void *arg)
+{
+	if (event == XACT_EVENT_COMMIT && wake_pending)
+		eoi_wake_launcher();
+	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
+		event == XACT_EVENT_PARALLEL_COMMIT || event == XACT_EVENT_PARALLEL_ABORT ||
+		event == XACT_EVENT_PREPARE)
+		wake_pending = false;
+}
+
+void
+eoi_api_wake_launcher_at_commit(void)
+{
+	if (!wake_registered)
+	{
+		RegisterXactCallback(wake_at_commit, NULL);
+		wake_registered = true;
+	}
+	wake_pending = true;
+}
+
+/* ---- start, stop, drop ---- */
+
+/* The job's owner, or InvalidOid if there is no such job. */
+Oid
+eoi_api_find_job_owner(const char *name)
+{
+	EoiSavedUser saved;
+	Oid			types[1] = {TEXTOID};
+	Datum		args[1] = {CStringGetTextDatum(name)};
+	Oid			owner = InvalidOid;
+
+	eoi_become_extension_owner(&saved);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute_with_args("SELECT owner FROM eoingest.jobs WHERE name = $1",
+							  1, types, args, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read eoingest.jobs");
+	if (SPI_processed == 1)
+	{
+		bool		isnull;
+
+		owner = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	}
+	SPI_finish();
+	eoi_restore_user(&saved);
+	return owner;
+}
+
+/* The job's owner, or an error that the job does not exist. */
+static Oid
+job_owner(const char *name)
+{
+	Oid			owner = eoi_api_find_job_owner(name);
+
+	if (!OidIsValid(owner))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("eoingest job \"%s\" does not exist", name),
+				 errhint("eoingest.job_status lists the jobs.")));
+	return owner;
+}
+
+/* Run one statement on the catalog about job `name`, as the extension. */
+static void
+update_job(const char *sql, const char *name, const char *state)
+{
+	EoiSavedUser saved;
+	Oid			types[2] = {TEXTOID, TEXTOID};
+	Datum		args[2] = {CStringGetTextDatum(name), CStringGetTextDatum(state ? state : "")};
+
+	eoi_become_extension_owner(&saved);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute_with_args(sql, state ? 2 : 1, types, args, NULL, false, 0) < 0)
+		elog(ERROR, "could not update eoingest.jobs");
+	SPI_finish();
+	eoi_restore_user(&saved);
+	eoi_api_wake_launcher_at_commit();
+}
+/*
+ * Background workers running now that are not eoingest's: parallel
+ * workers, logical replication, other extensions' workers.  They share
+ * max_worker_processes with eoingest.  pg_stat_activity shows a background
+ * worker with its own type; these are the types of the other processes.
+ */
+static int
+other_background_workers(void)
+{
+	bool		isnull;
+	int64		n;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute("SELECT pg_catalog.count(*) FROM pg_catalog.pg_stat_activity"
+					" WHERE backend_type OPERATOR(pg_catalog.<>) ALL (ARRAY['client backend',"
+					" 'autovacuum launcher', 'autovacuum worker', 'background writer', 'checkpointer',"
+					" 'archiver', 'startup', 'walreceiver', 'walsender', 'walwriter', 'standalone backend',"
+					" 'eoingest launcher', 'eoingest worker'])",
+					true, 1) != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "could not count the background workers");
+	n = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	SPI_finish();
+	return (int) n;
+}
+
+/*
+ * The job's workers cannot all start now when the running jobs want more
+ * eoingest worker slots (eoingest.max_workers) or more background worker
+ * slots (max_worker_processes) than there are: warn.  start_job goes on;
+ * the workers that do not fit wait, in state 'waiting' in job_status,
+ * until slots are free.
+ */
+static void
+warn_if_no_room(const EoiJob *job)
+{
+	int			others = (int) eoi_job_query_int("SELECT coalesce(sum(parallelism), 0)::int8 FROM eoingest.jobs"
+												 " WHERE state = 'running' AND id <> $1",
+												 job->id);
+	int			free_slots = Max(eoingest_max_workers - others, 0);
+	int			other_bgw;
+	int			free_bgw;
+	int			limit = eoi_role_worker_limit(job->owner);
+
+	if (limit >= 0 && job->parallelism > limit)
+		ereport(WARNING,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("job \"%s\" wants %d workers, but its owner may run %d eoingest workers at once",
+						job->name, job->parallelism, limit),
+				 errdetail("eoingest.max_workers_per_role is %d for role \"%s\", for all of its jobs together. Workers over the limit wait in state \"waiting\".",
+						   limit, GetUserNameFromId(job->owner, false)),
+				 errhint("Lower the job's parallelism, or have a superuser raise the role's limit with ALTER ROLE ... SET eoingest.max_workers_per_role.")));
+
+	if (free_slots < job->parallelism)
+	{
+		ereport(WARNING,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 free_slots == 0 ?
+				 errmsg("no eoingest worker slot is free for job \"%s\"", job->name) :
+				 errmsg_plural("job \"%s\" wants %d workers, but only %d eoingest worker slot is free",
+							   "job \"%s\" wants %d workers, but only %d eoingest worker slots are free",
+							   free_slots, job->name, job->parallelism, free_slots),
+				 errdetail("Running jobs want %d workers in all; eoingest.max_workers is %d. Workers that do not fit wait in state \"waiting\" until slots are free.",
+						   others + job->parallelism, eoingest_max_workers),
+				 errhint("Raise eoingest.max_workers (and max_worker_processes with it) and restart the server, or stop another job.")));
+		return;
+	}
+
+	/* the launcher takes one background worker slot too */
+	other_bgw = other_background_workers();
+	free_bgw = Max(max_worker_processes - other_bgw - 1 - others, 0);
+	if (free_bgw < job->parallelism)
+		ereport(WARNING,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 free_bgw == 0 ?
+				 errmsg("no background worker slot is free for job \"%s\"", job->name) :
+				 errmsg_plural("job \"%s\" wants %d workers, but only %d background worker slot is free",
+							   "job \"%s\" wants %d workers, but only %d background worker slots are free",
+							   free_bgw, job->name, job->parallelism, free_bgw),
+				 errdetail("max_worker_processes is %d: other background workers take %d, eoingest's launcher 1, the other running jobs want %d. Workers that do not fit wait in state \"waiting\" until slots are free.",
+						   max_worker_processes, other_bgw, others),
+				 errhint("Raise max_worker_processes and restart the server, or stop another job.")));
+}
+
+/*
+ * start_job, stop_job and drop_job record what the owner wants; the
+ * launcher, woken when the transaction commits, does it.  All idempotent.
+ */
+Datum
+eoingest_start_job(PG_FUNCTION_ARGS)
+{
+	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	EoiJob	   *job = eoi_job_load_by_name(name);
+
+	eoi_check_primary();
+	eoi_check_job_owner(name, job->owner);
+	eoi_api_check_can_start(job);
+	warn_if_no_room(job);
+	/* a job started again takes its targets as they are (shape.c) */
+	update_job("DELETE FROM eoingest.target_shapes s USING eoingest.jobs j"
+			   " WHERE s.job_id = j.id AND j.name = $1 AND j.state <> 'running'",
+			   name, NULL);
+	update_job("UPDATE eoingest.jobs SET state = $2, last_error = NULL WHERE name = $1",
+			   name, "running");
+	PG_RETURN_VOID();
+}
+
+Datum
+eoingest_stop_job(PG_FUNCTION_ARGS)
+{
+	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+
+	eoi_check_primary();
+	eoi_check_job_owner(name, job_owner(name));
+	update_job("UPDATE eoingest.jobs SET state = $2 WHERE name = $1 AND state = 'running'",
+			   name, "stopped");
+	PG_RETURN_VOID();
+}
+
+static void
+delete_group(void *job)
+{
+	eoi_kafka_delete_group(job);
+}
+
+/*
+ * Delete a dropped job's consumer group (eoi_kafka_delete_group), with a
+ * warning rather than an error should even that fail (brokers no longer in
+ * eoingest.allowed_brokers, options no longer allowed to its owner): the
+ * group only mirrored the job, which must be droppable all the same.  A
+ * cancel still cancels.
+ */
+static void
+forget_consumer_group(const EoiJob *job)
+{
+	ErrorData  *edata = eoi_try_subxact(delete_group, (void *) job);
+
+	if (edata == NULL)
+		return;
+	if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED || edata->sqlerrcode == ERRCODE_ADMIN_SHUTDOWN)
+		ReThrowError(edata);
+	ereport(WARNING,
+			(errmsg("could not delete the Kafka consumer group of job \"%s\": %s",
+					job->name, edata->message),
+			 errhint("Delete it with kafka-consumer-groups --delete --group eoingest.%s.", job->name)));
+}
+
+Datum
+eoingest_drop_job(PG_FUNCTION_ARGS)
+{
+	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	EoiJob	   *job = eoi_job_load_by_name(name);
+	int64		letters;
+
+	eoi_check_primary();
+	eoi_check_job_owner(name, job->owner);
+	/* Its dead letters go with it (by job id: no later job inherits them). */
+	letters = eoi_dead_letter_count(job->id);
+	update_job("DELETE FROM eoingest.jobs WHERE name = $1", name, NULL);
+
+	/*
+	 * commit_to_kafka: the group goes too, or lag monitoring would report
+	 * the job forever.  After the DELETE, which locks the job's offsets: a
+	 * worker still running can commit no further batch, so none of its
+	 * commits to the group follows, except one already on its way.
+	 */
+	if (job->commit_to_kafka)
+		forget_consumer_group(job);
+	if (letters > 0)
+		ereport(NOTICE,
+				(errmsg("dropped " INT64_FORMAT " dead letters of job \"%s\"", letters, name)));
+	PG_RETURN_VOID();
+}
