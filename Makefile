@@ -35,6 +35,8 @@ OBJS = \
 	src/apply/shape.o \
 	src/apply/replay.o \
 	src/envelope/cdc.o \
+	src/envelope/cdcjson.o \
+	src/envelope/cdcconv.o \
 	src/envelope/cdctxn.o \
 	src/envelope/cdcreplay.o \
 	src/worker/worker.o \

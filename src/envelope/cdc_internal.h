@@ -1,0 +1,214 @@
+/*-------------------------------------------------------------------------
+ *
+ * cdc_internal.h
+ *	  What envelope debezium's files share (cdc.c, cdcjson.c, cdcconv.c):
+ *	  a message as a change event, the codecs of its fields, the targets
+ *	  of a batch, and the functions one file calls in another.  Not for
+ *	  use outside envelope/.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef EOI_CDC_INTERNAL_H
+#define EOI_CDC_INTERNAL_H
+
+#include "postgres.h"
+
+#include "nodes/execnodes.h"
+#include "utils/jsonb.h"
+#include "utils/rel.h"
+
+#include "apply/shape.h"
+#include "apply/sink.h"
+#include "apply/upsert.h"
+#include "envelope/cdcreplay.h"
+#include "format/decode.h"
+#include "format/jsonscan.h"
+
+/* How a field's JSON value encodes the column's value. */
+typedef enum Conversion
+{
+	CONV_NONE,					/* the value's text is the column's input */
+	CONV_DAYS,					/* days since 1970-01-01 */
+	CONV_TIME_MS,				/* time of day in ms, us, ns */
+	CONV_TIME_US,
+	CONV_TIME_NS,
+	CONV_TIMESTAMP_MS,			/* since the epoch, a local date-time as UTC */
+	CONV_TIMESTAMP_US,
+	CONV_TIMESTAMP_NS,
+	CONV_INTERVAL_US,			/* io.debezium.time.MicroDuration */
+	CONV_DECIMAL,				/* base64 big-endian two's complement, scale */
+	CONV_VARIABLE_DECIMAL,		/* {"scale": s, "value": base64} */
+	CONV_BYTES,					/* base64 */
+	CONV_BITS					/* base64, little-endian bits, length */
+} Conversion;
+
+typedef struct FieldCodec
+{
+	Conversion	conv;
+	int			param;			/* CONV_DECIMAL: scale; CONV_BITS: length */
+	bool		zoned;			/* timestamps into timestamptz: at UTC */
+} FieldCodec;
+
+/*
+ * A row writer that converts each field as its codec says, keeps the text
+ * it passes on (the key columns are compared and checked), and passes it to
+ * the change set's writer, or nowhere.
+ */
+typedef struct ConvertingWriter
+{
+	EoiRowWriter writer;
+	EoiRowWriter *inner;		/* NULL: only keep the fields */
+	FieldCodec *codecs;
+	char	  **fields;			/* the text written per column, NULL for NULL */
+	int			ncolumns;
+} ConvertingWriter;
+
+/* Error context: the message being applied. */
+typedef struct EventPosition
+{
+	EoiBatch   *batch;
+	int			current;
+} EventPosition;
+
+/*
+ * A value schema of Kafka Connect's wrapper, parsed once per batch: every
+ * event of a table carries the same one, most of its bytes.  serial names
+ * it to the codecs computed from it.
+ */
+typedef struct CachedSchema
+{
+	char	   *text;
+	size_t		len;
+	int			serial;
+	JsonbContainer *schema;
+	JsonbContainer *before;		/* its fields' struct schemas, or NULL */
+	JsonbContainer *after;
+} CachedSchema;
+
+#define SCHEMA_CACHE_SIZE 16
+
+/*
+ * A message of the batch as a change event or a message key (cdcjson.c's
+ * eoi_cdc_split_message, eoi_cdc_event_parts).
+ */
+typedef struct EventJson
+{
+	/* the payload: as text, or parsed, or null */
+	const char *text;			/* its JSON text, not yet parsed, or NULL */
+	size_t		len;
+	const char *whole;			/* known_wrapper: the message, until text is checked */
+	size_t		whole_len;
+	JsonbContainer *payload;	/* parsed: the event or key, or NULL */
+	bool		null_payload;	/* the wrapper's payload is null: a tombstone */
+	bool		not_object;		/* the message is no JSON object */
+	/* its schema */
+	JsonbContainer *schema;		/* NULL without one */
+	JsonbContainer *before_schema;	/* the schema's before and after fields */
+	JsonbContainer *after_schema;
+	int			serial;			/* the cached schema's, 0 if not cached */
+	/* a change event's parts, when read from the text (has_parts) */
+	bool		has_parts;
+	char	   *op;
+	const char *before_text;	/* the before image, left as text (old_key) */
+	size_t		before_len;
+	const char *after_text;		/* the after image, left as text (add_after) */
+	size_t		after_len;
+	const char *source_text;	/* the source block, as text, or NULL */
+	size_t		source_len;
+} EventJson;
+
+/*
+ * The codecs of an image depend only on its struct schema when every
+ * column has a field in it: then they are kept, tagged with the schema's
+ * serial and the image's kind, until a different schema comes.
+ */
+#define CODECS_TAG(serial, kind) ((serial) * 4 + (kind))
+#define IMAGE_AFTER 1
+#define IMAGE_BEFORE 2
+#define IMAGE_KEY 3
+
+/*
+ * The codecs of the key columns, for one kind of image (before images, or
+ * message keys: events alternate between them) and the tag of the schema
+ * they were made for (see image_codecs).
+ */
+typedef struct KeyCodecs
+{
+	FieldCodec *codecs;
+	int			tag;
+} KeyCodecs;
+
+/* What one batch works with. */
+typedef struct CdcContext
+{
+	const EoiJob *job;
+	const char *target;			/* the schema-qualified target of this context */
+	Relation	rel;
+	EoiMapping	mapping;		/* the job's columns and timestamp_unit */
+	EoiColumns *cols;			/* the target's columns, for after images */
+	EoiColumns *keys;			/* the key columns */
+	int		   *keypos;			/* the key columns among cols */
+	EoiChangeSet *changes;
+	ExprContext *econtext;
+	FieldCodec *col_codecs;
+	int			col_codecs_tag;	/* CODECS_TAG of col_codecs, 0: none kept */
+	bool	   *seen;			/* image_is_plain's, a flag per column */
+	KeyCodecs	before_key;		/* of the key columns in before images */
+	KeyCodecs	message_key;	/* of the key columns in message keys */
+	EventPosition *position;	/* for errors: the event being applied */
+	struct CdcRoutes *routes;
+} CdcContext;
+
+/* The targets of one batch: a context for each target it has events for. */
+typedef struct CdcRoutes
+{
+	const EoiJob *job;
+	EState	   *estate;			/* shared by the contexts */
+	EventPosition *position;
+	MemoryContext cxt;			/* the batch's */
+	CdcContext **contexts;
+	int			ncontexts;
+	int			capacity;
+	CachedSchema schemas[SCHEMA_CACHE_SIZE];
+	int			nschemas;
+	char	   *scratch;		/* jsonscan.c's, for the wrapper's keys */
+	size_t		scratch_size;
+	EoiReplayFilter *replays;	/* NULL for dead letters being replayed */
+} CdcRoutes;
+/*
+ * The members of an object that one scan looks for (jsonscan.c hands each
+ * member over): the last value of each name, as jsonb keeps it.
+ */
+typedef struct Member
+{
+	const char *name;
+	bool		found;
+	EoiJsonToken value;
+} Member;
+
+typedef struct MemberScan
+{
+	Member	   *members;
+	int			n;
+	bool		stop_at_other;	/* a member of another name ends the scan */
+	bool		other;			/* there was one */
+} MemberScan;
+
+/* cdcjson.c */
+extern JsonbValue *eoi_cdc_json_get(JsonbContainer *object, const char *name, JsonbValue *v);
+extern JsonbContainer *eoi_cdc_json_get_object(JsonbContainer *object, const char *name);
+extern char *eoi_cdc_json_get_string(JsonbContainer *object, const char *name);
+extern JsonbContainer *eoi_cdc_schema_field(JsonbContainer *struct_schema, const char *name);
+extern Jsonb *eoi_cdc_parse_json(const char *data, size_t len);
+extern bool eoi_cdc_scan_object(CdcRoutes *routes, const char *data, size_t len, EoiJsonFieldFn field, void *arg);
+extern bool eoi_cdc_scan_members(CdcRoutes *routes, const char *data, size_t len, MemberScan *ms);
+extern void eoi_cdc_split_message(CdcRoutes *routes, rd_kafka_message_t *msg, bool key, EventJson *ev);
+extern JsonbContainer *eoi_cdc_payload_object(CdcRoutes *routes, EventJson *ev);
+extern void eoi_cdc_event_parts(CdcRoutes *routes, EventJson *ev);
+
+/* cdcconv.c */
+extern FieldCodec eoi_cdc_codec_from_schema(JsonbContainer *field, Oid coltype);
+extern FieldCodec eoi_cdc_codec_from_column(Oid coltype, int32 typmod, JsonbValue *v);
+extern void eoi_cdc_converting_writer_init(ConvertingWriter *cw, EoiRowWriter *inner, FieldCodec *codecs, int ncolumns);
+
+#endif
