@@ -12,6 +12,8 @@ OBJS = \
 	src/store/fence.o \
 	src/store/deadletter.o \
 	src/kafka/kafka.o \
+	src/kafka/kafkameta.o \
+	src/kafka/kafkapoll.o \
 	src/kafka/policy.o \
 	src/kafka/partitions.o \
 	src/kafka/batch.o \
