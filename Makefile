@@ -33,6 +33,7 @@ OBJS = \
 	src/apply/sink.o \
 	src/apply/direct.o \
 	src/apply/upsert.o \
+	src/apply/upsertbulk.o \
 	src/apply/errclass.o \
 	src/apply/shape.o \
 	src/apply/replay.o \

@@ -66,87 +66,29 @@
  * The same machinery, an EoiChangeSet, applies Debezium change events
  * (cdc.c), which add their upserts and deletes to it one by one.
  *
+ * This file owns the change set, the statements and their arrays, and
+ * mode upsert's batch; the bulk path is in upsertbulk.c.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
-#include "access/genam.h"
-#include "access/htup_details.h"
 #include "access/nbtree.h"
-#include "access/xact.h"
 #include "access/table.h"
-#include "access/tableam.h"
-#include "catalog/pg_index.h"
 #include "catalog/pg_operator.h"
-#include "catalog/pg_type.h"
-#include "executor/executor.h"
 #include "executor/spi.h"
-#include "lib/stringinfo.h"
 #include "miscadmin.h"
-#include "nodes/makefuncs.h"
-#include "parser/parse_coerce.h"
-#include "parser/parse_node.h"
 #include "parser/parse_relation.h"
 #include "utils/acl.h"
-#include "utils/rls.h"
-#include "utils/snapmgr.h"
-#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
-#include "utils/memutils.h"
-#include "utils/rel.h"
 #include "utils/syscache.h"
 
-#include "apply/direct.h"
 #include "apply/shape.h"
-#include "apply/sink.h"
 #include "apply/upsert.h"
-#include "base/txn.h"
-#include "format/decode.h"
+#include "apply/upsert_internal.h"
 
 int			eoingest_upsert_path = EOI_UPSERT_PATH_BULK;
-
-/* Rows of text fields, row-major. */
-typedef struct ArrayWriter
-{
-	EoiRowWriter writer;
-	MemoryContext cxt;			/* where the cells live */
-	int			ncols;
-	int			nrows;
-	int			capacity;		/* rows */
-	char	  **cells;
-} ArrayWriter;
-
-/* One message's effect: upsert row `row`, or delete key row `row`. */
-typedef struct Op
-{
-	Datum	   *key;			/* the key columns' values */
-	bool	   *key_null;
-	bool		distinct;		/* a null in the key: equal to no other key */
-	int			seq;			/* position in the batch */
-	bool		is_delete;
-	int			row;
-} Op;
-
-/*
- * How the key columns read and compare: each one's type input, and the
- * btree order of its column in the key's unique index, the equality that
- * ON CONFLICT applies.
- */
-typedef struct KeyOrder
-{
-	int			nkeys;
-	FmgrInfo   *input;
-	Oid		   *ioparams;
-	int32	   *typmods;
-	FmgrInfo   *cmp;
-	Oid		   *collations;
-	bool		nulls_distinct;
-	Oid			index;			/* the key's unique index */
-	AttrNumber *index_att;		/* each key column's position in it */
-	AttrNumber *heap_att;		/* and in the table */
-	RegProcedure *eqproc;		/* its "=", for the bulk path's probe */
-} KeyOrder;
 
 static char *
 cell_copy(MemoryContext cxt, const char *data, size_t len)
@@ -305,8 +247,8 @@ column_type(Relation rel, const char *name)
 								FORMAT_TYPE_TYPEMOD_GIVEN | FORMAT_TYPE_FORCE_QUALIFY);
 }
 
-static bool
-is_key(List *key_columns, const char *name)
+bool
+eoi_upsert_is_key(List *key_columns, const char *name)
 {
 	ListCell   *lc;
 
@@ -320,8 +262,8 @@ is_key(List *key_columns, const char *name)
  * INSERT INTO target AS t (cols) SELECT u.c::type, ... FROM ROWS FROM (unnest($1), ...)
  * AS u(cols) ON CONFLICT (keys) DO UPDATE SET c = excluded.c ...
  */
-static char *
-build_upsert_sql(Relation rel, const char *target, EoiColumns *cols, List *key_columns)
+char *
+eoi_upsert_build_upsert_sql(Relation rel, const char *target, EoiColumns *cols, List *key_columns)
 {
 	StringInfoData sql;
 	ListCell   *lc;
@@ -350,7 +292,7 @@ build_upsert_sql(Relation rel, const char *target, EoiColumns *cols, List *key_c
 	{
 		const char *q = quote_identifier(cols->colnames[c]);
 
-		if (is_key(key_columns, cols->colnames[c]))
+		if (eoi_upsert_is_key(key_columns, cols->colnames[c]))
 			continue;
 		appendStringInfo(&sql, "%s%s = excluded.%s", first ? " DO UPDATE SET " : ", ", q, q);
 		first = false;
@@ -399,8 +341,8 @@ key_equality_operator(Relation idx, Relation rel, const char *colname)
  * DELETE FROM target t USING ROWS FROM (unnest($1), ...) AS u(keys)
  * WHERE t.k = u.k::type ..., with = the key index's equality.
  */
-static char *
-build_delete_sql(Relation rel, const char *target, EoiColumns *keys)
+char *
+eoi_upsert_build_delete_sql(Relation rel, const char *target, EoiColumns *keys)
 {
 	StringInfoData sql;
 	List	   *names = NIL;
@@ -453,8 +395,8 @@ key_positions(EoiColumns *cols, List *key_columns)
 	return pos;
 }
 
-static uint64
-execute_with_arrays(const char *sql, ArrayWriter *aw, const int *rows, int nrows, int ncols)
+uint64
+eoi_upsert_execute_with_arrays(const char *sql, ArrayWriter *aw, const int *rows, int nrows, int ncols)
 {
 	Oid		   *types = palloc(sizeof(Oid) * ncols);
 	Datum	   *args = palloc(sizeof(Datum) * ncols);
@@ -540,416 +482,6 @@ key_order(Relation rel, List *key_columns)
 	return ko;
 }
 
-/*
- * A set of changes to one target, applied set-wise: rows to upsert and keys
- * to delete, in the order they were added.  Mode upsert fills it from the
- * messages; the Debezium envelope (cdc.c) from change events.
- */
-struct EoiChangeSet
-{
-	Relation	rel;
-	const char *target;
-	EoiColumns *cols;			/* the upserted rows' columns */
-	EoiColumns *keys;			/* the deleted keys' columns */
-	List	   *key_columns;
-	int		   *keypos;			/* the key columns among cols */
-	int			all_keypos[INDEX_MAX_KEYS];
-	KeyOrder   *ko;
-	ArrayWriter values;
-	ArrayWriter tombstones;
-	Op		   *ops;
-	int			nops;
-	int			capacity;
-	int			seq;
-	MemoryContext cxt;			/* where the ops and their keys live */
-	bool		bulk;			/* the bulk path (see the header comment) */
-	bool		delete_by_index;	/* bulk, and the owner may DELETE */
-	bool	   *set_columns;	/* the columns of cols an update sets */
-};
-
-/* ---- the bulk path (see the header comment) ---- */
-
-/*
- * Does the column's text read the same through the statement's cast
- * (text::type) as through its type's input function (direct.c)?
- */
-static bool
-cast_is_input(Form_pg_attribute att)
-{
-	int32		typmod = att->atttypmod;
-	Oid			base = getBaseTypeAndTypmod(att->atttypid, &typmod);
-	Oid			func;
-	CoercionPathType path;
-
-	/* The input functions of these apply a typmod as the cast does: rounding. */
-	if (typmod >= 0 && base != NUMERICOID && base != TIMESTAMPOID && base != TIMESTAMPTZOID &&
-		base != TIMEOID && base != TIMETZOID && base != INTERVALOID)
-		return false;
-	path = find_coercion_pathway(base, TEXTOID, COERCION_EXPLICIT, &func);
-	return path == COERCION_PATH_RELABELTYPE || path == COERCION_PATH_COERCEVIAIO;
-}
-
-/* May the changes to `rel` take the bulk path?  See the header comment. */
-static bool
-bulk_fits(Relation rel, EoiColumns *cols, List *key_columns, KeyOrder *ko)
-{
-	List	   *indexes;
-	ListCell   *lc;
-	bool		fits = true;
-	bool		has_value_column = false;
-
-	if (eoingest_upsert_path != EOI_UPSERT_PATH_BULK || !ko->nulls_distinct ||
-		rel->trigdesc != NULL || !eoi_direct_target_fits(rel, cols) ||
-		check_enable_rls(RelationGetRelid(rel), InvalidOid, true) != RLS_NONE ||
-		pg_class_aclmask(RelationGetRelid(rel), GetUserId(), ACL_INSERT | ACL_UPDATE | ACL_SELECT,
-						 ACLMASK_ALL) != (ACL_INSERT | ACL_UPDATE | ACL_SELECT))
-		return false;
-	for (int c = 0; c < cols->ncolumns; c++)
-	{
-		Form_pg_attribute att = TupleDescAttr(RelationGetDescr(rel),
-											  attnameAttNum(rel, cols->colnames[c], false) - 1);
-
-		if (!is_key(key_columns, cols->colnames[c]))
-			has_value_column = true;
-		if (!cast_is_input(att))
-			return false;
-	}
-	if (!has_value_column)
-		return false;
-	indexes = RelationGetIndexList(rel);
-	foreach(lc, indexes)
-	{
-		Relation	idx;
-
-		if (lfirst_oid(lc) == ko->index)
-			continue;
-		idx = index_open(lfirst_oid(lc), AccessShareLock);
-		fits &= !idx->rd_index->indisunique && !idx->rd_index->indisexclusion;
-		index_close(idx, AccessShareLock);
-	}
-	list_free(indexes);
-	return fits;
-}
-
-/*
- * The row version of op's key that `scan` (of the key's unique index) sees,
- * into `slot`; false if none.
- */
-static bool
-find_key(KeyOrder *ko, IndexScanDesc scan, const Op *op, TupleTableSlot *slot)
-{
-	ScanKeyData skeys[INDEX_MAX_KEYS];
-
-	if (op->distinct)
-		return false;			/* a null in the key: no row has it */
-	for (int k = 0; k < ko->nkeys; k++)
-		ScanKeyEntryInitialize(&skeys[k], 0, ko->index_att[k], BTEqualStrategyNumber,
-							   InvalidOid, ko->collations[k], ko->eqproc[k], op->key[k]);
-	index_rescan(scan, skeys, ko->nkeys, NULL, 0);
-	return index_getnext_slot(scan, ForwardScanDirection, slot);
-}
-
-/*
- * Which of the rows' keys are in the key's unique index: one descent each
- * (the keys are sorted), with a dirty snapshot, as ON CONFLICT looks.  A
- * hint only: a key seen here that is gone by the time its row is written
- * is inserted by the ON CONFLICT statement, and one not seen that a
- * concurrent writer inserts meanwhile makes the multi-insert raise
- * unique_violation (see try_bulk).  Returns how many exist; tids[] has
- * the row version each found.
- */
-static int
-probe_keys(EoiChangeSet *cs, Op *const *ops, int nrows, bool *exists, ItemPointerData *tids)
-{
-	KeyOrder   *ko = cs->ko;
-	Relation	idx = index_open(ko->index, AccessShareLock);
-	TupleTableSlot *slot = table_slot_create(cs->rel, NULL);
-	SnapshotData dirty;
-	IndexScanDesc scan;
-	int			nexist = 0;
-
-	InitDirtySnapshot(dirty);
-	scan = index_beginscan(cs->rel, idx, &dirty, ko->nkeys, 0);
-	for (int i = 0; i < nrows; i++)
-	{
-		const Op   *op = ops[i];
-
-		exists[i] = false;
-		if (find_key(ko, scan, op, slot))
-		{
-			exists[i] = true;
-			tids[i] = slot->tts_tid;
-			nexist++;
-		}
-		CHECK_FOR_INTERRUPTS();
-	}
-	index_endscan(scan);
-	ExecDropSingleTupleTableSlot(slot);
-	index_close(idx, AccessShareLock);
-	return nexist;
-}
-
-/*
- * Delete the rows of the keys of ops[0..n-1] (their rows rows[]) as the
- * DELETE statement would, by the key's unique index: one descent each with
- * a snapshot taken as the statement takes its own, then the row through
- * the table AM.  A row that a concurrent writer updated or deleted after
- * that snapshot is left to the statement, which follows it to its newest
- * version: its row goes into later[] (*nlater of them).  Returns how many
- * rows were deleted here.
- */
-static uint64
-delete_by_index(EoiChangeSet *cs, Op *const *ops, const int *rows, int n, int *later, int *nlater)
-{
-	KeyOrder   *ko = cs->ko;
-	Relation	idx = index_open(ko->index, AccessShareLock);
-	TupleTableSlot *slot = table_slot_create(cs->rel, NULL);
-	CommandId	cid;
-	Snapshot	snapshot;
-	IndexScanDesc scan;
-	uint64		deleted = 0;
-
-	/* what this transaction wrote so far is seen, as by a new statement */
-	CommandCounterIncrement();
-	snapshot = RegisterSnapshot(GetTransactionSnapshot());
-	cid = GetCurrentCommandId(true);
-	/* For tests: a concurrent writer changes a row to delete here. */
-	EOI_FAULT_POINT("upsert-bulk-delete");
-	*nlater = 0;
-	scan = index_beginscan(cs->rel, idx, snapshot, ko->nkeys, 0);
-	for (int i = 0; i < n; i++)
-	{
-		TM_FailureData tmfd;
-		TM_Result	result;
-
-		if (!find_key(ko, scan, ops[i], slot))
-			continue;			/* no such row */
-		result = table_tuple_delete(cs->rel, &slot->tts_tid, cid, snapshot, InvalidSnapshot,
-									true, &tmfd, false);
-		switch (result)
-		{
-			case TM_Ok:
-				deleted++;
-				break;
-			case TM_Updated:
-			case TM_Deleted:
-			case TM_SelfModified:
-				later[(*nlater)++] = rows[i];
-				break;
-			default:
-				elog(ERROR, "unexpected table_tuple_delete status: %u", result);
-		}
-		CHECK_FOR_INTERRUPTS();
-	}
-	index_endscan(scan);
-	ExecDropSingleTupleTableSlot(slot);
-	index_close(idx, AccessShareLock);
-	UnregisterSnapshot(snapshot);
-	CommandCounterIncrement();
-	return deleted;
-}
-
-/*
- * The deletes of a batch: by the key's index where the bulk path may take
- * them, the rest (or all) by the DELETE statement.
- */
-static uint64
-apply_deletes(EoiChangeSet *cs, Op *const *ops, int *rows, int n)
-{
-	uint64		processed = 0;
-
-	if (cs->delete_by_index)
-	{
-		int		   *later = palloc(sizeof(int) * n);
-
-		processed = delete_by_index(cs, ops, rows, n, later, &n);
-		rows = later;
-	}
-	if (n > 0)
-		processed += execute_with_arrays(build_delete_sql(cs->rel, cs->target, cs->keys),
-										 &cs->tombstones, rows, n, cs->keys->ncolumns);
-	return processed;
-}
-
-/* Insert the rows whose keys did not exist, as tuples (direct.c). */
-static void
-insert_new(EoiChangeSet *cs, const int *rows, int nrows, const bool *exists)
-{
-	ParseState *pstate = make_parsestate(NULL);
-	EState	   *estate = CreateExecutorState();
-	RangeTblEntry *rte = eoi_target_rte(pstate, cs->rel, cs->cols->names);
-	EoiDirectRows *dr;
-
-#if PG_VERSION_NUM >= 160000
-	ExecCheckPermissions(pstate->p_rtable, pstate->p_rteperminfos, true);
-#else
-	ExecCheckRTPerms(pstate->p_rtable, true);
-#endif
-	dr = eoi_direct_rows_begin(cs->rel, rte, cs->cols, estate);
-	for (int i = 0; i < nrows; i++)
-		if (!exists[i])
-			eoi_direct_rows_add(dr, &cs->values.cells[rows[i] * cs->values.ncols]);
-	eoi_direct_rows_end(dr);
-	FreeExecutorState(estate);
-	free_parsestate(pstate);
-}
-
-/* Does the row version in `slot` have op's key? */
-static bool
-has_key(KeyOrder *ko, TupleTableSlot *slot, const Op *op)
-{
-	for (int k = 0; k < ko->nkeys; k++)
-	{
-		bool		isnull;
-		Datum		value = slot_getattr(slot, ko->heap_att[k], &isnull);
-
-		if (isnull || DatumGetInt32(FunctionCall2Coll(&ko->cmp[k], ko->collations[k],
-													  value, op->key[k])) != 0)
-			return false;
-	}
-	return true;
-}
-
-/*
- * Update the rows whose keys exist, at the versions the probe found
- * (tids), as the ON CONFLICT statement updates the row it meets (direct.c).
- * A row that a concurrent writer changed since the probe is left to the
- * statement, which waits for it and follows it: its row goes into later[].
- * So is one whose version this update's snapshot does not see (another
- * session's transaction inserted it and is still open, or committed after
- * the probe), is gone, or no longer has the key (the probe held no pin: a
- * version whose inserter aborted can be pruned, and its slot reused).
- * Returns how many are left.
- */
-static int
-update_existing(EoiChangeSet *cs, const int *rows, Op *const *ops, ItemPointerData *tids,
-				int nrows, int *later)
-{
-	ParseState *pstate = make_parsestate(NULL);
-	EState	   *estate = CreateExecutorState();
-	RangeTblEntry *rte = eoi_target_rte(pstate, cs->rel, cs->cols->names);
-	EoiDirectUpdate *du;
-	int			nlater = 0;
-
-	/* the UPDATE privilege on the whole table: bulk_fits */
-	du = eoi_direct_update_begin(cs->rel, rte, cs->cols, cs->set_columns, estate);
-	for (int i = 0; i < nrows; i++)
-	{
-		TupleTableSlot *old = eoi_direct_update_fetch(du, &tids[i]);
-
-		if (old == NULL || !has_key(cs->ko, old, ops[i]) ||
-			eoi_direct_update_row(du, &tids[i], &cs->values.cells[rows[i] * cs->values.ncols]) != TM_Ok)
-			later[nlater++] = rows[i];
-		CHECK_FOR_INTERRUPTS();
-	}
-	eoi_direct_update_end(du);
-	FreeExecutorState(estate);
-	free_parsestate(pstate);
-	return nlater;
-}
-
-/*
- * Where no key exists the probe is wasted: after a probe that found none,
- * the next batch of that target is inserted without one, and probed only
- * if that meets an existing key (a unique_violation).
- */
-static Oid	unprobed_relid = InvalidOid;
-
-typedef enum BulkResult
-{
-	BULK_DONE,
-	BULK_UNIQUE_VIOLATION		/* rolled back: nothing done */
-} BulkResult;
-
-/*
- * The rows through the bulk path, in a subtransaction: those whose keys
- * exist updated in place (the ON CONFLICT statement for those a concurrent
- * writer changed meanwhile), the new ones as tuples; without `probe`,
- * every row as a new one.  BULK_UNIQUE_VIOLATION if an existing key (or, after a probe, a
- * concurrent writer's) made the inserts raise unique_violation.
- */
-typedef struct BulkRows
-{
-	EoiChangeSet *cs;
-	const int  *rows;
-	Op		   *const *ops;
-	int			nrows;
-	bool		probe;
-} BulkRows;
-
-static void
-write_bulk(void *arg)
-{
-	BulkRows   *br = arg;
-	EoiChangeSet *cs = br->cs;
-	Oid			relid = RelationGetRelid(cs->rel);
-	bool	   *exists = palloc0(sizeof(bool) * Max(br->nrows, 1));
-	ItemPointerData *tids = palloc(sizeof(ItemPointerData) * Max(br->nrows, 1));
-	int		   *old_rows = palloc(sizeof(int) * Max(br->nrows, 1));
-	Op		  **old_ops = palloc(sizeof(Op *) * Max(br->nrows, 1));
-	int			nold = 0;
-	int			nlater;
-
-	if (br->probe)
-		(void) probe_keys(cs, br->ops, br->nrows, exists, tids);
-	for (int i = 0; i < br->nrows; i++)
-		if (exists[i])
-		{
-			tids[nold] = tids[i];
-			old_ops[nold] = br->ops[i];
-			old_rows[nold++] = br->rows[i];
-		}
-	/* For tests: a concurrent writer changes a row of an existing key here. */
-	EOI_FAULT_POINT("upsert-bulk-update");
-	nlater = nold > 0 ? update_existing(cs, old_rows, old_ops, tids, nold, old_rows) : 0;
-	if (nlater > 0)
-	{
-		if (SPI_connect() != SPI_OK_CONNECT)
-			elog(ERROR, "SPI_connect failed");
-		(void) execute_with_arrays(build_upsert_sql(cs->rel, cs->target, cs->cols, cs->key_columns),
-								   &cs->values, old_rows, nlater, cs->cols->ncolumns);
-		SPI_finish();
-	}
-	/* For tests: a concurrent writer inserts one of the new keys here. */
-	EOI_FAULT_POINT("upsert-bulk-insert");
-	if (nold < br->nrows)
-		insert_new(cs, br->rows, br->nrows, exists);
-	unprobed_relid = (!br->probe || nold == 0) ? relid : InvalidOid;
-}
-
-static BulkResult
-try_bulk(EoiChangeSet *cs, const int *rows, Op *const *ops, int nrows, bool probe)
-{
-	BulkRows	br = {cs, rows, ops, nrows, probe};
-	ErrorData  *edata = eoi_try_subxact(write_bulk, &br);
-
-	if (edata == NULL)
-		return BULK_DONE;
-	if (edata->sqlerrcode != ERRCODE_UNIQUE_VIOLATION)
-		ReThrowError(edata);
-	unprobed_relid = InvalidOid;
-	if (probe)
-		ereport(LOG,
-				(errmsg("eoingest: a concurrent writer inserted a key of the batch into \"%s\"; its rows go in with INSERT ... ON CONFLICT",
-						RelationGetRelationName(cs->rel)),
-				 errdetail_internal("%s", edata->message)));
-	FreeErrorData(edata);
-	return BULK_UNIQUE_VIOLATION;
-}
-
-/* The rows through the bulk path if it may take them (see above); false if not. */
-static bool
-apply_bulk(EoiChangeSet *cs, const int *rows, Op *const *ops, int nrows)
-{
-	Oid			relid = RelationGetRelid(cs->rel);
-
-	if (!cs->bulk)
-		return false;
-	if (unprobed_relid == relid && try_bulk(cs, rows, ops, nrows, false) == BULK_DONE)
-		return true;
-	return try_bulk(cs, rows, ops, nrows, true) == BULK_DONE;
-}
-
 EoiChangeSet *
 eoi_changes_begin(Relation rel, const char *target, EoiColumns *cols, EoiColumns *keys,
 				  List *key_columns)
@@ -970,11 +502,11 @@ eoi_changes_begin(Relation rel, const char *target, EoiColumns *cols, EoiColumns
 	cs->capacity = 64;
 	cs->ops = palloc(sizeof(Op) * cs->capacity);
 	cs->cxt = CurrentMemoryContext;
-	cs->bulk = bulk_fits(rel, cols, key_columns, cs->ko);
+	cs->bulk = eoi_upsert_bulk_fits(rel, cols, key_columns, cs->ko);
 	cs->set_columns = palloc(sizeof(bool) * Max(cols->ncolumns, 1));
 	for (int c = 0; c < cols->ncolumns; c++)
-		cs->set_columns[c] = !is_key(key_columns, cols->colnames[c]);
-	cs->delete_by_index = cs->bulk &&
+		cs->set_columns[c] = !eoi_upsert_is_key(key_columns, cols->colnames[c]);
+	cs->eoi_upsert_delete_by_index = cs->bulk &&
 		pg_class_aclcheck(RelationGetRelid(rel), GetUserId(), ACL_DELETE) == ACLCHECK_OK;
 	return cs;
 }
@@ -1077,11 +609,11 @@ eoi_changes_apply(EoiChangeSet *cs)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	if (ndeletes > 0)
-		processed += apply_deletes(cs, delete_ops, delete_rows, ndeletes);
-	if (nupserts > 0 && apply_bulk(cs, upsert_rows, upsert_ops, nupserts))
+		processed += eoi_upsert_apply_deletes(cs, delete_ops, delete_rows, ndeletes);
+	if (nupserts > 0 && eoi_upsert_apply_bulk(cs, upsert_rows, upsert_ops, nupserts))
 		processed += nupserts;
 	else if (nupserts > 0)
-		processed += execute_with_arrays(build_upsert_sql(cs->rel, cs->target, cs->cols, cs->key_columns),
+		processed += eoi_upsert_execute_with_arrays(eoi_upsert_build_upsert_sql(cs->rel, cs->target, cs->cols, cs->key_columns),
 										 &cs->values, upsert_rows, nupserts, cs->cols->ncolumns);
 	SPI_finish();
 	pfree(upsert_rows);
@@ -1180,7 +712,7 @@ index_matches_key(Relation idx, Relation rel, List *key_columns)
 	{
 		AttrNumber	attnum = form->indkey.values[i];
 
-		if (attnum <= 0 || !is_key(key_columns, get_attname(RelationGetRelid(rel), attnum, false)))
+		if (attnum <= 0 || !eoi_upsert_is_key(key_columns, get_attname(RelationGetRelid(rel), attnum, false)))
 			return false;
 	}
 	return true;
@@ -1242,9 +774,9 @@ eoi_upsert_check(Relation rel, const EoiMapping *mapping, EoiFormat key_format, 
 		types[c] = TEXTARRAYOID;
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	if (SPI_prepare(build_upsert_sql(rel, target, cols, key_columns), cols->ncolumns, types) == NULL)
+	if (SPI_prepare(eoi_upsert_build_upsert_sql(rel, target, cols, key_columns), cols->ncolumns, types) == NULL)
 		elog(ERROR, "could not prepare the upsert: %s", SPI_result_code_string(SPI_result));
-	if (SPI_prepare(build_delete_sql(rel, target, keys), keys->ncolumns, types) == NULL)
+	if (SPI_prepare(eoi_upsert_build_delete_sql(rel, target, keys), keys->ncolumns, types) == NULL)
 		elog(ERROR, "could not prepare the delete: %s", SPI_result_code_string(SPI_result));
 	SPI_finish();
 }
