@@ -37,6 +37,7 @@ OBJS = \
 	src/apply/errclass.o \
 	src/apply/shape.o \
 	src/apply/replay.o \
+	src/envelope/envelope.o \
 	src/envelope/cdc.o \
 	src/envelope/cdcjson.o \
 	src/envelope/cdcconv.o \
@@ -53,6 +54,7 @@ OBJS = \
 	src/api/lifecycle.o \
 	src/api/jobstatus.o \
 	src/api/batchfunc.o \
+	src/api/deadletters.o \
 	src/api/eoingest.o
 
 DATA = $(wildcard sql/eoingest--*.sql)

@@ -20,7 +20,6 @@
 #include "apply/upsert.h"
 #include "base/eoingest.h"
 #include "base/shmem.h"
-#include "envelope/cdc.h"
 #include "kafka/policy.h"
 #include "worker/launcher.h"
 
@@ -238,9 +237,6 @@ _PG_init(void)
 				 errhint("Add 'eoingest' to shared_preload_libraries in postgresql.conf and restart the server.")));
 
 	eoi_define_settings();
-
-	/* The writer writes change events through the envelope's writer. */
-	eoi_change_writer = eoi_cdc_batch;
 
 #if PG_VERSION_NUM >= 150000
 	prev_shmem_request_hook = shmem_request_hook;

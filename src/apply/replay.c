@@ -2,9 +2,9 @@
  *
  * replay.c
  *	  Dead letters as the writer sees them: a failed message kept with the
- *	  bytes a replay needs, and replay_dead_letters(), which puts them
- *	  through the job's write path again once the cause is fixed.  The
- *	  table itself is deadletter.c's.
+ *	  bytes a replay needs, and their replay, which puts them through the
+ *	  job's writer again once the cause is fixed.  The table itself is
+ *	  store/deadletter.c's; the SQL function, api/deadletters.c.
  *
  *-------------------------------------------------------------------------
  */
@@ -25,8 +25,6 @@
 #include "format/avro.h"
 #include "store/deadletter.h"
 #include "store/job.h"
-
-PG_FUNCTION_INFO_V1(eoingest_replay_dead_letters);
 
 /*
  * The inverse of eoi_message_bytes: column `col` of an SPI row as a NUL-terminated
@@ -88,24 +86,21 @@ eoi_dead_letter_store(const EoiJob *job, const char *topic, rd_kafka_message_t *
 }
 
 /*
- * eoingest.replay_dead_letters(job, ids): write the job's dead letters
- * (all, or those ids) through its write path, in the caller's transaction,
- * and delete them.  All or nothing: a record that still fails raises its
- * error, and nothing is replayed.
+ * Write the job's dead letters (all, or those ids) with `writer`, in the
+ * caller's transaction, and delete them; returns how many.  All or nothing:
+ * a record that still fails raises its error, and nothing is replayed.
  *
- * The write path runs exactly as in the job's worker: as the job's owner,
- * with the job's search_path, and under SECURITY_RESTRICTED_OPERATION, as
- * PostgreSQL runs maintenance on behalf of a table's owner.  A superuser
- * replaying a job must not run the owner's triggers or transform with the
- * superuser's rights.
+ * The caller has checked that it may act on the job.  The write runs
+ * exactly as in the job's worker: as the job's owner, with the job's
+ * search_path, and under SECURITY_RESTRICTED_OPERATION, as PostgreSQL runs
+ * maintenance on behalf of a table's owner.  A superuser replaying a job
+ * must not run the owner's triggers or transform with the superuser's
+ * rights.
  */
-Datum
-eoingest_replay_dead_letters(PG_FUNCTION_ARGS)
+uint64
+eoi_replay_dead_letters(const EoiJob *job, ArrayType *ids, EoiBatchWriter writer)
 {
-	ArrayType  *ids = PG_ARGISNULL(1) ? NULL : PG_GETARG_ARRAYTYPE_P(1);
-	char	   *name;
 	EoiSavedUser saved;
-	EoiJob	   *job;
 	Oid			types[2] = {INT4OID, INT8ARRAYOID};
 	Datum		args[2];
 	char		nulls[2] = "  ";
@@ -114,14 +109,6 @@ eoingest_replay_dead_letters(PG_FUNCTION_ARGS)
 	int64	   *dl_ids;
 	uint64		n;
 
-	if (PG_ARGISNULL(0))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("job must not be null")));
-	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	job = eoi_job_load_by_name(name);
-	eoi_check_primary();
-	eoi_check_job_owner(name, job->owner);
 	eoi_become_extension_owner(&saved);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
@@ -162,7 +149,7 @@ eoingest_replay_dead_letters(PG_FUNCTION_ARGS)
 	{
 		/* The rows go in as the job's owner, the dead letters go as ours. */
 		eoi_become_job_owner(job, &saved);
-		(void) eoi_sink_write(job, &batch);
+		(void) eoi_sink_write(job, &batch, writer);
 		eoi_restore_user(&saved);
 
 		eoi_become_extension_owner(&saved);
@@ -183,5 +170,5 @@ eoingest_replay_dead_letters(PG_FUNCTION_ARGS)
 		SPI_finish();
 		eoi_restore_user(&saved);
 	}
-	PG_RETURN_INT64((int64) n);
+	return n;
 }

@@ -50,13 +50,6 @@
 #include "format/decode.h"
 #include "store/job.h"
 
-/*
- * Change events (envelope debezium) are the envelope's to write, and the
- * envelope sits above this file: it hands its writer down at load
- * (_PG_init), as a PostgreSQL hook is set.
- */
-EoiChangeWriter eoi_change_writer = NULL;
-
 /* COPY's data source callback takes no argument: the batch's lines. */
 static StringInfo copy_source = NULL;
 static int	copy_source_pos = 0;
@@ -533,10 +526,6 @@ run_transform(const EoiJob *job, EoiBatch *batch)
 	return rows;
 }
 
-/*
- * Write the batch's rows; returns how many rows were written.  Runs in the
- * caller's transaction, with a snapshot, as the job's owner.
- */
 /* A message larger than max_message_bytes is a bad record. */
 static void
 check_sizes(const EoiJob *job, EoiBatch *batch)
@@ -555,33 +544,37 @@ check_sizes(const EoiJob *job, EoiBatch *batch)
 	}
 }
 
-static uint64
-write_by_kind(const EoiJob *job, EoiBatch *batch)
+/*
+ * The writer of rows (envelope none): the job's transform, the upsert of
+ * keyed rows, or the insert of rows.  Returns how many rows were written.
+ */
+uint64
+eoi_sink_write_rows(const EoiJob *job, EoiBatch *batch)
 {
-	check_sizes(job, batch);
-	eoi_avro_use_job(job);
 	if (job->transform != NULL)
 		return run_transform(job, batch);
-	if (job->envelope == EOI_ENVELOPE_DEBEZIUM)
-		return eoi_change_writer(job, batch);
 	if (job->mode == EOI_MODE_UPSERT)
 		return eoi_upsert_batch(job, batch);
 	return copy_into_target(job, batch);
 }
 
 /*
- * Write a batch as the current user (the job's owner).  The owner's code
- * that runs meanwhile (triggers, the transform, defaults) may change
- * settings with SET or set_config(..., false); they are discarded at the
- * end, so that nothing carries over into the next batch, or into the
- * session of whoever replays dead letters.
+ * Write a batch with `writer`, as the current user (the job's owner), in
+ * the caller's transaction, with a snapshot; returns the rows written.
+ * The owner's code that runs meanwhile (triggers, the transform, defaults)
+ * may change settings with SET or set_config(..., false); they are
+ * discarded at the end, so that nothing carries over into the next batch,
+ * or into the session of whoever replays dead letters.
  */
 uint64
-eoi_sink_write(const EoiJob *job, EoiBatch *batch)
+eoi_sink_write(const EoiJob *job, EoiBatch *batch, EoiBatchWriter writer)
 {
 	int			nest = NewGUCNestLevel();
-	uint64		rows = write_by_kind(job, batch);
+	uint64		rows;
 
+	check_sizes(job, batch);
+	eoi_avro_use_job(job);
+	rows = writer(job, batch);
 	AtEOXact_GUC(false, nest);
 	return rows;
 }
@@ -595,6 +588,7 @@ eoi_sink_write(const EoiJob *job, EoiBatch *batch)
 typedef struct SliceWrite
 {
 	const EoiJob *job;
+	EoiBatchWriter writer;
 	EoiBatch   *slice;
 	uint64		rows;
 } SliceWrite;
@@ -604,15 +598,15 @@ write_slice(void *arg)
 {
 	SliceWrite *sw = arg;
 
-	sw->rows = eoi_sink_write(sw->job, sw->slice);
+	sw->rows = eoi_sink_write(sw->job, sw->slice, sw->writer);
 }
 
 static bool
-try_write(const EoiJob *job, EoiBatch *batch, int from, int to, uint64 *rows,
-		  ErrorData **error, int *failed)
+try_write(const EoiJob *job, EoiBatchWriter writer, EoiBatch *batch, int from, int to,
+		  uint64 *rows, ErrorData **error, int *failed)
 {
 	EoiBatch	slice = eoi_batch_slice(batch, from, to);
-	SliceWrite	sw = {job, &slice, 0};
+	SliceWrite	sw = {job, writer, &slice, 0};
 	ErrorData  *edata;
 
 	edata = eoi_try_subxact(write_slice, &sw);
@@ -638,7 +632,7 @@ try_write(const EoiJob *job, EoiBatch *batch, int from, int to, uint64 *rows,
  * halved until the failing message is alone.
  */
 static void
-write_isolating(const EoiJob *job, EoiBatch *batch, int from, int to,
+write_isolating(const EoiJob *job, EoiBatchWriter writer, EoiBatch *batch, int from, int to,
 				uint64 *rows, int *dead)
 {
 	while (from < to)
@@ -647,40 +641,40 @@ write_isolating(const EoiJob *job, EoiBatch *batch, int from, int to,
 		int			failed = -1;
 		int			mid;
 
-		if (try_write(job, batch, from, to, rows, &error, &failed))
+		if (try_write(job, writer, batch, from, to, rows, &error, &failed))
 			return;
 
 		if (failed < 0 && to - from == 1)
 			failed = from;
 		if (failed >= 0)
 		{
-			write_isolating(job, batch, from, failed, rows, dead);
+			write_isolating(job, writer, batch, from, failed, rows, dead);
 			eoi_dead_letter_store(job, eoi_message_topic(batch, failed), batch->messages[failed], error);
 			(*dead)++;
 			from = failed + 1;
 			continue;
 		}
 		mid = from + (to - from) / 2;
-		write_isolating(job, batch, from, mid, rows, dead);
-		write_isolating(job, batch, mid, to, rows, dead);
+		write_isolating(job, writer, batch, from, mid, rows, dead);
+		write_isolating(job, writer, batch, mid, to, rows, dead);
 		return;
 	}
 }
 
 /*
- * Write the batch as the job's on_error says: with fail, an error fails
- * the whole batch; with dead_letter, the batch goes in whole when it can
- * (the fast path: one subtransaction), and only when it cannot are the
- * failing records isolated and kept as dead letters.
+ * Write the batch with `writer` as the job's on_error says: with fail, an
+ * error fails the whole batch; with dead_letter, the batch goes in whole
+ * when it can (the fast path: one subtransaction), and only when it cannot
+ * are the failing records isolated and kept as dead letters.
  */
 uint64
-eoi_sink_write_batch(const EoiJob *job, EoiBatch *batch, int *dead)
+eoi_sink_write_batch(const EoiJob *job, EoiBatch *batch, EoiBatchWriter writer, int *dead)
 {
 	uint64		rows = 0;
 
 	*dead = 0;
 	if (job->on_error == EOI_ON_ERROR_FAIL)
-		return eoi_sink_write(job, batch);
-	write_isolating(job, batch, 0, batch->n, &rows, dead);
+		return eoi_sink_write(job, batch, writer);
+	write_isolating(job, writer, batch, 0, batch->n, &rows, dead);
 	return rows;
 }

@@ -11,14 +11,21 @@
 #include "base/eoingest.h"
 #include "kafka/batch.h"
 
+#include "storage/lockdefs.h"
 #include "utils/relcache.h"
 
-/* How change events are written: envelope/cdc.c's eoi_cdc_batch(). */
-typedef uint64 (*EoiChangeWriter) (const EoiJob *job, EoiBatch *batch);
-extern EoiChangeWriter eoi_change_writer;
+/*
+ * Applies a batch (or a slice of one, while failing records are isolated)
+ * in the current subtransaction and returns the rows written: the writer
+ * of rows below, or an envelope's (change events), which the envelope
+ * layer picks for the job.
+ */
+typedef uint64 (*EoiBatchWriter) (const EoiJob *job, EoiBatch *batch);
 
-extern uint64 eoi_sink_write(const EoiJob *job, EoiBatch *batch);
-extern uint64 eoi_sink_write_batch(const EoiJob *job, EoiBatch *batch, int *dead);
+extern uint64 eoi_sink_write_rows(const EoiJob *job, EoiBatch *batch);
+extern uint64 eoi_sink_write(const EoiJob *job, EoiBatch *batch, EoiBatchWriter writer);
+extern uint64 eoi_sink_write_batch(const EoiJob *job, EoiBatch *batch, EoiBatchWriter writer,
+								   int *dead);
 extern Relation eoi_open_target(const char *target, LOCKMODE lockmode);
 extern Relation eoi_open_job_target(const EoiJob *job, LOCKMODE lockmode);
 extern bool eoi_target_exists(const char *target);

@@ -14,9 +14,9 @@
 #include "storage/proc.h"
 #include "utils/memutils.h"
 
-#include "apply/sink.h"
 #include "base/txn.h"
 #include "envelope/cdctxn.h"
+#include "envelope/envelope.h"
 #include "worker/twophase.h"
 #include "worker/worker_internal.h"
 
@@ -112,7 +112,7 @@ eoi_worker_write_batch(EoiBatch *batch)
 	{
 		case EOI_MODE_EXACTLY_ONCE:
 			eoi_begin_work("writing batch");
-			rows = eoi_sink_write_batch(eoi_worker.job, batch, &dead);
+			rows = eoi_envelope_write_batch(eoi_worker.job, batch, &dead);
 			eoi_worker_advance_offsets(last_offset);
 			EOI_FAULT_POINT("before_commit");
 			eoi_commit_work();
@@ -123,7 +123,7 @@ eoi_worker_write_batch(EoiBatch *batch)
 
 		case EOI_MODE_UPSERT:
 			eoi_begin_work("upserting batch");
-			rows = eoi_sink_write_batch(eoi_worker.job, batch, &dead);
+			rows = eoi_envelope_write_batch(eoi_worker.job, batch, &dead);
 			eoi_commit_work();
 			eoi_worker_note_consumed(last_offset);
 			EOI_FAULT_POINT("between_commits");
@@ -132,7 +132,7 @@ eoi_worker_write_batch(EoiBatch *batch)
 
 		case EOI_MODE_AT_LEAST_ONCE:
 			eoi_begin_work("writing batch");
-			rows = eoi_sink_write_batch(eoi_worker.job, batch, &dead);
+			rows = eoi_envelope_write_batch(eoi_worker.job, batch, &dead);
 			eoi_commit_work();
 			EOI_FAULT_POINT("between_commits");
 			eoi_begin_work("storing offsets");
@@ -150,7 +150,7 @@ eoi_worker_write_batch(EoiBatch *batch)
 			eoi_worker_offsets_committed();
 			EOI_FAULT_POINT("between_commits");
 			eoi_begin_work("writing batch");
-			rows = eoi_sink_write_batch(eoi_worker.job, batch, &dead);
+			rows = eoi_envelope_write_batch(eoi_worker.job, batch, &dead);
 			eoi_commit_work();
 			break;
 
@@ -390,7 +390,7 @@ eoi_worker_run_epoch(void)
 			 */
 			step_context = MemoryContextSwitchTo(eoi_worker.batch_context);
 			eoi_worker_writing(batch, batch_bytes(batch));
-			rows += eoi_sink_write_batch(eoi_worker.job, batch, &batch_dead);
+			rows += eoi_envelope_write_batch(eoi_worker.job, batch, &batch_dead);
 			dead += batch_dead;
 			eoi_worker_advance_offsets(last_offset);
 			MemoryContextSwitchTo(step_context);
