@@ -21,6 +21,7 @@ OBJS = \
 	src/kafka/groupfence.o \
 	src/format/csv.o \
 	src/format/decode.o \
+	src/format/decodejson.o \
 	src/format/jsonscan.o \
 	src/format/jsonvalue.o \
 	src/format/avro.o \

@@ -47,7 +47,7 @@ typedef struct EoiColumns
 	EoiJsonColumn *json;		/* json: how each column reads values */
 	List	   *generated;		/* json: names of GENERATED ALWAYS identity columns */
 	EoiTimestampUnit timestamp_unit;
-	struct EoiJsonSlot *json_slots; /* json: decode_json's buffers, reused */
+	struct EoiJsonSlot *json_slots; /* json: decodejson.c's buffers, reused */
 	StringInfo	json_text;
 	StringInfo	json_scratch;
 	char	   *json_scan;		/* json: jsonscan.c's scratch, reused */

@@ -6,7 +6,7 @@
  * Format json used to parse each message into a jsonb (jsonb_in) and read
  * the keys back from it; most of a JSON row's cost was that parse, its
  * numeric_in for every number and the sorting of keys.  This scan reads the
- * top-level object once, hands each key with its value's text to decode.c
+ * top-level object once, hands each key with its value's text to decodejson.c
  * and keeps nothing else.  Nested objects and arrays are only checked here:
  * their text goes to jsonb_in later when a column takes them.
  *
