@@ -31,6 +31,7 @@ OBJS = \
 	src/format/avrocheck.o \
 	src/format/registry.o \
 	src/format/wirenum.o \
+	src/apply/attempt.o \
 	src/apply/sink.o \
 	src/apply/direct.o \
 	src/apply/upsert.o \

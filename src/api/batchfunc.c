@@ -25,6 +25,7 @@
 #include "utils/tuplestore.h"
 
 #include "api/batchfunc.h"
+#include "apply/attempt.h"
 #include "base/txn.h"
 #include "format/avro.h"
 #include "kafka/batch.h"
@@ -217,7 +218,7 @@ message_text(EoiFormat format, rd_kafka_message_t *msg, bool key, bool *isnull, 
 Datum
 eoingest_batch(PG_FUNCTION_ARGS)
 {
-	EoiBatch   *batch = eoi_current_batch;
+	EoiBatch   *batch = eoi_attempt != NULL ? eoi_attempt->transform_batch : NULL;
 	TupleDesc	tupdesc;
 	Tuplestorestate *store;
 

@@ -39,6 +39,7 @@
 #include "utils/rel.h"
 #include "utils/rls.h"
 
+#include "apply/attempt.h"
 #include "apply/direct.h"
 #include "apply/errclass.h"
 #include "apply/replay.h"
@@ -49,10 +50,6 @@
 #include "format/avro.h"
 #include "format/decode.h"
 #include "store/job.h"
-
-/* COPY's data source callback takes no argument: the batch's lines. */
-static StringInfo copy_source = NULL;
-static int	copy_source_pos = 0;
 
 /* For error context: which message is being decoded or copied. */
 typedef struct MessagePosition
@@ -99,14 +96,16 @@ set_message_position(void *arg, int message)
 	((MessagePosition *) arg)->current = message;
 }
 
+/* COPY's data source, which takes no argument: the attempt's lines. */
 static int
 copy_read_batch(void *outbuf, int minread, int maxread)
 {
-	int			avail = copy_source->len - copy_source_pos;
+	StringInfo	lines = eoi_attempt->copy_lines;
+	int			avail = lines->len - eoi_attempt->copy_pos;
 	int			n = Min(avail, maxread);
 
-	memcpy(outbuf, copy_source->data + copy_source_pos, n);
-	copy_source_pos += n;
+	memcpy(outbuf, lines->data + eoi_attempt->copy_pos, n);
+	eoi_attempt->copy_pos += n;
 	return n;
 }
 
@@ -467,15 +466,15 @@ copy_into_target(const EoiJob *job, EoiBatch *batch)
 	options = list_make2(makeDefElem("format", (Node *) makeString("text"), -1),
 						 makeDefElem("encoding",
 									 (Node *) makeString(pstrdup(GetDatabaseEncodingName())), -1));
-	copy_source = &lines;
-	copy_source_pos = 0;
+	eoi_attempt->copy_lines = &lines;
+	eoi_attempt->copy_pos = 0;
 	cstate = BeginCopyFrom(pstate, rel, NULL, NULL, false, copy_read_batch,
 						   cols->names, options);
 	mc.cstate = cstate;
 	processed = CopyFrom(cstate);
 	mc.cstate = NULL;
 	EndCopyFrom(cstate);
-	copy_source = NULL;
+	eoi_attempt->copy_lines = NULL;
 
 	error_context_stack = errcb.previous;
 
@@ -513,9 +512,9 @@ run_transform(const EoiJob *job, EoiBatch *batch)
 	}
 	batch->format = job->format;
 	batch->key_format = job->key_format;
-	eoi_current_batch = batch;
+	eoi_attempt->transform_batch = batch;
 	ret = SPI_execute_plan(plan, NULL, NULL, false, 0);
-	eoi_current_batch = NULL;
+	eoi_attempt->transform_batch = NULL;
 	if (ret < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_SQL_STATEMENT_NOT_YET_COMPLETE),
@@ -547,10 +546,12 @@ check_sizes(const EoiJob *job, EoiBatch *batch)
 /*
  * The writer of rows (envelope none): the job's transform, the upsert of
  * keyed rows, or the insert of rows.  Returns how many rows were written.
+ * Called as an attempt's writer (eoi_sink_write).
  */
 uint64
 eoi_sink_write_rows(const EoiJob *job, EoiBatch *batch)
 {
+	Assert(eoi_attempt != NULL && eoi_attempt->batch == batch);
 	if (job->transform != NULL)
 		return run_transform(job, batch);
 	if (job->mode == EOI_MODE_UPSERT)
@@ -560,23 +561,15 @@ eoi_sink_write_rows(const EoiJob *job, EoiBatch *batch)
 
 /*
  * Write a batch with `writer`, as the current user (the job's owner), in
- * the caller's transaction, with a snapshot; returns the rows written.
- * The owner's code that runs meanwhile (triggers, the transform, defaults)
- * may change settings with SET or set_config(..., false); they are
- * discarded at the end, so that nothing carries over into the next batch,
- * or into the session of whoever replays dead letters.
+ * the caller's transaction, with a snapshot, as one attempt (attempt.c);
+ * returns the rows written.
  */
 uint64
 eoi_sink_write(const EoiJob *job, EoiBatch *batch, EoiBatchWriter writer)
 {
-	int			nest = NewGUCNestLevel();
-	uint64		rows;
-
 	check_sizes(job, batch);
 	eoi_avro_use_job(job);
-	rows = writer(job, batch);
-	AtEOXact_GUC(false, nest);
-	return rows;
+	return eoi_attempt_run(job, batch, writer);
 }
 
 /*
@@ -615,7 +608,6 @@ try_write(const EoiJob *job, EoiBatchWriter writer, EoiBatch *batch, int from, i
 		*rows += sw.rows;
 		return true;
 	}
-	eoi_current_batch = NULL;
 	if (!eoi_is_record_error(edata))
 		ReThrowError(edata);
 	*error = edata;

@@ -8,19 +8,12 @@
 #ifndef EOI_SINK_H
 #define EOI_SINK_H
 
+#include "apply/attempt.h"
 #include "base/eoingest.h"
 #include "kafka/batch.h"
 
 #include "storage/lockdefs.h"
 #include "utils/relcache.h"
-
-/*
- * Applies a batch (or a slice of one, while failing records are isolated)
- * in the current subtransaction and returns the rows written: the writer
- * of rows below, or an envelope's (change events), which the envelope
- * layer picks for the job.
- */
-typedef uint64 (*EoiBatchWriter) (const EoiJob *job, EoiBatch *batch);
 
 extern uint64 eoi_sink_write_rows(const EoiJob *job, EoiBatch *batch);
 extern uint64 eoi_sink_write(const EoiJob *job, EoiBatch *batch, EoiBatchWriter writer);

@@ -15,7 +15,6 @@
 
 #include "kafka/batch.h"
 
-EoiBatch   *eoi_current_batch = NULL;
 
 /* For error context callbacks: name the message. */
 void
@@ -99,8 +98,6 @@ batch_release(void *arg)
 	for (int i = 0; i < batch->n; i++)
 		rd_kafka_message_destroy(batch->messages[i]);
 	batch->n = 0;
-	if (eoi_current_batch == batch)
-		eoi_current_batch = NULL;
 }
 
 /*

@@ -23,9 +23,6 @@ typedef struct EoiBatch
 	EoiFormat	key_format;		/* and keys */
 } EoiBatch;
 
-/* The batch a transform may read through eoingest.batch(); NULL otherwise. */
-extern EoiBatch *eoi_current_batch;
-
 /* Read from the job's partitions, not rebuilt from dead letters. */
 static inline bool
 eoi_batch_from_partitions(const EoiBatch *batch)

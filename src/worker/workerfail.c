@@ -147,7 +147,6 @@ eoi_worker_handle_failure(MemoryContext error_context)
 	edata = CopyErrorData();
 	FlushErrorState();
 	AbortOutOfAnyTransaction();
-	eoi_current_batch = NULL;
 	pgstat_report_activity(STATE_IDLE, NULL);
 	message = eoi_describe_error(edata);
 	if (eoi_worker.epoch_open != 0)
