@@ -15,7 +15,6 @@
 #include "utils/rel.h"
 
 #include "envelope/cdc_internal.h"
-#include "format/avro.h"
 
 /* ---- JSON helpers ---- */
 
@@ -310,21 +309,14 @@ known_wrapper(CdcRoutes *routes, const char *data, size_t len, EventJson *ev, si
 void
 eoi_cdc_split_message(CdcRoutes *routes, rd_kafka_message_t *msg, bool key, EventJson *ev)
 {
-	const char *data = key ? msg->key : msg->payload;
-	size_t		len = key ? msg->key_len : msg->len;
+	size_t		len;
+	const char *data = eoi_message_json(routes->job->format, msg, key, &len);
 	Member		w[2] = {{"schema"}, {"payload"}};
 	MemberScan	wrapper = {w, 2, true, false};
 	Jsonb	   *jb;
 	size_t		checked;
 
 	memset(ev, 0, sizeof(*ev));
-	if (routes->job->format == EOI_FORMAT_AVRO)
-	{
-		data = eoi_avro_framed(msg, key, true, &len);
-		data = eoi_avro_json(data, len);
-		len = strlen(data);
-	}
-	eoi_json_unframe(&data, &len);	/* Confluent's JsonSchemaConverter */
 	if (known_wrapper(routes, data, len, ev, &checked))
 	{
 		(void) pg_verifymbstr(data + checked, (int) (len - checked), false);

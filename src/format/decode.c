@@ -518,3 +518,27 @@ eoi_decode_kafka_message(EoiColumns *cols, rd_kafka_message_t *msg, bool key,
 	}
 	return eoi_decode_message(cols, data, len, writer, econtext);
 }
+
+/*
+ * The value (key) of `msg` as JSON text, for an envelope that reads a
+ * message's structure itself (Debezium's change events): format json's
+ * text, without Confluent's JSON Schema framing; format avro's record
+ * rendered as JSON with its writer's schema (avro.c), its logical types
+ * as PostgreSQL reads them.  Not checked for the encoding: the caller
+ * checks what it reads.
+ */
+const char *
+eoi_message_json(EoiFormat format, rd_kafka_message_t *msg, bool key, size_t *len)
+{
+	const char *data = key ? msg->key : msg->payload;
+
+	*len = key ? msg->key_len : msg->len;
+	if (format == EOI_FORMAT_AVRO)
+	{
+		data = eoi_avro_framed(msg, key, true, len);
+		data = eoi_avro_json(data, *len);
+		*len = strlen(data);
+	}
+	eoi_json_unframe(&data, len);	/* Confluent's JsonSchemaConverter */
+	return data;
+}
