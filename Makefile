@@ -38,6 +38,7 @@ OBJS = \
 	src/apply/upsertbulk.o \
 	src/apply/errclass.o \
 	src/apply/shape.o \
+	src/apply/target.o \
 	src/apply/replay.o \
 	src/envelope/envelope.o \
 	src/envelope/cdc.o \

@@ -20,7 +20,7 @@
 #include "utils/builtins.h"
 
 #include "api/api_internal.h"
-#include "apply/sink.h"
+#include "apply/target.h"
 #include "base/shmem.h"
 #include "format/decode.h"
 #include "store/offsets.h"

@@ -22,7 +22,7 @@
 #include "utils/regproc.h"
 
 #include "api/api_internal.h"
-#include "apply/sink.h"
+#include "apply/target.h"
 #include "apply/upsert.h"
 #include "base/settings.h"
 #include "kafka/policy.h"

@@ -1,10 +1,10 @@
 /*-------------------------------------------------------------------------
  *
  * replay.c
- *	  Dead letters as the writer sees them: a failed message kept with the
- *	  bytes a replay needs, and their replay, which puts them through the
- *	  job's writer again once the cause is fixed.  The table itself is
- *	  store/deadletter.c's; the SQL function, api/deadletters.c.
+ *	  The replay of dead letters, which puts them through the job's writer
+ *	  again once the cause is fixed.  The table is store/deadletter.c's;
+ *	  keeping a failed message, sink.c's; the SQL function,
+ *	  api/deadletters.c's.
  *
  *-------------------------------------------------------------------------
  */
@@ -22,7 +22,6 @@
 
 #include "apply/replay.h"
 #include "apply/sink.h"
-#include "format/avro.h"
 #include "store/deadletter.h"
 #include "store/job.h"
 
@@ -47,42 +46,6 @@ bytes_copy(HeapTuple tup, TupleDesc desc, int col, MemoryContext cxt, size_t *le
 	memcpy(copy, VARDATA_ANY(b), *len);
 	copy[*len] = '\0';
 	return copy;
-}
-
-/*
- * The key or value a dead letter keeps: the message's, with the schema id
- * of format avro put in front when it came in a record header, since a
- * replay has the dead letter's bytes only.
- */
-static bytea *
-dead_letter_bytes(const EoiJob *job, rd_kafka_message_t *msg, bool key)
-{
-	EoiFormat	format = key ? job->key_format : job->format;
-	const char *data = key ? msg->key : msg->payload;
-	size_t		len = key ? msg->key_len : msg->len;
-
-	if (format == EOI_FORMAT_AVRO)
-		data = eoi_avro_framed(msg, key, false, &len);
-	return eoi_message_bytes(data, len);
-}
-
-/*
- * Keep message `msg` of `topic`, which failed with `edata`, as a dead
- * letter of the job (eoi_dead_letter_insert), in the current transaction.
- */
-void
-eoi_dead_letter_store(const EoiJob *job, const char *topic, rd_kafka_message_t *msg,
-					  ErrorData *edata)
-{
-	EoiDeadLetter letter;
-
-	letter.topic = topic;
-	letter.partition = msg->partition;
-	letter.offset = msg->offset;
-	letter.key = dead_letter_bytes(job, msg, true);
-	letter.value = dead_letter_bytes(job, msg, false);
-	letter.timestamp = eoi_message_timestamp(msg, &letter.timestamp_isnull);
-	eoi_dead_letter_insert(job, &letter, edata);
 }
 
 /*

@@ -1,16 +1,25 @@
 /*-------------------------------------------------------------------------
  *
  * sink.c
- *	  Writing a batch into PostgreSQL, inside the caller's transaction.
+ *	  Writing a batch into PostgreSQL, inside the caller's transaction: the
+ *	  writer of rows, and the isolation of the records that fail.
  *
  * Without a transform, the messages are decoded into COPY text-format
  * lines and fed to the server's own COPY FROM machinery through a data
  * source callback: the batch goes in with COPY's multi-insert buffering,
  * and gets its type input, defaults, constraints, triggers and partition
  * routing.  Privileges are checked as COPY does, as the job's owner.
+ * (direct.c writes tuples straight into the table where it may, upsert.c
+ * keyed rows.)
  *
  * With a transform, the job's SQL statement runs once over the batch,
  * which it reads with eoingest.batch().
+ *
+ * With on_error dead_letter, a batch that fails is written again in
+ * slices, each its own attempt (attempt.c) in a subtransaction, until the
+ * records that fail are alone; they are kept in eoingest.dead_letters.
+ * The writer is the caller's: the rows' (eoi_sink_write_rows) or an
+ * envelope's.
  *
  *-------------------------------------------------------------------------
  */
@@ -42,13 +51,14 @@
 #include "apply/attempt.h"
 #include "apply/direct.h"
 #include "apply/errclass.h"
-#include "apply/replay.h"
 #include "apply/shape.h"
 #include "apply/sink.h"
+#include "apply/target.h"
 #include "apply/upsert.h"
 #include "base/txn.h"
 #include "format/avro.h"
 #include "format/decode.h"
+#include "store/deadletter.h"
 #include "store/job.h"
 
 /* For error context: which message is being decoded or copied. */
@@ -107,236 +117,6 @@ copy_read_batch(void *outbuf, int minread, int maxread)
 	memcpy(outbuf, lines->data + eoi_attempt->copy_pos, n);
 	eoi_attempt->copy_pos += n;
 	return n;
-}
-
-static RangeVar *
-target_rangevar(const char *target)
-{
-	List	   *names;
-
-#if PG_VERSION_NUM >= 160000
-	names = stringToQualifiedNameList(target, NULL);
-#else
-	names = stringToQualifiedNameList(target);
-#endif
-	return makeRangeVarFromNameList(names);
-}
-
-static void
-check_is_table(Relation rel, const char *target)
-{
-	if (rel->rd_rel->relkind != RELKIND_RELATION &&
-		rel->rd_rel->relkind != RELKIND_PARTITIONED_TABLE)
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("target \"%s\" is not a table", target)));
-}
-
-/* Open the job's target by its stored, schema-qualified name. */
-Relation
-eoi_open_target(const char *target, LOCKMODE lockmode)
-{
-	Relation	rel = table_openrv(target_rangevar(target), lockmode);
-
-	check_is_table(rel, target);
-	return rel;
-}
-
-/* Does a relation of the stored, schema-qualified name exist now? */
-bool
-eoi_target_exists(const char *target)
-{
-	return OidIsValid(RangeVarGetRelid(target_rangevar(target), NoLock, true));
-}
-
-/*
- * Open the target a job writes into.  The job stores the target by name:
- * a table renamed, moved to another schema or dropped under it is not
- * found, and the error says which and how to go on.  A table this process
- * wrote into before is recognised by its OID under its new name.
- */
-Relation
-eoi_open_job_target(const EoiJob *job, LOCKMODE lockmode)
-{
-	static Oid	last_relid = InvalidOid;
-	Relation	rel = table_openrv_extended(target_rangevar(job->target), lockmode, true);
-	char	   *relname;
-
-	if (rel != NULL)
-	{
-		check_is_table(rel, job->target);
-		last_relid = RelationGetRelid(rel);
-		return rel;
-	}
-
-	relname = OidIsValid(last_relid) ? get_rel_name(last_relid) : NULL;
-	if (relname != NULL)
-	{
-		char	   *now = quote_qualified_identifier(get_namespace_name(get_rel_namespace(last_relid)),
-													 relname);
-
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_TABLE),
-				 errmsg("target \"%s\" of job \"%s\" no longer exists under that name",
-						job->target, job->name),
-				 errdetail("The table was renamed or moved to another schema; it is now %s.", now),
-				 errhint("Point the job at it with eoingest.alter_job(%s, target => %s), then run eoingest.start_job(%s); or give the table its old name back.",
-						 quote_literal_cstr(job->name), quote_literal_cstr(now),
-						 quote_literal_cstr(job->name))));
-	}
-	ereport(ERROR,
-			(errcode(ERRCODE_UNDEFINED_TABLE),
-			 errmsg("target \"%s\" of job \"%s\" does not exist", job->target, job->name),
-			 errdetail("The table was dropped, renamed or moved to another schema."),
-			 errhint("Create the table again (the job resumes at its stored offsets), or point the job at the table's new name with eoingest.alter_job(%s, target => ...); then run eoingest.start_job(%s).",
-					 quote_literal_cstr(job->name), quote_literal_cstr(job->name))));
-	pg_unreachable();
-}
-
-/* The target's range table entry, for an INSERT of the given columns. */
-RangeTblEntry *
-eoi_target_rte(ParseState *pstate, Relation rel, List *colnames)
-{
-	ParseNamespaceItem *nsitem;
-	RangeTblEntry *rte;
-	ListCell   *lc;
-	Bitmapset  *cols = NULL;
-
-	nsitem = addRangeTableEntryForRelation(pstate, rel, RowExclusiveLock, NULL, false, false);
-	rte = nsitem->p_rte;
-	foreach(lc, colnames)
-	{
-		AttrNumber	attnum = attnameAttNum(rel, strVal(lfirst(lc)), false);
-
-		cols = bms_add_member(cols, attnum - FirstLowInvalidHeapAttributeNumber);
-	}
-#if PG_VERSION_NUM >= 160000
-	nsitem->p_perminfo->requiredPerms = ACL_INSERT;
-	nsitem->p_perminfo->insertedCols = cols;
-#else
-	rte->requiredPerms = ACL_INSERT;
-	rte->insertedCols = cols;
-#endif
-	return rte;
-}
-
-static void
-check_insert(ParseState *pstate, Relation rel)
-{
-#if PG_VERSION_NUM >= 160000
-	ExecCheckPermissions(pstate->p_rtable, pstate->p_rteperminfos, true);
-#else
-	ExecCheckRTPerms(pstate->p_rtable, true);
-#endif
-	if (check_enable_rls(RelationGetRelid(rel), InvalidOid, false) == RLS_ENABLED)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("target \"%s\" has row-level security enabled",
-						RelationGetRelationName(rel)),
-				 errdetail("A target's rows go in as COPY FROM or INSERT ... ON CONFLICT would write them, but without the policies' checks."),
-				 errhint("Write through a transform (INSERT INTO ... SELECT ... FROM eoingest.batch()), where the policies apply, and a row they refuse is a dead letter.")));
-}
-
-/* Do the mode's guarantees rest on the WAL: rows and offsets alike? */
-static bool
-mode_is_exact(EoiMode mode)
-{
-	return mode == EOI_MODE_EXACTLY_ONCE || mode == EOI_MODE_TWO_PHASE ||
-		mode == EOI_MODE_UPSERT;
-}
-
-/*
- * The first partition of a partitioned `rel`, at any depth, whose rows
- * would not commit with this transaction's offsets, or InvalidOid: one not
- * WAL-logged (unlogged; a temporary one cannot be attached to a permanent
- * table, but costs nothing to look for), or a foreign table (its rows
- * commit on the remote server before this transaction does), as *foreign
- * says.  The partitions are read from pg_inherits without locking them: the
- * caller holds a lock on `rel`, and a partition attached or altered after
- * this look is seen the next time the target is opened.
- */
-static Oid
-inexact_partition(Relation rel, bool *foreign)
-{
-	List	   *tree;
-	ListCell   *lc;
-
-	if (rel->rd_rel->relkind != RELKIND_PARTITIONED_TABLE)
-		return InvalidOid;
-	tree = find_all_inheritors(RelationGetRelid(rel), NoLock, NULL);
-	foreach(lc, tree)
-	{
-		Oid			relid = lfirst_oid(lc);
-
-		*foreign = get_rel_relkind(relid) == RELKIND_FOREIGN_TABLE;
-		if (*foreign || get_rel_persistence(relid) != RELPERSISTENCE_PERMANENT)
-			return relid;
-	}
-	return InvalidOid;
-}
-
-/*
- * Is `rel` a table a job may write into?  Not a system catalog (nor
- * information_schema), and, in the modes whose guarantee is that rows and
- * offsets survive together, not UNLOGGED, nor holding an UNLOGGED partition
- * anywhere in its tree: a crash empties an unlogged table while the
- * WAL-logged offsets stay, and the rows are lost for good.  Nor holding a
- * foreign partition: a local failure after the remote commit leaves its rows
- * there, uncounted, and the batch is written again.  Checked at
- * create_job and alter_job, and by the worker whenever it opens the table
- * (ALTER TABLE ... SET UNLOGGED, or ATTACH PARTITION, under a running job).
- */
-void
-eoi_check_target_kind(Relation rel, EoiMode mode)
-{
-	const char *nspname = get_namespace_name(RelationGetNamespace(rel));
-	Oid			partition;
-	bool		foreign = false;
-
-	if (IsCatalogRelation(rel) || IsToastRelation(rel) ||
-		strcmp(nspname, "information_schema") == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("target \"%s\" is a system catalog", RelationGetRelationName(rel)),
-				 errhint("Write into a table of your own.")));
-	if (rel->rd_rel->relpersistence == RELPERSISTENCE_UNLOGGED && mode_is_exact(mode))
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("target \"%s\" is an unlogged table, which mode %s cannot write into",
-						RelationGetRelationName(rel), eoi_mode_name(mode)),
-				 errdetail("A crash empties an unlogged table, while the offsets saying its rows were consumed survive: those rows would be lost."),
-				 errhint("Make the table logged (ALTER TABLE ... SET LOGGED), or use mode at_least_once or at_most_once, which promise less.")));
-	if (!mode_is_exact(mode) || !OidIsValid(partition = inexact_partition(rel, &foreign)))
-		return;
-	if (foreign)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("target \"%s\" has a foreign partition \"%s\", which mode %s cannot write into",
-						RelationGetRelationName(rel), get_rel_name(partition), eoi_mode_name(mode)),
-				 errdetail("The rows of a foreign table commit on its server before the batch's transaction commits here: should this transaction fail afterwards, they stay there while the offsets do not count them, and the batch is written again."),
-				 errhint("Detach the foreign partition (ALTER TABLE %s DETACH PARTITION %s), or use mode at_least_once or at_most_once, which promise less.",
-						 quote_qualified_identifier(nspname, RelationGetRelationName(rel)),
-						 quote_qualified_identifier(get_namespace_name(get_rel_namespace(partition)),
-													get_rel_name(partition)))));
-	ereport(ERROR,
-			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-			 errmsg("target \"%s\" has an unlogged partition \"%s\", which mode %s cannot write into",
-					RelationGetRelationName(rel), get_rel_name(partition), eoi_mode_name(mode)),
-			 errdetail("A crash empties an unlogged partition, while the offsets saying its rows were consumed survive: those rows would be lost."),
-			 errhint("Make the partition logged (ALTER TABLE %s SET LOGGED), or use mode at_least_once or at_most_once, which promise less.",
-					 quote_qualified_identifier(get_namespace_name(get_rel_namespace(partition)),
-												get_rel_name(partition)))));
-}
-
-/* Check, as COPY would, that the current user may insert these columns. */
-void
-eoi_check_target_insert(Relation rel, List *colnames)
-{
-	ParseState *pstate = make_parsestate(NULL);
-
-	(void) eoi_target_rte(pstate, rel, colnames);
-	check_insert(pstate, rel);
-	free_parsestate(pstate);
 }
 
 /*
@@ -431,7 +211,7 @@ copy_into_target(const EoiJob *job, EoiBatch *batch)
 	eoi_check_target_kind(rel, job->mode);
 	eoi_check_target_unchanged(job, rel, cols);
 	rte = eoi_target_rte(pstate, rel, cols->names);
-	check_insert(pstate, rel);
+	eoi_check_insert(pstate, rel);
 
 	errcb.callback = message_error_callback;
 	errcb.arg = &mc;
@@ -573,6 +353,42 @@ eoi_sink_write(const EoiJob *job, EoiBatch *batch, EoiBatchWriter writer)
 }
 
 /*
+ * The key or value a dead letter keeps: the message's, with the schema id
+ * of format avro put in front when it came in a record header, since a
+ * replay has the dead letter's bytes only.
+ */
+static bytea *
+dead_letter_bytes(const EoiJob *job, rd_kafka_message_t *msg, bool key)
+{
+	EoiFormat	format = key ? job->key_format : job->format;
+	const char *data = key ? msg->key : msg->payload;
+	size_t		len = key ? msg->key_len : msg->len;
+
+	if (format == EOI_FORMAT_AVRO)
+		data = eoi_avro_framed(msg, key, false, &len);
+	return eoi_message_bytes(data, len);
+}
+
+/*
+ * Keep message `msg` of `topic`, which failed with `edata`, as a dead
+ * letter of the job (eoi_dead_letter_insert), in the current transaction.
+ */
+static void
+dead_letter_store(const EoiJob *job, const char *topic, rd_kafka_message_t *msg,
+					  ErrorData *edata)
+{
+	EoiDeadLetter letter;
+
+	letter.topic = topic;
+	letter.partition = msg->partition;
+	letter.offset = msg->offset;
+	letter.key = dead_letter_bytes(job, msg, true);
+	letter.value = dead_letter_bytes(job, msg, false);
+	letter.timestamp = eoi_message_timestamp(msg, &letter.timestamp_isnull);
+	eoi_dead_letter_insert(job, &letter, edata);
+}
+
+/*
  * Try to write messages [from, to) in a subtransaction.  Returns true and
  * adds to *rows on success; on an error of one record, rolls back and
  * returns false with the error and the failing message (or -1 if the error
@@ -641,7 +457,7 @@ write_isolating(const EoiJob *job, EoiBatchWriter writer, EoiBatch *batch, int f
 		if (failed >= 0)
 		{
 			write_isolating(job, writer, batch, from, failed, rows, dead);
-			eoi_dead_letter_store(job, eoi_message_topic(batch, failed), batch->messages[failed], error);
+			dead_letter_store(job, eoi_message_topic(batch, failed), batch->messages[failed], error);
 			(*dead)++;
 			from = failed + 1;
 			continue;

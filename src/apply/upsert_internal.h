@@ -15,7 +15,7 @@
 #include "fmgr.h"
 #include "utils/rel.h"
 
-#include "apply/sink.h"
+#include "apply/target.h"
 #include "apply/upsert.h"
 #include "format/decode.h"
 

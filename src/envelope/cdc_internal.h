@@ -18,7 +18,7 @@
 #include "utils/rel.h"
 
 #include "apply/shape.h"
-#include "apply/sink.h"
+#include "apply/target.h"
 #include "apply/upsert.h"
 #include "envelope/cdcreplay.h"
 #include "format/decode.h"

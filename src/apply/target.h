@@ -1,0 +1,28 @@
+/*-------------------------------------------------------------------------
+ *
+ * target.h
+ *	  A job's target table: opening it, and the checks COPY would make.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef EOI_TARGET_H
+#define EOI_TARGET_H
+
+#include "base/eoingest.h"
+
+#include "storage/lockdefs.h"
+#include "utils/relcache.h"
+
+struct ParseState;
+struct RangeTblEntry;
+
+extern Relation eoi_open_target(const char *target, LOCKMODE lockmode);
+extern Relation eoi_open_job_target(const EoiJob *job, LOCKMODE lockmode);
+extern bool eoi_target_exists(const char *target);
+extern void eoi_check_target_kind(Relation rel, EoiMode mode);
+extern void eoi_check_target_insert(Relation rel, List *colnames);
+extern void eoi_check_insert(struct ParseState *pstate, Relation rel);
+extern struct RangeTblEntry *eoi_target_rte(struct ParseState *pstate, Relation rel,
+											List *colnames);
+
+#endif
