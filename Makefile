@@ -20,6 +20,7 @@ OBJS = \
 	src/kafka/positions.o \
 	src/kafka/groupfence.o \
 	src/format/csv.o \
+	src/format/columns.o \
 	src/format/decode.o \
 	src/format/decodejson.o \
 	src/format/jsonscan.o \

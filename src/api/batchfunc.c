@@ -28,6 +28,7 @@
 #include "apply/attempt.h"
 #include "base/txn.h"
 #include "format/avro.h"
+#include "format/decode.h"
 #include "kafka/batch.h"
 
 PG_FUNCTION_INFO_V1(eoingest_batch);

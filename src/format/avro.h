@@ -15,7 +15,7 @@
 
 #include <librdkafka/rdkafka.h>
 
-#include "format/decode.h"
+#include "format/columns.h"
 
 /* Use this job's registry for what follows (sink.c, before decoding). */
 extern void eoi_avro_use_job(const EoiJob *job);

@@ -32,8 +32,7 @@
 #include "utils/memutils.h"
 #include "utils/rel.h"
 
-#include "format/decode.h"
-#include "format/decode_internal.h"
+#include "format/decodejson.h"
 #include "format/jsonscan.h"
 
 int			eoingest_json_decode = EOI_JSON_DECODE_SCAN;
