@@ -179,7 +179,7 @@ eoi_define_settings(void)
 
 	DefineCustomEnumVariable("eoingest.insert_path",
 							 "How rows without a transform go into the target: direct (tuples) or copy (COPY's text).",
-							 "direct builds tuples from the decoded fields when the target allows it (src/direct.c says when) and uses COPY otherwise; copy always goes through COPY's text.",
+							 "direct builds tuples from the decoded fields when the target allows it (src/apply/direct.c says when) and uses COPY otherwise; copy always goes through COPY's text.",
 							 &eoingest_insert_path,
 							 EOI_INSERT_PATH_DIRECT, insert_path_options,
 							 PGC_SUSET,
@@ -188,7 +188,7 @@ eoi_define_settings(void)
 
 	DefineCustomEnumVariable("eoingest.json_decode",
 							 "How format json reads a message: scan (one pass into the columns) or jsonb (jsonb_in, then the keys).",
-							 "scan reads the top-level object in one pass (src/jsonscan.c) and takes jsonb's way only for the messages it declines; jsonb always parses into jsonb first. Both give the same rows and errors; jsonb is there for the tests that show it, and so is scan_only (a message the scan declines is a record error).",
+							 "scan reads the top-level object in one pass (src/format/jsonscan.c) and takes jsonb's way only for the messages it declines; jsonb always parses into jsonb first. Both give the same rows and errors; jsonb is there for the tests that show it, and so is scan_only (a message the scan declines is a record error).",
 							 &eoingest_json_decode,
 							 EOI_JSON_DECODE_SCAN, json_decode_options,
 							 PGC_SUSET,
@@ -197,7 +197,7 @@ eoi_define_settings(void)
 
 	DefineCustomEnumVariable("eoingest.upsert_path",
 							 "How mode upsert and envelope debezium write a batch's rows: bulk or on_conflict.",
-							 "bulk looks the batch's keys up in the key's index, inserts the new rows as tuples and sends the existing ones through INSERT ... ON CONFLICT when the target allows it (src/upsert.c says when), with the statement for the whole batch as the fallback; on_conflict always uses INSERT ... ON CONFLICT.",
+							 "bulk looks the batch's keys up in the key's index, inserts the new rows as tuples and sends the existing ones through INSERT ... ON CONFLICT when the target allows it (src/apply/upsertbulk.c says when), with the statement for the whole batch as the fallback; on_conflict always uses INSERT ... ON CONFLICT.",
 							 &eoingest_upsert_path,
 							 EOI_UPSERT_PATH_BULK, upsert_path_options,
 							 PGC_SUSET,

@@ -48,7 +48,7 @@ typedef enum EoiFormat
 /* How format json reads a number for a timestamptz, timestamp or date column. */
 typedef enum EoiTimestampUnit
 {
-	EOI_TS_AUTO,				/* by magnitude (decode.c says how) */
+	EOI_TS_AUTO,				/* by magnitude (jsonvalue.c says how) */
 	EOI_TS_SECONDS,
 	EOI_TS_MILLISECONDS,
 	EOI_TS_MICROSECONDS,

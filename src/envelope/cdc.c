@@ -27,7 +27,7 @@
  * skipped (cdcreplay.c).
  *
  * The images' fields fill the columns of those names, as format json maps
- * an object (decode.c).  A field that is not a column of the target, or a
+ * an object (format/decodejson.c).  A field that is not a column of the target, or a
  * missing or null key, is an error of the record, as is an unknown op.
  *
  * Debezium encodes many types as numbers, base64 strings or structs.  With

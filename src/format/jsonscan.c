@@ -11,7 +11,7 @@
  * their text goes to jsonb_in later when a column takes them.
  *
  * It accepts a strict subset of what PostgreSQL's JSON parser accepts, and
- * declines (returns false) everything else, so that decode.c can fall back
+ * declines (returns false) everything else, so that decodejson.c can fall back
  * to jsonb's path, which then reads the message or raises the very error
  * it always raised.  The grammar and lexical rules are PostgreSQL's
  * (src/common/jsonapi.c): white space is space, tab, CR and LF; a literal
