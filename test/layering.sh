@@ -22,6 +22,21 @@ if [ ${#files[@]} -eq 0 ]; then
   exit 1
 fi
 
+# Every source file must be built: a file missing from the Makefile's OBJS
+# still links (an extension's undefined symbols are looked up at load), and
+# the server then refuses to load the library.
+makefile=$SRC/../Makefile
+if [ -f "$makefile" ]; then
+  unbuilt=0
+  for c in */*.c; do
+    if ! grep -q "src/${c%.c}\.o" "$makefile"; then
+      echo "layering: src/$c is not in the Makefile's OBJS" >&2
+      unbuilt=1
+    fi
+  done
+  [ "$unbuilt" = 0 ] || exit 1
+fi
+
 # Every folder under src/ must be a layer: a new folder needs its rank here.
 for dir in */; do
   dir=${dir%/}
