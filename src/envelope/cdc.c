@@ -52,6 +52,7 @@
 #include "envelope/cdc.h"
 #include "envelope/cdc_internal.h"
 #include "envelope/cdctxn.h"
+#include "store/offsets.h"
 
 /* ---- events ---- */
 
@@ -653,6 +654,23 @@ route_event(CdcRoutes *routes, EventJson *ev)
 }
 
 /*
+ * The last END of the transaction topic that the batch commits, kept with
+ * the topic's offset (cdctxn.c: an END at or below it that comes again is
+ * of a transaction committed already).
+ */
+static void
+note_transaction_end(EoiOffsetSourcePosition *end, rd_kafka_message_t *msg, const char *topic)
+{
+	uint64		lsn;
+
+	if (msg->payload == NULL || (lsn = eoi_txn_end_lsn(msg)) <= end->lsn)
+		return;
+	end->topic = (char *) topic;
+	end->partition = msg->partition;
+	end->lsn = lsn;
+}
+
+/*
  * Apply a batch of change events to the job's target, or targets.  Returns
  * the rows deleted, inserted and updated.  With transactions => 'source',
  * the batch holds whole source transactions (cdctxn.c), and the messages of
@@ -665,6 +683,7 @@ eoi_cdc_batch(const EoiJob *job, EoiBatch *batch)
 	EventPosition ep = {batch, -1};
 	ErrorContextCallback errcb;
 	uint64		processed = 0;
+	EoiOffsetSourcePosition txn_end = {0};
 
 	routes.job = job;
 	routes.position = &ep;
@@ -691,7 +710,10 @@ eoi_cdc_batch(const EoiJob *job, EoiBatch *batch)
 		if (msg->payload == NULL)
 			continue;
 		if (job->txn_topic != NULL && strcmp(eoi_message_topic(batch, i), job->txn_topic) == 0)
+		{
+			note_transaction_end(&txn_end, msg, job->txn_topic);
 			continue;
+		}
 		old = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
 		apply_event(&routes, msg);
 		MemoryContextSwitchTo(old);
@@ -704,6 +726,8 @@ eoi_cdc_batch(const EoiJob *job, EoiBatch *batch)
 		processed += eoi_changes_apply(routes.contexts[i]->changes);
 	if (routes.replays != NULL)
 		eoi_replay_filter_end(routes.replays);
+	if (txn_end.lsn != 0 && eoi_batch_from_partitions(batch))
+		eoi_offsets_store_source_position(job, &txn_end, 0);
 
 	FreeExecutorState(routes.estate);
 	for (int i = 0; i < routes.ncontexts; i++)

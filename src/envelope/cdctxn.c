@@ -27,6 +27,18 @@
  * without a transaction block (a snapshot read, a tombstone, a message that
  * is not an event) stands alone: it commits once its partition reaches it.
  *
+ * After Kafka Connect restarts, Debezium sends again what followed the
+ * source offset it last flushed: the END of a transaction that a batch has
+ * committed already may come again, with the tail of its events or with
+ * none.  Counted afresh, its events would never be all there, and every
+ * later transaction would wait behind it.  The ENDs come in commit order,
+ * and so do their LSNs: the LSN of the last END committed is kept with the
+ * transaction topic's offset (its source_lsn in eoingest.offsets, written
+ * by cdc.c in the batch's transaction), and an END at or below it is of a
+ * transaction committed already: it is whole as it is, and the events of
+ * it that come again pass (the replay filter, cdcreplay.c, skips those it
+ * knows as applied).
+ *
  * Debezium's PostgreSQL connector writes the id as "txid:lsn" with the LSN
  * of each message (captured from 3.6.1: BEGIN 726:22282808, change events
  * 726:22282808, 726:22282896, 726:22283136, END 726:22283360, the next
@@ -50,6 +62,7 @@
 
 #include "envelope/cdctxn.h"
 #include "kafka/kafka.h"
+#include "store/offsets.h"
 
 #define TXID_LEN 128
 
@@ -69,6 +82,7 @@ typedef struct MsgInfo
 	int			coll;			/* MSG_EVENT: its data collection among the targets, or -1 */
 	int64		order;			/* MSG_EVENT: data_collection_order */
 	int64	   *expected;		/* MSG_END: events per data collection */
+	uint64		lsn;			/* MSG_END: the LSN of "txid:lsn", or 0 */
 } MsgInfo;
 
 /* A partition of the batch: its messages, in offset order. */
@@ -261,6 +275,21 @@ txn_key(char *id)
 	return id;
 }
 
+/* The LSN of an id "txid:lsn" (a message's own), or 0 for any other id. */
+static uint64
+id_lsn(const char *id)
+{
+	const char *colon = strchr(id, ':');
+	char	   *end;
+	unsigned long long lsn;
+
+	if (colon == NULL || !all_digits(id, colon - id) || !all_digits(colon + 1, strlen(colon + 1)))
+		return 0;
+	errno = 0;
+	lsn = strtoull(colon + 1, &end, 10);
+	return (errno != 0 || *end != '\0') ? 0 : (uint64) lsn;
+}
+
 static void
 bad_transaction_event(rd_kafka_message_t *msg, const char *topic, const char *what)
 {
@@ -298,6 +327,7 @@ classify_transaction_event(Cut *cut, rd_kafka_message_t *msg, const char *topic,
 	txid_check(mi->txid, msg, topic);
 	mi->id = pstrdup(mi->txid);
 	mi->txid = txn_key(mi->txid);
+	mi->lsn = id_lsn(mi->id);
 	if (strcmp(status, "BEGIN") == 0)
 	{
 		mi->kind = MSG_BEGIN;
@@ -420,6 +450,21 @@ include(Cut *cut, TxState *tx, const int64 *expected)
 	}
 	if (tx->missing > 0)
 		cut->incomplete++;
+}
+
+/*
+ * The END of `tx` came again after a batch committed the transaction: it
+ * is whole as it is, and the events of it that come again pass.
+ */
+static void
+include_committed(Cut *cut, TxState *tx)
+{
+	if (tx->included)
+		return;
+	tx->included = true;
+	tx->expected = palloc0(sizeof(int64) * Max(cut->ncolls, 1));
+	tx->have = palloc0(sizeof(int64) * Max(cut->ncolls, 1));
+	tx->seen = palloc0(sizeof(bool *) * Max(cut->ncolls, 1));
 }
 
 static void
@@ -590,6 +635,61 @@ eoi_txn_align_fetching(EoiKafka *kafka)
 		}
 }
 
+/* ---- transactions committed already ---- */
+
+static uint64 committed_end_lsn = 0;	/* of the last END committed */
+static bool committed_known = false;	/* read from eoingest.offsets yet? */
+static uint64 cut_end_lsn = 0;	/* of the last END in the last cut */
+
+/*
+ * Read the LSN of the last END the job committed (the transaction topic's
+ * source_lsn), in the caller's transaction: once, before the first cut of
+ * a worker.
+ */
+void
+eoi_txn_load_committed(const EoiJob *job)
+{
+	EoiOffsetSourcePosition *positions;
+	int			n = eoi_offsets_read_source_positions(job, &positions);
+
+	committed_end_lsn = 0;
+	for (int i = 0; i < n; i++)
+		if (strcmp(positions[i].topic, job->txn_topic) == 0)
+			committed_end_lsn = Max(committed_end_lsn, positions[i].lsn);
+	committed_known = true;
+}
+
+bool
+eoi_txn_committed_known(void)
+{
+	return committed_known;
+}
+
+/* The batch of the last cut committed: its ENDs are committed now. */
+void
+eoi_txn_cut_committed(void)
+{
+	committed_end_lsn = Max(committed_end_lsn, cut_end_lsn);
+}
+
+/*
+ * The LSN of a message of the transaction topic if it is an END of an id
+ * "txid:lsn", else 0: cdc.c stores the largest of a batch's with the
+ * topic's offset.  Reads the message as the cut did; what the cut let
+ * through is readable.
+ */
+uint64
+eoi_txn_end_lsn(rd_kafka_message_t *msg)
+{
+	JsonbContainer *ev = message_object(msg);
+	char	   *status = get_string(ev, "status");
+	char	   *id = get_string(ev, "id");
+
+	if (status == NULL || id == NULL || strcmp(status, "END") != 0)
+		return 0;
+	return id_lsn(id);
+}
+
 /*
  * Move the messages the batch may commit (whole source transactions, and
  * what stands alone before them) to its front, each partition's in order;
@@ -610,6 +710,8 @@ eoi_txn_cut(const EoiJob *job, EoiBatch *batch, char **why)
 	JsonbValue	v;
 	JsonbIteratorToken tok;
 
+	Assert(committed_known);
+	cut_end_lsn = committed_end_lsn;
 	cut.job = job;
 	cut.batch = batch;
 	cut.info = palloc0(sizeof(MsgInfo) * Max(batch->n, 1));
@@ -646,11 +748,15 @@ eoi_txn_cut(const EoiJob *job, EoiBatch *batch, char **why)
 
 		if (mi->kind != MSG_END)
 			continue;
-		include(&cut, tx_lookup(&cut, mi->txid, true), mi->expected);
+		if (mi->lsn != 0 && mi->lsn <= committed_end_lsn)
+			include_committed(&cut, tx_lookup(&cut, mi->txid, true));
+		else
+			include(&cut, tx_lookup(&cut, mi->txid, true), mi->expected);
 		advance(&cut);
 		if (cut.incomplete == 0)
 		{
 			best_txn = j + 1;
+			cut_end_lsn = Max(cut_end_lsn, mi->lsn);
 			for (int p = 0; p < cut.nparts; p++)
 				best[p] = cut.parts[p].ptr;
 		}

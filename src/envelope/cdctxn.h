@@ -29,5 +29,9 @@ extern void eoi_txn_forget_pending(void);
 struct EoiKafka;
 extern void eoi_txn_align_fetching(struct EoiKafka *kafka);
 extern int	eoi_txn_pending_count(void);
+extern void eoi_txn_load_committed(const EoiJob *job);
+extern bool eoi_txn_committed_known(void);
+extern void eoi_txn_cut_committed(void);
+extern uint64 eoi_txn_end_lsn(rd_kafka_message_t *msg);
 
 #endif

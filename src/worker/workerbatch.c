@@ -197,6 +197,12 @@ eoi_worker_write_source_transactions(void)
 				 errdetail("Only a topic of one partition keeps Debezium's BEGIN and END events in commit order."),
 				 errhint("Create the transaction topic with one partition before the connector starts, or use transactions => 'batch'.")));
 
+	if (!eoi_txn_committed_known())
+	{
+		eoi_begin_work("reading the last source transaction committed");
+		eoi_txn_load_committed(eoi_worker.job);
+		eoi_commit_work();
+	}
 	batch->n = eoi_txn_take_pending(batch->messages, cap);
 	polled = eoi_kafka_poll(eoi_worker.kafka, batch->messages + batch->n,
 							Max(Min(eoi_worker_batch_message_limit(), cap - batch->n), 0),
@@ -241,7 +247,10 @@ eoi_worker_write_source_transactions(void)
 	else if (k == 0)
 		eoi_worker_slot_set_state(EOI_WORKER_RUNNING, NULL);
 	if (k > 0)
+	{
 		eoi_worker_write_batch(batch);
+		eoi_txn_cut_committed();
+	}
 	else if (eoi_txn_pending_count() == 0)
 		eoi_worker_store_positions_past_markers();
 }
