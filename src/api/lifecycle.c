@@ -2,7 +2,8 @@
  *
  * lifecycle.c
  *	  start_job, stop_job and drop_job: they record what the owner wants,
- *	  and the launcher, woken when the transaction commits, does it.  Also
+ *	  and the launcher, woken when the transaction commits, does it; a
+ *	  committed stop_job waits for the job's workers to exit.  Also
  *	  the job's owner by name, and the warning that the server has no room
  *	  for the job's workers.
  *
@@ -12,6 +13,10 @@
 
 #include "executor/spi.h"
 #include "miscadmin.h"
+#include "pgstat.h"
+#include "storage/latch.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
 #include "utils/builtins.h"
 
 #include "api/api_internal.h"
@@ -25,31 +30,113 @@ PG_FUNCTION_INFO_V1(eoingest_start_job);
 PG_FUNCTION_INFO_V1(eoingest_stop_job);
 PG_FUNCTION_INFO_V1(eoingest_drop_job);
 
-/* ---- waking the launcher when the transaction commits ---- */
+/* ---- at commit: waking the launcher, waiting for stopped jobs ---- */
 
-static bool wake_registered = false;
+/*
+ * How long a committed stop_job waits for the job's workers to exit: the
+ * launcher asks a worker to stop after its batch and terminates it after
+ * two seconds (launcher.c); a worker stuck longer than this is named in a
+ * warning.
+ */
+#define STOP_WAIT_MS 30000
+
+static bool callback_registered = false;
 static bool wake_pending = false;
+static List *stops_pending = NIL;	/* job ids, in TopMemoryContext */
+static List *stop_names = NIL;	/* and their names */
+
+/*
+ * Wait until no worker of the jobs stopped in the transaction that has
+ * just committed is attached to its slot, as reset_offsets and the other
+ * functions of a stopped job require.  The stop has committed: nothing
+ * here may raise an error.  A cancel ends the wait early (the workers
+ * still stop); postmaster death ends the process.
+ */
+static void
+wait_for_stops(List *job_ids, List *names)
+{
+	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), STOP_WAIT_MS);
+	ListCell   *lc;
+	ListCell   *ln;
+
+	forboth(lc, job_ids, ln, names)
+	{
+		int32		job_id = lfirst_int(lc);
+		pid_t		pid;
+
+		while ((pid = eoi_job_worker_pid(job_id)) != 0)
+		{
+			if (QueryCancelPending || ProcDiePending)
+				return;
+			if (GetCurrentTimestamp() >= deadline)
+			{
+				ereport(WARNING,
+						(errmsg("worker %d of eoingest job \"%s\" has not exited %d s after stop_job",
+								(int) pid, (char *) lfirst(ln), STOP_WAIT_MS / 1000),
+						 errdetail("The job is stopped; the worker exits when its current step ends."),
+						 errhint("eoingest.job_status shows the worker until it has exited; pg_terminate_backend(%d) ends it now.",
+								 (int) pid)));
+				return;
+			}
+			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+							 10, PG_WAIT_EXTENSION);
+			ResetLatch(MyLatch);
+		}
+	}
+}
 
 static void
-wake_at_commit(XactEvent event, void *arg)
+at_commit(XactEvent event, void *arg)
 {
+	List	   *stops = stops_pending;
+	List	   *names = stop_names;
+
+	if (event != XACT_EVENT_COMMIT && event != XACT_EVENT_ABORT &&
+		event != XACT_EVENT_PARALLEL_COMMIT && event != XACT_EVENT_PARALLEL_ABORT &&
+		event != XACT_EVENT_PREPARE)
+		return;
+	stops_pending = NIL;
+	stop_names = NIL;
 	if (event == XACT_EVENT_COMMIT && wake_pending)
 		eoi_wake_launcher();
-	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
-		event == XACT_EVENT_PARALLEL_COMMIT || event == XACT_EVENT_PARALLEL_ABORT ||
-		event == XACT_EVENT_PREPARE)
-		wake_pending = false;
+	wake_pending = false;
+	/* a background process (a worker's transform) never waits: maybe for itself */
+	if (event == XACT_EVENT_COMMIT && stops != NIL && !IsBackgroundWorker)
+		wait_for_stops(stops, names);
+	list_free(stops);
+	list_free_deep(names);
+}
+
+static void
+register_callback(void)
+{
+	if (!callback_registered)
+	{
+		RegisterXactCallback(at_commit, NULL);
+		callback_registered = true;
+	}
 }
 
 void
 eoi_api_wake_launcher_at_commit(void)
 {
-	if (!wake_registered)
-	{
-		RegisterXactCallback(wake_at_commit, NULL);
-		wake_registered = true;
-	}
+	register_callback();
 	wake_pending = true;
+}
+
+/* When the transaction commits, wait for the job's workers to exit. */
+static void
+wait_for_stop_at_commit(int32 job_id, const char *name)
+{
+	MemoryContext old;
+
+	if (list_member_int(stops_pending, job_id))
+		return;
+	register_callback();
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	stops_pending = lappend_int(stops_pending, job_id);
+	stop_names = lappend(stop_names, pstrdup(name));
+	MemoryContextSwitchTo(old);
 }
 
 /* ---- start, stop, drop ---- */
@@ -223,10 +310,14 @@ eoingest_stop_job(PG_FUNCTION_ARGS)
 {
 	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
 
+	EoiJob	   *job;
+
 	eoi_check_primary();
 	eoi_check_job_owner(name, job_owner(name));
+	job = eoi_job_load_by_name(name);
 	update_job("UPDATE eoingest.jobs SET state = $2 WHERE name = $1 AND state = 'running'",
 			   name, "stopped");
+	wait_for_stop_at_commit(job->id, name);
 	PG_RETURN_VOID();
 }
 

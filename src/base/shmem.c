@@ -63,6 +63,24 @@ eoi_wake_launcher(void)
 		SetLatch(latch);
 }
 
+/* The pid of a worker process of the job attached to its slot, or 0. */
+pid_t
+eoi_job_worker_pid(int32 job_id)
+{
+	pid_t		pid = 0;
+
+	LWLockAcquire(eoi_shared->lock, LW_SHARED);
+	for (int i = 0; i < eoi_shared->nslots && pid == 0; i++)
+	{
+		EoiWorkerSlot *slot = &eoi_shared->slots[i];
+
+		if (slot->in_use && slot->job_id == job_id)
+			pid = slot->pid;
+	}
+	LWLockRelease(eoi_shared->lock);
+	return pid;
+}
+
 /*
  * Whether a worker slot is held for the job: one being started, running,
  * or exited and not yet reaped by the launcher.  With attached_only, only

@@ -225,7 +225,7 @@ eoingest_reset_offsets(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_IN_USE),
 				 errmsg("eoingest job \"%s\" is running", name),
-				 errhint("Stop it first with eoingest.stop_job('%s'), and wait until job_status shows it stopped.", name)));
+				 errhint("Stop it first with eoingest.stop_job('%s') in a transaction of its own: stop_job returns once the transaction has committed and the job's workers have exited.", name)));
 
 	kafka = eoi_kafka_open(job, 0);
 	PG_TRY();
