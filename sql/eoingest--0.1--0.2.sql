@@ -2,6 +2,21 @@
 -- (regrole) so that a dump restores onto another server's roles.
 \echo Use "ALTER EXTENSION eoingest UPDATE TO '0.2'" to load this file. \quit
 
+-- The grants on the objects this update drops and creates again, which the
+-- end of this script gives back (a DROP takes them with it).
+SELECT pg_catalog.set_config('eoingest_update.grants', coalesce((
+  SELECT pg_catalog.json_agg(g)::pg_catalog.text FROM (
+    SELECT 'FUNCTION' AS kind, p.proname::pg_catalog.text AS name, a.privilege_type AS privilege,
+           a.grantee, a.is_grantable
+      FROM pg_catalog.pg_proc p, pg_catalog.aclexplode(p.proacl) a
+     WHERE p.pronamespace OPERATOR(pg_catalog.=) '@extschema@'::pg_catalog.regnamespace AND p.proname OPERATOR(pg_catalog.=) ANY (ARRAY['create_job']::pg_catalog.name[])
+       AND a.grantee OPERATOR(pg_catalog.<>) p.proowner
+    UNION ALL
+    SELECT 'TABLE', c.relname::pg_catalog.text, a.privilege_type, a.grantee, a.is_grantable
+      FROM pg_catalog.pg_class c, pg_catalog.aclexplode(c.relacl) a
+     WHERE c.relnamespace OPERATOR(pg_catalog.=) '@extschema@'::pg_catalog.regnamespace AND c.relname OPERATOR(pg_catalog.=) ANY (ARRAY['job_status', 'job_definitions']::pg_catalog.name[])
+       AND a.grantee OPERATOR(pg_catalog.<>) c.relowner) g), '[]'), true);
+
 -- commit_to_kafka: after each commit, the offsets are also committed to the
 -- job's consumer group, for Kafka's own tools; never read back.
 ALTER TABLE @extschema@.jobs ADD COLUMN commit_to_kafka boolean NOT NULL DEFAULT false;
@@ -174,3 +189,20 @@ RETURNS boolean
 LANGUAGE C STRICT VOLATILE
 AS 'MODULE_PATHNAME', 'eoingest_wait_for_catchup';
 REVOKE ALL ON FUNCTION @extschema@.wait_for_catchup FROM PUBLIC;
+
+-- The grants saved at the start of this script, on the objects it created
+-- again.
+DO $$
+DECLARE
+    g record;
+BEGIN
+    FOR g IN SELECT * FROM pg_catalog.json_to_recordset(pg_catalog.current_setting('eoingest_update.grants')::pg_catalog.json)
+                        AS (kind pg_catalog.text, name pg_catalog.text, privilege pg_catalog.text,
+                            grantee pg_catalog.oid, is_grantable pg_catalog.bool)
+    LOOP
+        EXECUTE pg_catalog.format('GRANT %s ON %s @extschema@.%I TO %s%s', g.privilege, g.kind, g.name,
+                                  CASE WHEN g.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
+                                       ELSE pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(g.grantee)) END,
+                                  CASE WHEN g.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+    END LOOP;
+END $$;

@@ -2,6 +2,21 @@
 -- positions and lag are shown only to the roles that may see the job.
 \echo Use "ALTER EXTENSION eoingest UPDATE TO '0.3'" to load this file. \quit
 
+-- The grants on the objects this update drops and creates again, which the
+-- end of this script gives back (a DROP takes them with it).
+SELECT pg_catalog.set_config('eoingest_update.grants', coalesce((
+  SELECT pg_catalog.json_agg(g)::pg_catalog.text FROM (
+    SELECT 'FUNCTION' AS kind, p.proname::pg_catalog.text AS name, a.privilege_type AS privilege,
+           a.grantee, a.is_grantable
+      FROM pg_catalog.pg_proc p, pg_catalog.aclexplode(p.proacl) a
+     WHERE p.pronamespace OPERATOR(pg_catalog.=) '@extschema@'::pg_catalog.regnamespace AND p.proname OPERATOR(pg_catalog.=) ANY (ARRAY['create_job', 'alter_job']::pg_catalog.name[])
+       AND a.grantee OPERATOR(pg_catalog.<>) p.proowner
+    UNION ALL
+    SELECT 'TABLE', c.relname::pg_catalog.text, a.privilege_type, a.grantee, a.is_grantable
+      FROM pg_catalog.pg_class c, pg_catalog.aclexplode(c.relacl) a
+     WHERE c.relnamespace OPERATOR(pg_catalog.=) '@extschema@'::pg_catalog.regnamespace AND c.relname OPERATOR(pg_catalog.=) ANY (ARRAY['lag', 'job_status']::pg_catalog.name[])
+       AND a.grantee OPERATOR(pg_catalog.<>) c.relowner) g), '[]'), true);
+
 -- A dead letter belongs to the job that wrote it, by id: a later job of the
 -- same name (perhaps another role's) never sees it, and drop_job removes a
 -- job's dead letters with it.  Letters written before this version are
@@ -195,3 +210,20 @@ COMMENT ON TABLE @extschema@.dead_letters IS
     'Records that could not be decoded or stored, with their bytes, position, error and SQLSTATE.';
 COMMENT ON TABLE @extschema@.watermarks IS
     'The partitions'' log end as the workers last saw it (behind eoingest.lag).';
+
+-- The grants saved at the start of this script, on the objects it created
+-- again.
+DO $$
+DECLARE
+    g record;
+BEGIN
+    FOR g IN SELECT * FROM pg_catalog.json_to_recordset(pg_catalog.current_setting('eoingest_update.grants')::pg_catalog.json)
+                        AS (kind pg_catalog.text, name pg_catalog.text, privilege pg_catalog.text,
+                            grantee pg_catalog.oid, is_grantable pg_catalog.bool)
+    LOOP
+        EXECUTE pg_catalog.format('GRANT %s ON %s @extschema@.%I TO %s%s', g.privilege, g.kind, g.name,
+                                  CASE WHEN g.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
+                                       ELSE pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(g.grantee)) END,
+                                  CASE WHEN g.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+    END LOOP;
+END $$;

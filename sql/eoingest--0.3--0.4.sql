@@ -1,6 +1,21 @@
 -- eoingest 0.3 -> 0.4
 \echo Use "ALTER EXTENSION eoingest UPDATE TO '0.4'" to load this file. \quit
 
+-- The grants on the objects this update drops and creates again, which the
+-- end of this script gives back (a DROP takes them with it).
+SELECT pg_catalog.set_config('eoingest_update.grants', coalesce((
+  SELECT pg_catalog.json_agg(g)::pg_catalog.text FROM (
+    SELECT 'FUNCTION' AS kind, p.proname::pg_catalog.text AS name, a.privilege_type AS privilege,
+           a.grantee, a.is_grantable
+      FROM pg_catalog.pg_proc p, pg_catalog.aclexplode(p.proacl) a
+     WHERE p.pronamespace OPERATOR(pg_catalog.=) '@extschema@'::pg_catalog.regnamespace AND p.proname OPERATOR(pg_catalog.=) ANY (ARRAY['create_job', 'alter_job', 'batch']::pg_catalog.name[])
+       AND a.grantee OPERATOR(pg_catalog.<>) p.proowner
+    UNION ALL
+    SELECT 'TABLE', c.relname::pg_catalog.text, a.privilege_type, a.grantee, a.is_grantable
+      FROM pg_catalog.pg_class c, pg_catalog.aclexplode(c.relacl) a
+     WHERE c.relnamespace OPERATOR(pg_catalog.=) '@extschema@'::pg_catalog.regnamespace AND c.relname OPERATOR(pg_catalog.=) ANY (ARRAY['job_status']::pg_catalog.name[])
+       AND a.grantee OPERATOR(pg_catalog.<>) c.relowner) g), '[]'), true);
+
 -- HA (split-brain guard): the server that last started each job, by its
 -- cluster's system identifier and its timeline (fence.c).
 ALTER TABLE @extschema@.jobs
@@ -183,3 +198,20 @@ AS 'MODULE_PATHNAME', 'eoingest_batch';
 GRANT EXECUTE ON FUNCTION @extschema@.batch() TO PUBLIC;
 COMMENT ON FUNCTION @extschema@.batch() IS
     'Inside a transform only: the messages of the batch being written.';
+
+-- The grants saved at the start of this script, on the objects it created
+-- again.
+DO $$
+DECLARE
+    g record;
+BEGIN
+    FOR g IN SELECT * FROM pg_catalog.json_to_recordset(pg_catalog.current_setting('eoingest_update.grants')::pg_catalog.json)
+                        AS (kind pg_catalog.text, name pg_catalog.text, privilege pg_catalog.text,
+                            grantee pg_catalog.oid, is_grantable pg_catalog.bool)
+    LOOP
+        EXECUTE pg_catalog.format('GRANT %s ON %s @extschema@.%I TO %s%s', g.privilege, g.kind, g.name,
+                                  CASE WHEN g.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
+                                       ELSE pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(g.grantee)) END,
+                                  CASE WHEN g.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+    END LOOP;
+END $$;

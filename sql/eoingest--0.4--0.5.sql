@@ -1,6 +1,21 @@
 -- eoingest 0.4 -> 0.5
 \echo Use "ALTER EXTENSION eoingest UPDATE TO '0.5'" to load this file. \quit
 
+-- The grants on the objects this update drops and creates again, which the
+-- end of this script gives back (a DROP takes them with it).
+SELECT pg_catalog.set_config('eoingest_update.grants', coalesce((
+  SELECT pg_catalog.json_agg(g)::pg_catalog.text FROM (
+    SELECT 'FUNCTION' AS kind, p.proname::pg_catalog.text AS name, a.privilege_type AS privilege,
+           a.grantee, a.is_grantable
+      FROM pg_catalog.pg_proc p, pg_catalog.aclexplode(p.proacl) a
+     WHERE p.pronamespace OPERATOR(pg_catalog.=) '@extschema@'::pg_catalog.regnamespace AND p.proname OPERATOR(pg_catalog.=) ANY (ARRAY['create_job', 'alter_job']::pg_catalog.name[])
+       AND a.grantee OPERATOR(pg_catalog.<>) p.proowner
+    UNION ALL
+    SELECT 'TABLE', c.relname::pg_catalog.text, a.privilege_type, a.grantee, a.is_grantable
+      FROM pg_catalog.pg_class c, pg_catalog.aclexplode(c.relacl) a
+     WHERE c.relnamespace OPERATOR(pg_catalog.=) '@extschema@'::pg_catalog.regnamespace AND c.relname OPERATOR(pg_catalog.=) ANY (ARRAY['job_status']::pg_catalog.name[])
+       AND a.grantee OPERATOR(pg_catalog.<>) c.relowner) g), '[]'), true);
+
 -- job_status gains heap_bytes: the bytes each worker has allocated and not
 -- freed (glibc's count over every malloc arena, librdkafka's threads
 -- included; NULL until the first sample and where it is not known),
@@ -159,3 +174,20 @@ COMMENT ON FUNCTION @extschema@.create_job IS
     'Defines a job (stopped) owned by the calling role: Kafka topic(s) into a target table (or, for Debezium change events, several targets by source table) or through a transform, in one of the modes exactly_once, two_phase, upsert, at_least_once, at_most_once.';
 COMMENT ON FUNCTION @extschema@.alter_job IS
     'Changes what is given of a job (NULL keeps it), checked as create_job checks a definition; a running job''s workers restart with it.';
+
+-- The grants saved at the start of this script, on the objects it created
+-- again.
+DO $$
+DECLARE
+    g record;
+BEGIN
+    FOR g IN SELECT * FROM pg_catalog.json_to_recordset(pg_catalog.current_setting('eoingest_update.grants')::pg_catalog.json)
+                        AS (kind pg_catalog.text, name pg_catalog.text, privilege pg_catalog.text,
+                            grantee pg_catalog.oid, is_grantable pg_catalog.bool)
+    LOOP
+        EXECUTE pg_catalog.format('GRANT %s ON %s @extschema@.%I TO %s%s', g.privilege, g.kind, g.name,
+                                  CASE WHEN g.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
+                                       ELSE pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(g.grantee)) END,
+                                  CASE WHEN g.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+    END LOOP;
+END $$;
