@@ -3,10 +3,11 @@
 -- since then come a second time (test/cdc/replay.events, written by
 -- test/cdc/replay.py as Debezium's PostgreSQL connector writes them:
 -- source.sequence is [last commit LSN, the change's LSN]).  An event at a
--- position before the last one applied in its partition was applied
--- already: it is skipped, so that the target never goes back to an older
--- state.  Snapshot reads, events without a usable position and other
--- connectors' events are applied as they come.
+-- position before the last one applied from its source in its partition,
+-- committed no later, was applied already: it is skipped, so that the
+-- target never goes back to an older state.  Snapshot reads, events
+-- without a usable position and other connectors' events are applied as
+-- they come.
 SET client_min_messages = warning;
 \getenv brokers KAFKA_BROKERS
 
@@ -51,11 +52,14 @@ SELECT is((SELECT count(*) FROM rp_history h
           0::bigint, 'no row went back to an older value');
 SELECT is((SELECT count(*) FROM rp_history WHERE op = 'INSERT' AND id = 3), 1::bigint,
           'a deleted row did not come back');
-SELECT results_eq($$SELECT job, next_offset, source_lsn_commit, source_lsn, replays_skipped
-                      FROM eoingest.offsets WHERE topic = 'cdc_replay' ORDER BY job$$,
-    $$VALUES ('rp_all', 33::bigint, '0/76C'::pg_lsn, '0/7D0'::pg_lsn, 7::bigint),
-             ('rp_one', 33, '0/76C', '0/7D0', 7)$$,
-    'offsets: the last position applied, and the 7 events sent again before it');
+SELECT results_eq($$SELECT o.job, next_offset, source_name, source_db, commit_lsn, lsn, commit_time,
+                           replays_skipped
+                      FROM eoingest.offsets o JOIN eoingest.source_positions p USING (job, topic, "partition")
+                     WHERE topic = 'cdc_replay' ORDER BY job$$,
+    $$VALUES ('rp_all', 33::bigint, 'dbz', 'src', '0/76C'::pg_lsn, '0/7D0'::pg_lsn,
+              to_timestamp(1700000000), 7::bigint),
+             ('rp_one', 33, 'dbz', 'src', '0/76C', '0/7D0', to_timestamp(1700000000), 7)$$,
+    'the last position applied of the source, and the 7 events sent again before it');
 
 -- reset_offsets forgets the positions: the stream is applied again from
 -- its start, its own repeats skipped again.
@@ -63,7 +67,8 @@ SELECT eoingest.stop_job('rp_all');
 SELECT ok(test.wait_for($$SELECT state = 'stopped' FROM eoingest.job_status WHERE name = 'rp_all'$$), 'rp_all stops');
 TRUNCATE rp_all;
 SELECT eoingest.reset_offsets('rp_all', 'earliest');
-SELECT next_offset, source_lsn_commit, source_lsn, replays_skipped FROM eoingest.offsets WHERE job = 'rp_all';
+SELECT next_offset, replays_skipped, (SELECT count(*) FROM eoingest.source_positions WHERE job = 'rp_all') AS positions
+  FROM eoingest.offsets WHERE job = 'rp_all';
 SELECT eoingest.start_job('rp_all');
 SELECT ok(eoingest.wait_for_catchup('rp_all'), 'rp_all catches up again');
 SELECT results_eq($$SELECT id, v FROM rp_all ORDER BY id$$, $$SELECT id, v FROM rp_one ORDER BY id$$,
@@ -75,8 +80,9 @@ SELECT * FROM finish();
 -- when it comes again, changing nothing (the last of c and of e, and f's
 -- key change, whose delete and create share a position).
 SELECT op, id, v FROM rp_history ORDER BY n;
-SELECT job, next_offset, source_lsn_commit, source_lsn, replays_skipped
-  FROM eoingest.offsets WHERE topic = 'cdc_replay' ORDER BY job;
+SELECT job, next_offset, replays_skipped, source_name, source_db, commit_lsn, lsn
+  FROM eoingest.offsets LEFT JOIN eoingest.source_positions USING (job, topic, "partition")
+ WHERE topic = 'cdc_replay' ORDER BY job;
 
 SELECT eoingest.drop_job('rp_one');
 SELECT eoingest.drop_job('rp_all');

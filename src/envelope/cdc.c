@@ -407,11 +407,29 @@ truncate_target(CdcContext *cx)
 	SPI_finish();
 }
 
+/* A string of the source block, copied if the filter can use it. */
+static const char *
+source_name(const char *data, size_t len)
+{
+	return eoi_source_name_usable(data, len) ? pnstrdup(data, len) : NULL;
+}
+
+/* A member of the source block from jsonb, as text, if of that type. */
+static char *
+source_member(JsonbContainer *source, const char *name, enum jbvType type)
+{
+	JsonbValue	v;
+
+	if (eoi_cdc_json_get(source, name, &v) == NULL || v.type != type)
+		return NULL;
+	return eoi_cdc_json_get_string(source, name);
+}
+
 /*
- * The event's position in the source's log, when cdcreplay.c can compare
- * it: Debezium's PostgreSQL connector's source.sequence, on any op but a
- * snapshot read.  From the source block's text when event_parts kept it and
- * it scans, else from the payload as jsonb.
+ * The source and position of the event, when cdcreplay.c can compare
+ * them: Debezium's PostgreSQL connector's source.name, db, sequence and
+ * ts_ms, on any op but a snapshot read.  From the source block's text when
+ * event_parts kept it and it scans, else from the payload as jsonb.
  */
 static bool
 event_position(CdcRoutes *routes, EventJson *ev, const char *op, EoiSourcePosition *pos)
@@ -420,30 +438,51 @@ event_position(CdcRoutes *routes, EventJson *ev, const char *op, EoiSourcePositi
 	JsonbContainer *source;
 	char	   *connector;
 	char	   *sequence;
+	char	   *name;
+	char	   *db;
+	char	   *ts_ms;
 
 	if (strcmp(op, "r") == 0)
 		return false;
 	if (ev->has_parts)
 	{
-		Member		m[2] = {{"connector"}, {"sequence"}};
-		MemberScan	ms = {m, 2, false, false};
+		Member		m[5] = {{"connector"}, {"sequence"}, {"name"}, {"db"}, {"ts_ms"}};
+		MemberScan	ms = {m, 5, false, false};
 
 		if (ev->source_text == NULL)
 			return false;		/* no source block, or one that is no object */
 		if (eoi_cdc_scan_members(routes, ev->source_text, ev->source_len, &ms))
-			return m[0].found && m[0].value.kind == EOI_JSON_STRING &&
-				m[0].value.len == strlen("postgresql") &&
+		{
+			for (int i = 0; i < 4; i++)
+				if (!m[i].found || m[i].value.kind != EOI_JSON_STRING)
+					return false;
+			if (!m[4].found || m[4].value.kind != EOI_JSON_NUMBER || !m[4].value.integer)
+				return false;
+			pos->name = source_name(m[2].value.data, m[2].value.len);
+			pos->db = source_name(m[3].value.data, m[3].value.len);
+			return m[0].value.len == strlen("postgresql") &&
 				memcmp(m[0].value.data, "postgresql", m[0].value.len) == 0 &&
-				m[1].found && m[1].value.kind == EOI_JSON_STRING &&
-				eoi_parse_source_sequence(m[1].value.data, m[1].value.len, pos);
+				pos->name != NULL && pos->db != NULL &&
+				eoi_parse_source_sequence(m[1].value.data, m[1].value.len, pos) &&
+				eoi_parse_source_time(m[4].value.data, m[4].value.len, &pos->commit_time);
+		}
 	}
 	if ((event = eoi_cdc_payload_object(routes, ev)) == NULL ||
 		(source = eoi_cdc_json_get_object(event, "source")) == NULL)
 		return false;
-	connector = eoi_cdc_json_get_string(source, "connector");
-	sequence = eoi_cdc_json_get_string(source, "sequence");
-	return connector != NULL && strcmp(connector, "postgresql") == 0 &&
-		sequence != NULL && eoi_parse_source_sequence(sequence, strlen(sequence), pos);
+	connector = source_member(source, "connector", jbvString);
+	sequence = source_member(source, "sequence", jbvString);
+	name = source_member(source, "name", jbvString);
+	db = source_member(source, "db", jbvString);
+	ts_ms = source_member(source, "ts_ms", jbvNumeric);
+	if (connector == NULL || strcmp(connector, "postgresql") != 0 ||
+		sequence == NULL || name == NULL || db == NULL || ts_ms == NULL)
+		return false;
+	pos->name = source_name(name, strlen(name));
+	pos->db = source_name(db, strlen(db));
+	return pos->name != NULL && pos->db != NULL &&
+		eoi_parse_source_sequence(sequence, strlen(sequence), pos) &&
+		eoi_parse_source_time(ts_ms, strlen(ts_ms), &pos->commit_time);
 }
 
 static CdcContext *route_event(CdcRoutes *routes, EventJson *ev);
@@ -658,14 +697,19 @@ route_event(CdcRoutes *routes, EventJson *ev)
  * the topic's offset (cdctxn.c: an END at or below it that comes again is
  * of a transaction committed already).
  */
+typedef struct TransactionEnd
+{
+	int32		partition;
+	uint64		lsn;			/* 0: no END of an id with an LSN */
+} TransactionEnd;
+
 static void
-note_transaction_end(EoiOffsetSourcePosition *end, rd_kafka_message_t *msg, const char *topic)
+note_transaction_end(TransactionEnd *end, rd_kafka_message_t *msg)
 {
 	uint64		lsn;
 
 	if (msg->payload == NULL || (lsn = eoi_txn_end_lsn(msg)) <= end->lsn)
 		return;
-	end->topic = (char *) topic;
 	end->partition = msg->partition;
 	end->lsn = lsn;
 }
@@ -683,7 +727,7 @@ eoi_cdc_batch(const EoiJob *job, EoiBatch *batch)
 	EventPosition ep = {batch, -1};
 	ErrorContextCallback errcb;
 	uint64		processed = 0;
-	EoiOffsetSourcePosition txn_end = {0};
+	TransactionEnd txn_end = {0};
 
 	routes.job = job;
 	routes.position = &ep;
@@ -711,7 +755,7 @@ eoi_cdc_batch(const EoiJob *job, EoiBatch *batch)
 			continue;
 		if (job->txn_topic != NULL && strcmp(eoi_message_topic(batch, i), job->txn_topic) == 0)
 		{
-			note_transaction_end(&txn_end, msg, job->txn_topic);
+			note_transaction_end(&txn_end, msg);
 			continue;
 		}
 		old = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
@@ -727,7 +771,7 @@ eoi_cdc_batch(const EoiJob *job, EoiBatch *batch)
 	if (routes.replays != NULL)
 		eoi_replay_filter_end(routes.replays);
 	if (txn_end.lsn != 0 && eoi_batch_from_partitions(batch))
-		eoi_offsets_store_source_position(job, &txn_end, 0);
+		eoi_offsets_store_txn_end_lsn(job, job->txn_topic, txn_end.partition, txn_end.lsn);
 
 	FreeExecutorState(routes.estate);
 	for (int i = 0; i < routes.ncontexts; i++)

@@ -2,7 +2,7 @@
  *
  * cdcreplay.c
  *	  Change events that Debezium sends again after Kafka Connect restarts,
- *	  recognised by their source position and skipped.
+ *	  recognised by their source and position and skipped.
  *
  * Kafka Connect flushes a source connector's offsets every
  * offset.flush.interval.ms.  After a crash it starts the connector from the
@@ -13,52 +13,80 @@
  *
  * Debezium's PostgreSQL connector writes in each event's source block
  * sequence = ["<LSN of the last commit before the event's transaction>",
- * "<LSN of the change>"].  Transactions come in commit order and the
- * changes of one in LSN order, so along each partition the positions never
- * go down; only the delete and the create that one key change becomes share
- * a position.  An event whose position is below the last one applied from
- * its partition was applied already: it is skipped (and counted).  An event
- * at the last position applied is applied again: nothing after it was, so
- * that changes nothing.
+ * "<LSN of the change>"], and ts_ms, the commit time of the event's
+ * transaction.  Events of one source (name: the connector's logical name,
+ * db: its database) come in commit order and the changes of one
+ * transaction in LSN order, so along each partition the positions of one
+ * source never go down; only the delete and the create that one key change
+ * becomes share a position.  Several sources may write into one topic (a
+ * routing transform merging shards): each has its own positions.
  *
- * Events without a position are applied as they come and leave the last
- * position as it was: snapshot reads (op r, the current rows), events of
- * other connectors, an absent, null or unreadable sequence, and a null last
- * commit (the first transaction after the connector's first start).
+ * An event whose position is below the last one applied from its source and
+ * partition, and whose commit time is no more than SOURCE_CLOCK_MARGIN
+ * after that one's, was applied already: it is skipped (and counted).  An
+ * event at the last position is applied again: nothing after it was, so
+ * that changes nothing.  An event below the last position but committed
+ * later than that starts a new history of the source: a new cluster, a
+ * restore, or a failover to a standby that lost the old primary's last
+ * transactions, whose LSNs start again lower.  It is applied, and its
+ * position becomes the last one.  When in doubt the filter applies: an
+ * event applied twice leaves the final state as it was, a new one skipped
+ * is lost.  The margin allows for commit times that go back a little along
+ * the log (a commit's time is taken before its WAL record is inserted).
  *
- * The last position and the count are kept per partition in
- * eoingest.offsets, read when a batch is applied and written at its end, in
- * its transaction: a batch, or a slice of one tried while isolating a bad
- * record, that rolls back leaves them as they were.  reset_offsets clears
- * them.
+ * Events without a usable position are applied as they come and leave the
+ * positions as they were: snapshot reads (op r, the current rows), events
+ * of other connectors, an absent, null or unreadable sequence, name, db or
+ * ts_ms, a null last commit (the first transaction after the connector's
+ * first start), and events of a source beyond the first MAX_SOURCES of a
+ * partition.
+ *
+ * The last positions are kept in eoingest.source_positions, the count of
+ * events skipped per partition in eoingest.offsets, read when a batch is
+ * applied and written at its end, in its transaction: a batch, or a slice
+ * of one tried while isolating a bad record, that rolls back leaves them as
+ * they were.  reset_offsets deletes them.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "access/xlogdefs.h"
+#include "utils/timestamp.h"
 
 #include "envelope/cdcreplay.h"
 #include "store/offsets.h"
 
-typedef struct ReplayPartition
+/* How much later an event sent again may say its transaction committed. */
+#define SOURCE_CLOCK_MARGIN ((TimestampTz) USECS_PER_SEC)
+
+/* The most sources whose positions one partition keeps. */
+#define MAX_SOURCES 64
+
+typedef struct ReplaySource
 {
 	char	   *topic;
 	int32		partition;
+	char	   *name;
+	char	   *db;
 	bool		known;			/* a position is stored, or was applied */
 	EoiSourcePosition last;		/* the last position applied */
-	bool		changed;		/* last or skipped differ from the stored ones */
+	bool		changed;		/* last differs from the stored one */
 	int64		skipped;		/* in this batch */
-} ReplayPartition;
+	int64		histories;		/* new histories begun in this batch */
+	EoiSourcePosition left;		/* the position the first of them left */
+	EoiSourcePosition began;	/* and the position it began at */
+} ReplaySource;
 
 struct EoiReplayFilter
 {
 	const EoiJob *job;
 	MemoryContext cxt;
-	ReplayPartition *parts;
-	int			nparts;
+	ReplaySource *sources;
+	int			nsources;
 	int			capacity;
-	int			recent;			/* the partition found last: events come in runs */
+	int			recent;			/* the source found last: events come in runs */
+	int64		unkept;			/* events of sources beyond MAX_SOURCES */
 };
 
 /* ---- source.sequence ---- */
@@ -119,6 +147,45 @@ eoi_parse_source_sequence(const char *text, size_t len, EoiSourcePosition *pos)
 	return skip_space(p, end) == end;
 }
 
+/*
+ * The commit time in source.ts_ms's text: milliseconds since 1970, as a
+ * JSON integer within timestamptz's range; false for anything else.
+ */
+bool
+eoi_parse_source_time(const char *text, size_t len, TimestampTz *time)
+{
+	const char *p = text;
+	const char *end = text + len;
+	bool		negative = false;
+	int64		ms = 0;
+
+	if (p < end && *p == '-')
+	{
+		negative = true;
+		p++;
+	}
+	if (p >= end || end - p > 15)
+		return false;			/* beyond 30,000 years either way */
+	for (; p < end; p++)
+	{
+		if (*p < '0' || *p > '9')
+			return false;
+		ms = ms * 10 + (*p - '0');
+	}
+	if (negative)
+		ms = -ms;
+	*time = ms * INT64CONST(1000) -
+		(POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY;
+	return IS_VALID_TIMESTAMP(*time);
+}
+
+/* A source.name or source.db the filter keeps: not empty, not too long, no NUL. */
+bool
+eoi_source_name_usable(const char *name, size_t len)
+{
+	return len > 0 && len <= EOI_SOURCE_NAME_MAX && memchr(name, '\0', len) == NULL;
+}
+
 static int
 position_cmp(const EoiSourcePosition *a, const EoiSourcePosition *b)
 {
@@ -131,41 +198,56 @@ position_cmp(const EoiSourcePosition *a, const EoiSourcePosition *b)
 
 /* ---- the filter ---- */
 
-static ReplayPartition *
-add_partition(EoiReplayFilter *f, const char *topic, int32 partition)
+static ReplaySource *
+add_source(EoiReplayFilter *f, const char *topic, int32 partition,
+		   const char *name, const char *db)
 {
-	ReplayPartition *p;
+	ReplaySource *s;
 
-	if (f->nparts >= f->capacity)
+	if (f->nsources >= f->capacity)
 	{
 		f->capacity = Max(f->capacity * 2, 8);
-		f->parts = f->parts == NULL ?
-			MemoryContextAlloc(f->cxt, sizeof(ReplayPartition) * f->capacity) :
-			repalloc(f->parts, sizeof(ReplayPartition) * f->capacity);
+		f->sources = f->sources == NULL ?
+			MemoryContextAlloc(f->cxt, sizeof(ReplaySource) * f->capacity) :
+			repalloc(f->sources, sizeof(ReplaySource) * f->capacity);
 	}
-	p = &f->parts[f->nparts++];
-	memset(p, 0, sizeof(ReplayPartition));
-	p->topic = MemoryContextStrdup(f->cxt, topic);
-	p->partition = partition;
-	return p;
+	s = &f->sources[f->nsources++];
+	memset(s, 0, sizeof(ReplaySource));
+	s->topic = MemoryContextStrdup(f->cxt, topic);
+	s->partition = partition;
+	s->name = MemoryContextStrdup(f->cxt, name);
+	s->db = MemoryContextStrdup(f->cxt, db);
+	return s;
 }
 
-static ReplayPartition *
-find_partition(EoiReplayFilter *f, const char *topic, int32 partition)
+/*
+ * The source's entry for the partition, added if new; NULL when the
+ * partition keeps MAX_SOURCES already.
+ */
+static ReplaySource *
+find_source(EoiReplayFilter *f, const char *topic, int32 partition,
+			const char *name, const char *db)
 {
-	for (int n = 0; n < f->nparts; n++)
-	{
-		int			i = (f->recent + n) % f->nparts;
-		ReplayPartition *p = &f->parts[i];
+	int			in_partition = 0;
 
-		if (p->partition == partition && strcmp(p->topic, topic) == 0)
+	for (int n = 0; n < f->nsources; n++)
+	{
+		int			i = (f->recent + n) % f->nsources;
+		ReplaySource *s = &f->sources[i];
+
+		if (s->partition != partition || strcmp(s->topic, topic) != 0)
+			continue;
+		if (strcmp(s->name, name) == 0 && strcmp(s->db, db) == 0)
 		{
 			f->recent = i;
-			return p;
+			return s;
 		}
+		in_partition++;
 	}
-	f->recent = f->nparts;
-	return add_partition(f, topic, partition);
+	if (in_partition >= MAX_SOURCES)
+		return NULL;
+	f->recent = f->nsources;
+	return add_source(f, topic, partition, name, db);
 }
 
 /* The job's stored positions, for a batch about to be applied. */
@@ -181,56 +263,102 @@ eoi_replay_filter_begin(const EoiJob *job)
 	n = eoi_offsets_read_source_positions(job, &stored);
 	for (int i = 0; i < n; i++)
 	{
-		ReplayPartition *p = add_partition(f, stored[i].topic, stored[i].partition);
+		ReplaySource *s = add_source(f, stored[i].topic, stored[i].partition,
+									 stored[i].source_name, stored[i].source_db);
 
-		p->last.commit_lsn = stored[i].commit_lsn;
-		p->last.lsn = stored[i].lsn;
-		p->known = true;
+		s->last.commit_lsn = stored[i].commit_lsn;
+		s->last.lsn = stored[i].lsn;
+		s->last.commit_time = stored[i].commit_time;
+		s->known = true;
 	}
 	return f;
 }
 
 /*
  * Is this event of the partition one that was applied already?  If not,
- * its position becomes the partition's last one.
+ * its position becomes its source's last one.
  */
 bool
 eoi_replay_filter_skip(EoiReplayFilter *filter, const char *topic, int32 partition,
 					   const EoiSourcePosition *pos)
 {
-	ReplayPartition *p = find_partition(filter, topic, partition);
+	ReplaySource *s = find_source(filter, topic, partition, pos->name, pos->db);
 
-	p->changed = true;
-	if (p->known && position_cmp(pos, &p->last) < 0)
+	if (s == NULL)
 	{
-		p->skipped++;
-		return true;
+		filter->unkept++;
+		return false;
 	}
-	p->last = *pos;
-	p->known = true;
+	if (s->known && position_cmp(pos, &s->last) < 0)
+	{
+		if (pos->commit_time <= s->last.commit_time + SOURCE_CLOCK_MARGIN)
+		{
+			s->skipped++;
+			return true;
+		}
+		if (s->histories++ == 0)
+		{
+			s->left = s->last;
+			s->began = *pos;
+		}
+	}
+	s->last = *pos;
+	s->last.name = s->name;
+	s->last.db = s->db;
+	s->known = true;
+	s->changed = true;
 	return false;
 }
 
 static void
-store_partition(const EoiJob *job, const ReplayPartition *p)
+report_source(const EoiJob *job, const ReplaySource *s)
 {
-	EoiOffsetSourcePosition pos = {p->topic, p->partition, p->last.commit_lsn, p->last.lsn};
-
-	eoi_offsets_store_source_position(job, &pos, p->skipped);
-	if (p->skipped > 0)
+	if (s->skipped > 0)
 		ereport(LOG,
-				(errmsg("job \"%s\" skipped %lld change events of topic \"%s\" partition %d that Debezium sent again",
-						job->name, (long long) p->skipped, p->topic, p->partition),
-				 errdetail("Their source positions come before %X/%X %X/%X, the last one applied.",
-						   LSN_FORMAT_ARGS((XLogRecPtr) p->last.commit_lsn),
-						   LSN_FORMAT_ARGS((XLogRecPtr) p->last.lsn))));
+				(errmsg("job \"%s\" skipped %lld change events of source \"%s\" database \"%s\" in topic \"%s\" partition %d that Debezium sent again",
+						job->name, (long long) s->skipped, s->name, s->db, s->topic, s->partition),
+				 errdetail("Their source positions come before %X/%X %X/%X, the last one applied, and they committed no later than it.",
+						   LSN_FORMAT_ARGS((XLogRecPtr) s->last.commit_lsn),
+						   LSN_FORMAT_ARGS((XLogRecPtr) s->last.lsn))));
+	if (s->histories > 0)
+		ereport(LOG,
+				(errmsg("job \"%s\" applied change events of source \"%s\" database \"%s\" in topic \"%s\" partition %d as a new history of the source",
+						job->name, s->name, s->db, s->topic, s->partition),
+				 errdetail("The event at %X/%X %X/%X came after %X/%X %X/%X, the last one applied, and its transaction committed at %s, more than a second after that one's (%s).",
+						   LSN_FORMAT_ARGS((XLogRecPtr) s->began.commit_lsn),
+						   LSN_FORMAT_ARGS((XLogRecPtr) s->began.lsn),
+						   LSN_FORMAT_ARGS((XLogRecPtr) s->left.commit_lsn),
+						   LSN_FORMAT_ARGS((XLogRecPtr) s->left.lsn),
+						   pstrdup(timestamptz_to_str(s->began.commit_time)),
+						   pstrdup(timestamptz_to_str(s->left.commit_time))),
+				 errhint("The source's LSNs start again lower after it moves to another cluster, a restore, or a failover that lost the old primary's last transactions.")));
 }
 
 /* Store the positions the batch moved, in the batch's transaction. */
 void
 eoi_replay_filter_end(EoiReplayFilter *filter)
 {
-	for (int i = 0; i < filter->nparts; i++)
-		if (filter->parts[i].changed)
-			store_partition(filter->job, &filter->parts[i]);
+	for (int i = 0; i < filter->nsources; i++)
+	{
+		ReplaySource *s = &filter->sources[i];
+
+		if (s->changed)
+		{
+			EoiOffsetSourcePosition pos = {
+				s->topic, s->partition, s->name, s->db,
+				s->last.commit_lsn, s->last.lsn, s->last.commit_time
+			};
+
+			eoi_offsets_store_source_position(filter->job, &pos);
+		}
+		if (s->skipped > 0)
+			eoi_offsets_add_replays_skipped(filter->job, s->topic, s->partition, s->skipped);
+		report_source(filter->job, s);
+	}
+	if (filter->unkept > 0)
+		ereport(LOG,
+				(errmsg("job \"%s\" applied %lld change events as they came: their partitions carry events of more than %d sources",
+						filter->job->name, (long long) filter->unkept, MAX_SOURCES),
+				 errdetail("The positions of the first %d sources of a partition are kept; events of other sources are not checked for being sent again.",
+						   MAX_SOURCES)));
 }

@@ -649,13 +649,7 @@ static uint64 cut_end_lsn = 0;	/* of the last END in the last cut */
 void
 eoi_txn_load_committed(const EoiJob *job)
 {
-	EoiOffsetSourcePosition *positions;
-	int			n = eoi_offsets_read_source_positions(job, &positions);
-
-	committed_end_lsn = 0;
-	for (int i = 0; i < n; i++)
-		if (strcmp(positions[i].topic, job->txn_topic) == 0)
-			committed_end_lsn = Max(committed_end_lsn, positions[i].lsn);
+	committed_end_lsn = eoi_offsets_read_txn_end_lsn(job, job->txn_topic);
 	committed_known = true;
 }
 

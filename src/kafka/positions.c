@@ -114,9 +114,13 @@ store_positions(const EoiJob *job, const char *topic, int count, const int64 *of
 								  " VALUES ($1, $2, $3, $4)"
 								  " ON CONFLICT (job, topic, \"partition\")"
 								  " DO UPDATE SET next_offset = excluded.next_offset, updated_at = pg_catalog.now(),"
-								  "     source_lsn_commit = NULL, source_lsn = NULL",
+								  "     source_lsn = NULL",
 								  4, types, args, NULL, false, 0) != SPI_OK_INSERT)
 			elog(ERROR, "could not update eoingest.offsets");
+		if (SPI_execute_with_args("DELETE FROM eoingest.source_positions"
+								  " WHERE job = $1 AND topic = $2 AND \"partition\" = $3",
+								  3, types, args, NULL, false, 0) != SPI_OK_DELETE)
+			elog(ERROR, "could not update eoingest.source_positions");
 	}
 	SPI_finish();
 	eoi_restore_user(&saved);

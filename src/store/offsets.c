@@ -18,6 +18,7 @@
 #include "executor/spi.h"
 #include "utils/builtins.h"
 #include "utils/pg_lsn.h"
+#include "utils/timestamp.h"
 
 #include "store/job.h"
 #include "store/offsets.h"
@@ -207,6 +208,22 @@ eoi_offsets_note_watermarks(const EoiJob *job, const EoiPosition *position, int6
 	offsets_spi_end(&saved);
 }
 
+/* Prepare a statement once for the life of the process. */
+static SPIPlanPtr
+offsets_plan(SPIPlanPtr *plan, const char *query, int nargs, Oid *types)
+{
+	if (*plan == NULL)
+	{
+		SPIPlanPtr	p = SPI_prepare(query, nargs, types);
+
+		if (p == NULL || SPI_keepplan(p) != 0)
+			elog(ERROR, "could not prepare \"%s\": %s", query,
+				 SPI_result_code_string(SPI_result));
+		*plan = p;
+	}
+	return *plan;
+}
+
 /*
  * The source positions stored for the job's partitions, in the caller's
  * memory; returns how many.
@@ -221,11 +238,12 @@ eoi_offsets_read_source_positions(const EoiJob *job, EoiOffsetSourcePosition **p
 	int			n;
 
 	offsets_spi_begin(&saved);
-	if (SPI_execute_with_args("SELECT topic, \"partition\", source_lsn_commit, source_lsn"
-							  "  FROM eoingest.offsets"
-							  " WHERE job = $1 AND source_lsn IS NOT NULL",
+	if (SPI_execute_with_args("SELECT topic, \"partition\", source_name, source_db,"
+							  "       commit_lsn, lsn, commit_time"
+							  "  FROM eoingest.source_positions"
+							  " WHERE job = $1",
 							  1, types, args, NULL, true, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not read the source positions in eoingest.offsets");
+		elog(ERROR, "could not read eoingest.source_positions");
 	n = (int) SPI_processed;
 	*positions = MemoryContextAlloc(caller, sizeof(EoiOffsetSourcePosition) * Max(n, 1));
 	for (int i = 0; i < n; i++)
@@ -237,44 +255,117 @@ eoi_offsets_read_source_positions(const EoiJob *job, EoiOffsetSourcePosition **p
 
 		pos->topic = MemoryContextStrdup(caller, SPI_getvalue(tup, desc, 1));
 		pos->partition = DatumGetInt32(SPI_getbinval(tup, desc, 2, &isnull));
-		pos->commit_lsn = DatumGetLSN(SPI_getbinval(tup, desc, 3, &isnull));
-		pos->lsn = DatumGetLSN(SPI_getbinval(tup, desc, 4, &isnull));
+		pos->source_name = MemoryContextStrdup(caller, SPI_getvalue(tup, desc, 3));
+		pos->source_db = MemoryContextStrdup(caller, SPI_getvalue(tup, desc, 4));
+		pos->commit_lsn = DatumGetLSN(SPI_getbinval(tup, desc, 5, &isnull));
+		pos->lsn = DatumGetLSN(SPI_getbinval(tup, desc, 6, &isnull));
+		pos->commit_time = DatumGetTimestampTz(SPI_getbinval(tup, desc, 7, &isnull));
 	}
 	offsets_spi_end(&saved);
 	return n;
 }
 
-/* Store a partition's source position, and add to its count of replays skipped. */
+/* Store the position of the last event applied from a source into a partition. */
 void
-eoi_offsets_store_source_position(const EoiJob *job, const EoiOffsetSourcePosition *position,
-								  int64 skipped)
+eoi_offsets_store_source_position(const EoiJob *job, const EoiOffsetSourcePosition *position)
 {
 	static SPIPlanPtr plan = NULL;
-	EoiSavedUser saved;
-	Datum		args[6] = {
+	Oid			types[8] = {TEXTOID, TEXTOID, INT4OID, TEXTOID, TEXTOID,
+	PG_LSNOID, PG_LSNOID, TIMESTAMPTZOID};
+	Datum		args[8] = {
 		CStringGetTextDatum(job->name), CStringGetTextDatum(position->topic),
-		Int32GetDatum(position->partition), LSNGetDatum((XLogRecPtr) position->commit_lsn),
-		LSNGetDatum((XLogRecPtr) position->lsn), Int64GetDatum(skipped)
+		Int32GetDatum(position->partition), CStringGetTextDatum(position->source_name),
+		CStringGetTextDatum(position->source_db),
+		LSNGetDatum((XLogRecPtr) position->commit_lsn), LSNGetDatum((XLogRecPtr) position->lsn),
+		TimestampTzGetDatum(position->commit_time)
 	};
+	EoiSavedUser saved;
 
 	offsets_spi_begin(&saved);
-	if (plan == NULL)
-	{
-		Oid			types[6] = {TEXTOID, TEXTOID, INT4OID, PG_LSNOID, PG_LSNOID, INT8OID};
+	offsets_plan(&plan,
+				 "INSERT INTO eoingest.source_positions AS p"
+				 "       (job, topic, \"partition\", source_name, source_db, commit_lsn, lsn, commit_time)"
+				 " VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"
+				 " ON CONFLICT (job, topic, \"partition\", source_name, source_db) DO UPDATE"
+				 "   SET commit_lsn = excluded.commit_lsn, lsn = excluded.lsn,"
+				 "       commit_time = excluded.commit_time, updated_at = pg_catalog.now()",
+				 8, types);
+	if (SPI_execute_plan(plan, args, NULL, false, 0) != SPI_OK_INSERT)
+		elog(ERROR, "could not update eoingest.source_positions");
+	offsets_spi_end(&saved);
+}
 
-		plan = SPI_prepare("UPDATE eoingest.offsets"
-						   "   SET source_lsn_commit = $4, source_lsn = $5,"
-						   "       replays_skipped = replays_skipped + $6"
-						   " WHERE job = $1 AND topic = $2 AND \"partition\" = $3",
-						   6, types);
-		if (plan == NULL || SPI_keepplan(plan) != 0)
-			elog(ERROR, "could not prepare the source position update: %s",
-				 SPI_result_code_string(SPI_result));
-	}
+/* Add to a partition's count of change events skipped as sent again. */
+void
+eoi_offsets_add_replays_skipped(const EoiJob *job, const char *topic, int32 partition,
+								int64 skipped)
+{
+	static SPIPlanPtr plan = NULL;
+	Oid			types[4] = {TEXTOID, TEXTOID, INT4OID, INT8OID};
+	Datum		args[4] = {CStringGetTextDatum(job->name), CStringGetTextDatum(topic),
+	Int32GetDatum(partition), Int64GetDatum(skipped)};
+	EoiSavedUser saved;
+
+	offsets_spi_begin(&saved);
+	offsets_plan(&plan,
+				 "UPDATE eoingest.offsets SET replays_skipped = replays_skipped + $4"
+				 " WHERE job = $1 AND topic = $2 AND \"partition\" = $3",
+				 4, types);
 	if (SPI_execute_plan(plan, args, NULL, false, 0) != SPI_OK_UPDATE)
-		elog(ERROR, "could not update the source positions in eoingest.offsets");
+		elog(ERROR, "could not update eoingest.offsets");
+	offsets_spi_end(&saved);
+}
+
+/* The LSN of the last END the job committed from its transaction topic; 0: none. */
+uint64
+eoi_offsets_read_txn_end_lsn(const EoiJob *job, const char *txn_topic)
+{
+	EoiSavedUser saved;
+	Oid			types[2] = {TEXTOID, TEXTOID};
+	Datum		args[2] = {CStringGetTextDatum(job->name), CStringGetTextDatum(txn_topic)};
+	uint64		lsn = 0;
+
+	offsets_spi_begin(&saved);
+	if (SPI_execute_with_args("SELECT pg_catalog.max(source_lsn) FROM eoingest.offsets"
+							  " WHERE job = $1 AND topic = $2",
+							  2, types, args, NULL, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read eoingest.offsets");
+	if (SPI_processed == 1)
+	{
+		bool		isnull;
+		Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+
+		if (!isnull)
+			lsn = DatumGetLSN(d);
+	}
+	offsets_spi_end(&saved);
+	return lsn;
+}
+
+/*
+ * Keep the LSN of the last END committed, with the transaction topic's
+ * offset.  Never lower: a batch may hold only ENDs sent again, of
+ * transactions before the last one committed.
+ */
+void
+eoi_offsets_store_txn_end_lsn(const EoiJob *job, const char *txn_topic, int32 partition,
+							  uint64 lsn)
+{
+	static SPIPlanPtr plan = NULL;
+	Oid			types[4] = {TEXTOID, TEXTOID, INT4OID, PG_LSNOID};
+	Datum		args[4] = {CStringGetTextDatum(job->name), CStringGetTextDatum(txn_topic),
+	Int32GetDatum(partition), LSNGetDatum((XLogRecPtr) lsn)};
+	EoiSavedUser saved;
+
+	offsets_spi_begin(&saved);
+	offsets_plan(&plan,
+				 "UPDATE eoingest.offsets SET source_lsn = GREATEST(source_lsn, $4)"
+				 " WHERE job = $1 AND topic = $2 AND \"partition\" = $3",
+				 4, types);
+	if (SPI_execute_plan(plan, args, NULL, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not update eoingest.offsets");
 	if (SPI_processed != 1)
 		elog(ERROR, "job \"%s\" has no offset for topic \"%s\" partition %d",
-			 job->name, position->topic, position->partition);
+			 job->name, txn_topic, partition);
 	offsets_spi_end(&saved);
 }

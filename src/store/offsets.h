@@ -10,6 +10,7 @@
 #define EOI_OFFSETS_H
 
 #include "base/eoingest.h"
+#include "datatype/timestamp.h"
 
 /* One partition of one of the job's topics, and where to read it next. */
 typedef struct EoiPosition
@@ -29,21 +30,30 @@ extern void eoi_offsets_advance(const EoiJob *job, const EoiPosition *position,
 								int64 next_offset);
 
 /*
- * envelope debezium: the source position of the last change event applied
- * from a partition (cdcreplay.c), kept beside its offset.
+ * envelope debezium: the position of the last change event applied from a
+ * source (a connector's name and database) into a partition (cdcreplay.c).
  */
 typedef struct EoiOffsetSourcePosition
 {
 	char	   *topic;
 	int32		partition;
+	char	   *source_name;
+	char	   *source_db;
 	uint64		commit_lsn;
 	uint64		lsn;
+	TimestampTz commit_time;
 } EoiOffsetSourcePosition;
 
 extern int	eoi_offsets_read_source_positions(const EoiJob *job,
 											  EoiOffsetSourcePosition **positions);
 extern void eoi_offsets_store_source_position(const EoiJob *job,
-											  const EoiOffsetSourcePosition *position,
-											  int64 skipped);
+											  const EoiOffsetSourcePosition *position);
+extern void eoi_offsets_add_replays_skipped(const EoiJob *job, const char *topic,
+											int32 partition, int64 skipped);
+
+/* transactions => 'source': the LSN of the last END committed, per topic. */
+extern uint64 eoi_offsets_read_txn_end_lsn(const EoiJob *job, const char *txn_topic);
+extern void eoi_offsets_store_txn_end_lsn(const EoiJob *job, const char *txn_topic,
+										  int32 partition, uint64 lsn);
 
 #endif

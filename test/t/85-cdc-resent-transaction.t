@@ -8,12 +8,14 @@
 #   T1 whole; the worker killed; T1's tail (its second event) and its END
 #   again, then T2 whole: T2 commits.
 #   T2's END again, with no event, then T3 whole: T3 commits.
+#   T2's END again alone; the worker killed; T3's END again, then T4 whole:
+#   T4 commits (what the job keeps never goes back to an older END).
 # The ids are PostgreSQL's "txid:lsn", with the LSN of each message, as
 # Debezium 3.6.1's PostgreSQL connector writes them.
 set -euo pipefail
 . "$(dirname "$0")/../lib/tap.sh"
 
-plan 6
+plan 9
 sql "CREATE EXTENSION IF NOT EXISTS eoingest" >/dev/null 2>&1
 pfx=rs$$
 eoi-kafka create-topic "$pfx.transaction" 1 >/dev/null
@@ -78,6 +80,22 @@ send
 check "T3 commits after T2's END came again alone" \
   wait_until 30 "SELECT array_agg(balance ORDER BY id) = '{70,130}' FROM rs_acc"
 check "the job reads to the end of both topics" wait_until 30 "SELECT eoingest.wait_for_catchup('rs_job', '1 s')"
+
+# T2's END again, alone in its batch: what the job keeps must stay T3's END,
+# the last one committed, and not go back to T2's.  Then the worker is
+# killed, T3's END comes again and T4 whole: T4 commits.
+end 702 30528
+send
+check "the job reads T2's END sent again" wait_until 30 "SELECT eoingest.wait_for_catchup('rs_job', '1 s')"
+pid=$(sql "SELECT pid FROM eoingest.job_status WHERE name = 'rs_job'")
+kill -9 "$pid"
+check "the worker was SIGKILLed and runs again" \
+  wait_until 60 "SELECT pid IS NOT NULL AND pid <> $pid FROM eoingest.job_status WHERE name = 'rs_job'"
+end 703 30792
+tx 704 30792 60 140
+send
+check "T4 commits after T3's END came again, across a worker restart" \
+  wait_until 30 "SELECT array_agg(balance ORDER BY id) = '{60,140}' FROM rs_acc"
 is "$(sql "SELECT state || ' ' || coalesce(last_error, '') FROM eoingest.job_status WHERE name = 'rs_job'")" "running " \
   "the job runs, without an error"
 
