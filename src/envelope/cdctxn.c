@@ -37,7 +37,9 @@
  * by cdc.c in the batch's transaction), and an END at or below it is of a
  * transaction committed already: it is whole as it is, and the events of
  * it that come again pass (the replay filter, cdcreplay.c, skips those it
- * knows as applied).
+ * knows as applied).  Those events may also come after the cut that took
+ * their END: an event whose source.sequence names a prior commit below
+ * that LSN is of a transaction committed already, and passes too.
  *
  * Debezium's PostgreSQL connector writes the id as "txid:lsn" with the LSN
  * of each message (captured from 3.6.1: BEGIN 726:22282808, change events
@@ -60,6 +62,7 @@
 #include "utils/jsonb.h"
 #include "utils/memutils.h"
 
+#include "envelope/cdcreplay.h"
 #include "envelope/cdctxn.h"
 #include "kafka/kafka.h"
 #include "store/offsets.h"
@@ -83,6 +86,7 @@ typedef struct MsgInfo
 	int64		order;			/* MSG_EVENT: data_collection_order */
 	int64	   *expected;		/* MSG_END: events per data collection */
 	uint64		lsn;			/* MSG_END: the LSN of "txid:lsn", or 0 */
+	uint64		prior_commit;	/* MSG_EVENT: the commit before its transaction's, or 0 */
 } MsgInfo;
 
 /* A partition of the batch: its messages, in offset order. */
@@ -357,6 +361,28 @@ classify_transaction_event(Cut *cut, rd_kafka_message_t *msg, const char *topic,
 	}
 }
 
+/*
+ * The LSN of the last commit before the event's transaction: the first of
+ * source.sequence of Debezium's PostgreSQL connector, the LSN its ENDs'
+ * ids carry; 0 if the event has none.
+ */
+static uint64
+prior_commit(JsonbContainer *ev)
+{
+	JsonbContainer *source = get_container(ev, "source", false);
+	char	   *connector;
+	char	   *sequence;
+	EoiSourcePosition pos;
+
+	if (source == NULL ||
+		(connector = get_string(source, "connector")) == NULL ||
+		strcmp(connector, "postgresql") != 0 ||
+		(sequence = get_string(source, "sequence")) == NULL ||
+		!eoi_parse_source_sequence(sequence, strlen(sequence), &pos))
+		return 0;
+	return pos.commit_lsn;
+}
+
 static void
 classify_event(Cut *cut, rd_kafka_message_t *msg, const char *topic, MsgInfo *mi)
 {
@@ -372,6 +398,7 @@ classify_event(Cut *cut, rd_kafka_message_t *msg, const char *topic, MsgInfo *mi
 	mi->kind = MSG_EVENT;
 	mi->order = get_int(txn, "data_collection_order");
 	mi->coll = collection_index(cut, eoi_cdc_source_table(ev));
+	mi->prior_commit = prior_commit(ev);
 }
 
 static int
@@ -479,6 +506,8 @@ count_event(Cut *cut, TxState *tx, const MsgInfo *mi)
 		cut->incomplete--;
 }
 
+static bool committed_already(const MsgInfo *mi);
+
 /* Extend each data partition's part of the cut as far as it may go. */
 static void
 advance(Cut *cut)
@@ -497,9 +526,10 @@ advance(Cut *cut)
 			{
 				TxState    *tx = tx_lookup(cut, mi->txid, false);
 
-				if (tx == NULL || !tx->included)
+				if (tx != NULL && tx->included)
+					count_event(cut, tx, mi);
+				else if (!committed_already(mi))
 					break;
-				count_event(cut, tx, mi);
 			}
 			part->ptr++;
 		}
@@ -651,6 +681,20 @@ eoi_txn_load_committed(const EoiJob *job)
 {
 	committed_end_lsn = eoi_offsets_read_txn_end_lsn(job, job->txn_topic);
 	committed_known = true;
+}
+
+/*
+ * Is the event of a transaction a batch committed already, though its END
+ * is not in the cut?  Debezium sends again, after Kafka Connect restarts,
+ * the events of a transaction whose END an earlier batch committed (as
+ * include_committed takes it), and a cut may end before the last of them.
+ * Transactions commit in order: one whose prior commit is below the last
+ * END committed committed at or before that END.
+ */
+static bool
+committed_already(const MsgInfo *mi)
+{
+	return mi->prior_commit != 0 && mi->prior_commit < committed_end_lsn;
 }
 
 bool

@@ -10,12 +10,13 @@
 #   T2's END again, with no event, then T3 whole: T3 commits.
 #   T2's END again alone; the worker killed; T3's END again, then T4 whole:
 #   T4 commits (what the job keeps never goes back to an older END).
+#   T4's second event again, without its END; then T5 whole: T5 commits.
 # The ids are PostgreSQL's "txid:lsn", with the LSN of each message, as
 # Debezium 3.6.1's PostgreSQL connector writes them.
 set -euo pipefail
 . "$(dirname "$0")/../lib/tap.sh"
 
-plan 9
+plan 11
 sql "CREATE EXTENSION IF NOT EXISTS eoingest" >/dev/null 2>&1
 pfx=rs$$
 eoi-kafka create-topic "$pfx.transaction" 1 >/dev/null
@@ -27,13 +28,13 @@ tx() {  # TXID LSN BAL1 BAL2 -> $pfx.tx and $pfx.acc files, appended
   local txid=$1 lsn=$2 b1=$3 b2=$4
   printf '{"id":"%s:%s"}\t{"status":"BEGIN","id":"%s:%s","ts_ms":1,"event_count":null,"data_collections":null}\n' \
     "$txid" "$lsn" "$txid" "$lsn" >>"$EOINGEST_RUN/$pfx.tx"
-  event "$txid" $((lsn + 88)) 1 "$b1" 1
-  event "$txid" $((lsn + 176)) 2 "$b2" 2
+  event "$txid" $((lsn + 88)) 1 "$b1" 1 "$lsn"
+  event "$txid" $((lsn + 176)) 2 "$b2" 2 "$lsn"
   end "$txid" $((lsn + 264))
 }
-event() {  # TXID LSN ID BALANCE ORDER
-  printf '{"id":%s}\t{"before":null,"after":{"id":%s,"balance":%s},"source":{"connector":"postgresql","db":"src","schema":"public","table":"accounts"},"op":"u","ts_ms":1,"transaction":{"id":"%s:%s","total_order":%s,"data_collection_order":%s}}\n' \
-    "$3" "$3" "$4" "$1" "$2" "$5" "$5" >>"$EOINGEST_RUN/$pfx.acc"
+event() {  # TXID LSN ID BALANCE ORDER PRIOR_COMMIT_LSN
+  printf '{"id":%s}\t{"before":null,"after":{"id":%s,"balance":%s},"source":{"connector":"postgresql","db":"src","schema":"public","table":"accounts","sequence":"[\\"%s\\",\\"%s\\"]"},"op":"u","ts_ms":1,"transaction":{"id":"%s:%s","total_order":%s,"data_collection_order":%s}}\n' \
+    "$3" "$3" "$4" "$6" "$2" "$1" "$2" "$5" "$5" >>"$EOINGEST_RUN/$pfx.acc"
 }
 end() {  # TXID LSN
   printf '{"id":"%s:%s"}\t{"status":"END","id":"%s:%s","ts_ms":1,"event_count":2,"data_collections":[{"data_collection":"public.accounts","event_count":2}]}\n' \
@@ -66,7 +67,7 @@ check "the worker was SIGKILLed after T1 and runs again" \
 # Connect restarted: T1's second event and its END again, then T2.
 printf '{"id":"701:30000"}\t{"status":"BEGIN","id":"701:30000","ts_ms":1,"event_count":null,"data_collections":null}\n' \
   >>"$EOINGEST_RUN/$pfx.tx"
-event 701 30176 2 110 2
+event 701 30176 2 110 2 30000
 end 701 30264
 tx 702 30264 80 120
 send
@@ -96,6 +97,17 @@ tx 704 30792 60 140
 send
 check "T4 commits after T3's END came again, across a worker restart" \
   wait_until 30 "SELECT array_agg(balance ORDER BY id) = '{60,140}' FROM rs_acc"
+
+# T4's second event again without its END (its END came again in an
+# earlier batch, which ended before this event): it is of a transaction
+# committed already, the LSN of the commit before it says so; T5 commits.
+event 704 30968 2 140 2 30792
+send
+check "the job reads T4's event sent again" wait_until 30 "SELECT eoingest.wait_for_catchup('rs_job', '1 s')"
+tx 705 31056 50 150
+send
+check "T5 commits after an event of T4 came again without its END" \
+  wait_until 30 "SELECT array_agg(balance ORDER BY id) = '{50,150}' FROM rs_acc"
 is "$(sql "SELECT state || ' ' || coalesce(last_error, '') FROM eoingest.job_status WHERE name = 'rs_job'")" "running " \
   "the job runs, without an error"
 
