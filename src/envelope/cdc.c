@@ -692,17 +692,17 @@ route_event(CdcRoutes *routes, EventJson *ev)
 	return cx;
 }
 
-/*
- * The last END of the transaction topic that the batch commits, kept with
- * the topic's offset (cdctxn.c: an END at or below it that comes again is
- * of a transaction committed already).
- */
 typedef struct TransactionEnd
 {
 	int32		partition;
 	uint64		lsn;			/* 0: no END of an id with an LSN */
 } TransactionEnd;
 
+/*
+ * The last END of the transaction topic that the batch commits, kept with
+ * the topic's offset (cdctxn.c: an END at or below it that comes again is
+ * of a transaction committed already).
+ */
 static void
 note_transaction_end(TransactionEnd *end, rd_kafka_message_t *msg)
 {
