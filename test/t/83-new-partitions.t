@@ -7,7 +7,7 @@
 set -euo pipefail
 . "$(dirname "$0")/../lib/tap.sh"
 
-plan 6
+plan 7
 topic=newparts_$$
 sql "CREATE EXTENSION IF NOT EXISTS eoingest" >/dev/null 2>&1
 sql "CREATE TABLE np_t (part int, off bigint, value text, pid int)" >/dev/null
@@ -20,7 +20,10 @@ sql "SELECT eoingest.create_job(name => 'np', brokers => '$KAFKA_BROKERS', topic
      SELECT eoingest.start_job('np')" >/dev/null
 check "the job's workers run" wait_until 60 \
   "SELECT count(*) = 2 AND bool_and(pid IS NOT NULL) FROM eoingest.job_status WHERE name = 'np'"
-# Both workers have stored their starting positions once they have read a record.
+# 'latest' is the log end when the job first decides its positions, which
+# a worker does after it starts: records produced before that are skipped.
+check "the job's starting positions are stored, at the log end" wait_until 60 \
+  "SELECT count(*) = 2 AND bool_and(next_offset = 50) FROM eoingest.offsets WHERE job = 'np'"
 eoi-kafka produce-seq "$topic" --count 100 --start 100 --format csv >/dev/null
 check "the records produced after the start arrive" wait_until 60 "SELECT count(*) = 100 FROM np_t"
 
