@@ -176,7 +176,7 @@ def find(summary, **kw):
 
 
 def target_lines(summary, lat, paired=()):
-    """The targets of issue 6, each met or missed by how much."""
+    """The benchmark's targets, each met or missed by how much."""
     lines = []
     copy_ = {pk: find(summary, method="copy", pk=pk) for pk in ("no", "yes")}
     chunk = {pk: find(summary, method="kcat_chunked", pk=pk, batch="10000") for pk in ("no", "yes")}
@@ -221,7 +221,7 @@ def target_lines(summary, lat, paired=()):
              format="csv", parts="4")
     if e and binary:
         r = e["rate"] / binary["rate"]
-        add("exactly_once b=10000 par=1 ≥ 0.7 × COPY BINARY (no PK; issue 17)", r, 0.7, f"{r:.2f} × COPY BINARY")
+        add("exactly_once b=10000 par=1 ≥ 0.7 × COPY BINARY (no PK)", r, 0.7, f"{r:.2f} × COPY BINARY")
     tuned = [t for t in summary if t["method"] == "eoingest" and t["options"] and t.get("rate")
              and t["batch"] == "10000" and t["pk"] == "no"]
     for t in tuned:
@@ -244,18 +244,18 @@ def target_lines(summary, lat, paired=()):
             na = [s for s in summary if s["mode"] == mode and s["na"]]
             why = na[0]["note"] if na else "not run"
             lines.append(f"| {mode} ≥ {goal} × COPY | — | **not measured**: {why} |")
-    # Issue 16: the CDC stream (--cdc / --peers), events/s to the final state.
+    # The CDC stream (--cdc / --peers), events/s to the final state.
     cdc = find(summary, method="eoingest_cdc", format="cdc_debezium")
     cdc_upsert = find(summary, method="eoingest_cdc", format="cdc_upsert")
     sinks = [s for s in summary if s["method"] == "connect_cdc" and s.get("rate")]
     if cdc and cdc_upsert:
         r = cdc["rate"] / cdc_upsert["rate"]
-        add("eoingest cdc envelope=debezium ≥ 0.5 × eoingest upsert of the same changes (issue 16)", r, 0.5,
+        add("eoingest cdc envelope=debezium ≥ 0.5 × eoingest upsert of the same changes", r, 0.5,
             f"{r:.2f} × upsert")
     if cdc and sinks:
         best = max(sinks, key=lambda s: s["rate"])
         r = cdc["rate"] / best["rate"]
-        add(f"eoingest cdc envelope=debezium ≥ 10 × Debezium JDBC sink, its best ({best['label']}; issue 16)",
+        add(f"eoingest cdc envelope=debezium ≥ 10 × Debezium JDBC sink, its best ({best['label']})",
             r, 10, f"{r:.1f} × JDBC sink")
     rss = [(s["rss_mb"], s["label"]) for s in summary if s["method"] == "eoingest" and s.get("rss_mb")
            and not s["options"]]
@@ -412,7 +412,7 @@ def report(d):
             w(f"| {r['round']} | {fmt_int(fnum(r['copy_rows_per_s']))} | {r['par']} | "
               f"{fmt_int(fnum(r['eoingest_rows_per_s']))} | {fnum(r['ratio']):.2f} |")
         w("")
-    w("## Targets of issue 6\n")
+    w("## Targets\n")
     w("| target | measured | verdict |")
     w("|---|---|---|")
     for l in target_lines(summary, lat, paired):

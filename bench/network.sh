@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Ingestion throughput with a network between the worker and the brokers
-# (issue 18): the 3-broker test cluster behind Toxiproxy, an exactly_once job
+# Ingestion throughput with a network between the worker and the brokers:
+# the 3-broker test cluster behind Toxiproxy, an exactly_once job
 # with default settings, loopback against 0, 5 and 50 ms of added latency.
 #
 #   bash bench/network.sh [--records N] [--runs K]

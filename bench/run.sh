@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The benchmark of issue 6: eoingest against COPY FROM a file, kcat | psql, and a
+# The benchmark: eoingest against COPY FROM a file, kcat | psql, and a
 # naive consume-insert-commit loop, on the same rows and the same tables.
 #
 #   bash bench/run.sh [--records N | --big] [--runs K] [--quick] [--full]

@@ -119,7 +119,7 @@ REVOKE ALL ON @extschema@.job_status FROM PUBLIC;
 -- target takes a name or a regclass ("any": the C function looks at the
 -- type).  EXECUTE granted on them must be granted again.
 
--- batch_max_bytes (issue 12.6)
+-- batch_max_bytes
 -- A batch ends at batch_size messages or at batch_max_bytes bytes of keys
 -- and values, whichever comes first; a message larger than batch_max_bytes
 -- is a batch of its own.

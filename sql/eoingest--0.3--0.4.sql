@@ -30,7 +30,7 @@ COMMENT ON COLUMN @extschema@.jobs.ran_on_timeline IS
 -- eoingest.stall_after is 'stalled', with what it waits on (synchronous
 -- replication, I/O, a lock) as its error; wait_event and step show any
 -- worker's current wait and step.  Created again: SELECT granted on it
--- must be granted again.  (Issue 14, item 9:) _worker_status() also returns
+-- must be granted again.  _worker_status() also returns
 -- the workers the launcher could not start for want of a slot
 -- (eoingest.max_workers or max_worker_processes): no pid, state 'waiting',
 -- the reason as last_error; job_status shows them so, not as 'starting'.
@@ -87,7 +87,7 @@ REVOKE ALL ON @extschema@.job_status FROM PUBLIC;
 COMMENT ON VIEW @extschema@.job_status IS
     'One row per job and worker: state (''stalled'' past eoingest.stall_after; ''waiting'' without a free slot, the reason in last_error), counters, last commit, last error, current wait and step (the jobs the current role may see; all for pg_monitor).';
 
--- ---- issue 14, items 3-8: how messages map onto columns ----
+-- ---- how messages map onto columns ----
 -- columns: the target columns a message fills, in order (csv fields, the
 -- text value, the json keys taken); NULL: the format's default columns.
 -- timestamp_unit: how format json reads a number for a timestamptz,
@@ -95,7 +95,7 @@ COMMENT ON VIEW @extschema@.job_status IS
 ALTER TABLE @extschema@.jobs ADD COLUMN columns text[];
 ALTER TABLE @extschema@.jobs ADD COLUMN timestamp_unit text NOT NULL DEFAULT 'auto';
 
--- Issue 16: change data capture with Debezium envelopes.
+-- Change data capture with Debezium envelopes.
 -- envelope 'debezium' (format json) applies each message as a Debezium change
 -- event by key (key_columns, or the target's primary key); on_truncate says
 -- what a truncate event does: 'refuse' (a bad record) or 'truncate' (the
@@ -106,7 +106,7 @@ ALTER TABLE @extschema@.jobs ADD COLUMN envelope text NOT NULL DEFAULT 'none'
 ALTER TABLE @extschema@.jobs ADD COLUMN on_truncate text NOT NULL DEFAULT 'refuse'
     CHECK (on_truncate OPERATOR(pg_catalog.=) ANY (ARRAY['refuse', 'truncate']));
 
--- Issue 15: format avro, with a Schema Registry.
+-- Format avro, with a Schema Registry.
 -- Jobs gain schema_registry (the registry's URLs, comma-separated).  The registry's credentials and CA certificate go in
 -- options (schema.registry.basic.auth.user.info, schema.registry.ssl.ca.pem),
 -- which eoingest reads and never hands to librdkafka.

@@ -99,7 +99,7 @@ REVOKE ALL ON @extschema@.job_status FROM PUBLIC;
 COMMENT ON VIEW @extschema@.job_status IS
     'One row per job and worker: state (''stalled'' past eoingest.stall_after; ''waiting'' without a free slot, the reason in last_error), counters, last commit, last error, current wait and step, heap in use (the jobs the current role may see; all for pg_monitor).';
 
--- ---- Issue 16, item 5 and routing: source transactions and several targets ----
+-- ---- Source transactions and several targets ----
 -- targets: a Debezium job's routing, {"schema.table": "target table", ...}:
 -- each change event goes to the target of its source.schema.table (stored
 -- with the targets schema-qualified); NULL: every event goes to target.

@@ -1,4 +1,4 @@
--- How message values map onto columns (issue 14, items 3-8), end to end
+-- How message values map onto columns, end to end
 -- against the real broker, asserting the stored values: JSON arrays into
 -- array columns, numbers into time columns, key case, bytea as base64 or
 -- hex, CSV header messages, the columns list, identity columns.

@@ -66,14 +66,14 @@ eoingest_create_job(PG_FUNCTION_ARGS)
 	List	   *columns = (v04 && !PG_ARGISNULL(21)) ?
 		eoi_api_text_array_list(PG_GETARG_ARRAYTYPE_P(21), "columns") : NIL;
 	char	   *timestamp_unit_s = v04 ? eoi_api_required_text(fcinfo, 22, "timestamp_unit") : "auto";
-	/* ... nor envelope and on_truncate (issue 16) */
+	/* ... nor envelope and on_truncate (before 0.4) */
 	bool		v04_envelope = PG_NARGS() > 24;
 	char	   *envelope_s = v04_envelope ? eoi_api_required_text(fcinfo, 23, "envelope") : "none";
 	char	   *on_truncate_s = v04_envelope ? eoi_api_required_text(fcinfo, 24, "on_truncate") : "refuse";
-	/* ... nor schema_registry (issue 15) */
+	/* ... nor schema_registry */
 	bool		v04_registry = PG_NARGS() > 25;
 	char	   *schema_registry = v04_registry ? eoi_api_optional_text(fcinfo, 25) : NULL;
-	/* ... nor targets and transactions (issue 16, item 5) */
+	/* ... nor targets and transactions (before 0.5) */
 	bool		v04_txn = PG_NARGS() > 27;
 	Jsonb	   *targets = (v04_txn && !PG_ARGISNULL(26)) ? PG_GETARG_JSONB_P(26) : NULL;
 	char	   *transactions_s = v04_txn ? eoi_api_required_text(fcinfo, 27, "transactions") : "batch";
@@ -317,17 +317,17 @@ eoingest_alter_job(PG_FUNCTION_ARGS)
 	Oid			types[18] = {TEXTOID, INT4OID, INT4OID, JSONBOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
 	TEXTOID, TEXTARRAYOID, INT4OID, TEXTARRAYOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, TEXTOID};
 	char		nulls[18] = "                  ";
-	/* targets and transactions (issue 16, item 5): the last two */
+	/* targets and transactions (0.5): the last two */
 	bool		has_targets = PG_NARGS() > 14 && !PG_ARGISNULL(14);
 	bool		has_transactions = PG_NARGS() > 15 && !PG_ARGISNULL(15);
-	/* envelope and on_truncate (issue 16), where the definition has them */
+	/* envelope and on_truncate, where the definition has them */
 	bool		has_envelope = PG_NARGS() > 12;
 	/* Called through an older definition, there is no batch_max_bytes. */
 	bool		has_batch_max_bytes = PG_NARGS() > 8 && !PG_ARGISNULL(8);
 	/* ... nor columns, nor timestamp_unit (argument 10) */
 	bool		has_columns = PG_NARGS() > 9 && !PG_ARGISNULL(9);
 	bool		has_timestamp_unit = PG_NARGS() > 10 && !PG_ARGISNULL(10);
-	/* schema_registry (issue 15): the last parameter */
+	/* schema_registry: the last parameter */
 	bool		has_schema_registry = PG_NARGS() > 13 && !PG_ARGISNULL(13);
 	EoiSavedUser saved;
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# A running job's target renamed, moved to another schema or dropped
-# (issue 14, item 10): the job fails with an error that says what happened
+# A running job's target renamed, moved to another schema or dropped:
+# the job fails with an error that says what happened
 # and a hint (point the job at the table with alter_job, or create the table
 # again), no offset moves, and following the hint resumes the job exactly
 # where it stopped.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Races between the workers of one job (issue: races and stalls review).
+# Races between the workers of one job.
 set -euo pipefail
 . "$(dirname "$0")/../lib/tap.sh"
 . "$(dirname "$0")/../lib/faults.sh"

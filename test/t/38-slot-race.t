@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A launcher that restarts while a worker it registered has not attached yet
 # must not take the slot for dead and start a second worker for the same
-# partitions (issue: races review, item 5).  Fault point slot_race (sleep)
+# partitions.  Fault point slot_race (sleep)
 # makes the worker attach 8 s late, after the restarted launcher has looked
 # at its slot, and widens the launcher's window between that look and the
 # reap.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# More workers wanted than there are slots (issue 14, item 9).  Workers that
+# More workers wanted than there are slots.  Workers that
 # find no eoingest worker slot (eoingest.max_workers) or no background worker
 # slot (max_worker_processes) show in job_status as 'waiting' with the reason,
 # start_job warns when a job cannot get all its workers, and a waiting worker

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Format avro against Apicurio Registry (issue 15), not our own test registry: Apicurio's
+# Format avro against Apicurio Registry, not our own test registry: Apicurio's
 # Confluent-compatible API (/apis/ccompat/v7), schemas registered there by confluent-kafka's
 # AvroSerializer, read by eoingest. test/apicurio.sh builds and starts it (its pom says which
 # version and why). Plain values, two schema versions in one topic, Avro keys with tombstones

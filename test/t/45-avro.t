@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Format avro (issue 15): records written by confluent-kafka's AvroSerializer in
+# Format avro: records written by confluent-kafka's AvroSerializer in
 # Confluent's wire format, schemas from a registry (test/tools/schema_registry.py,
 # a small implementation of the REST API subset; see its header), with basic
 # authentication.  Logical types at their boundaries, nullable unions, nested

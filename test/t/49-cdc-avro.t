@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# envelope => 'debezium' with format => 'avro' (issue 16): Debezium-shaped change events written by
+# envelope => 'debezium' with format => 'avro': Debezium-shaped change events written by
 # confluent-kafka's AvroSerializer (the real serializer) against the test registry, with an envelope
 # schema written to look like the one Kafka Connect's AvroConverter derives from Debezium's Connect
 # schema (connect.name properties, Decimal as bytes with logicalType decimal).  NOT real Debezium with

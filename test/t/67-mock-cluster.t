@@ -4,7 +4,7 @@
 # Kafka on loopback: one record batch per partition per fetch, an empty
 # fetch answered only after the whole fetch.wait.max.ms, and a partition log
 # capped at 5 MB.  A job must ingest from it as exactly and about as fast as
-# from Apache Kafka.  (Issue 18 saw 157,000 of 500,000 records in 600 s:
+# from Apache Kafka.  (A run once saw 157,000 of 500,000 records in 600 s:
 # that was the cap, not a stall; see below.)
 # In addition to the Apache Kafka broker of every other test, never instead.
 set -euo pipefail
