@@ -44,16 +44,18 @@ owned_job(FunctionCallInfo fcinfo)
 /*
  * Write the job's dead letters (all, or those ids) through its writer, in
  * the caller's transaction, and delete them.  All or nothing: a record that
- * still fails raises its error, and nothing is replayed.  Only the job's
- * owner (or a member of its role) may.
+ * still fails raises its error, and nothing is replayed.  A dead letter
+ * whose key the job has written again since is left, and named, unless
+ * force is true.  Only the job's owner (or a member of its role) may.
  */
 Datum
 eoingest_replay_dead_letters(PG_FUNCTION_ARGS)
 {
 	ArrayType  *ids = PG_ARGISNULL(1) ? NULL : PG_GETARG_ARRAYTYPE_P(1);
+	bool		force = PG_NARGS() > 2 && !PG_ARGISNULL(2) && PG_GETARG_BOOL(2);
 	EoiJob	   *job = owned_job(fcinfo);
 
-	PG_RETURN_INT64((int64) eoi_replay_dead_letters(job, ids, eoi_envelope_writer(job)));
+	PG_RETURN_INT64((int64) eoi_replay_dead_letters(job, ids, eoi_envelope_writer(job), force));
 }
 
 /* An SQLSTATE as PostgreSQL writes one: five digits or upper-case letters. */

@@ -14,6 +14,7 @@
 
 #include "utils/array.h"
 
-extern uint64 eoi_replay_dead_letters(const EoiJob *job, ArrayType *ids, EoiBatchWriter writer);
+extern uint64 eoi_replay_dead_letters(const EoiJob *job, ArrayType *ids, EoiBatchWriter writer,
+									  bool force);
 
 #endif

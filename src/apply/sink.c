@@ -335,7 +335,12 @@ eoi_sink_write_rows(const EoiJob *job, EoiBatch *batch)
 	if (job->transform != NULL)
 		return run_transform(job, batch);
 	if (job->mode == EOI_MODE_UPSERT)
-		return eoi_upsert_batch(job, batch);
+	{
+		uint64		rows = eoi_upsert_batch(job, batch);
+
+		eoi_sink_supersede_dead_letters(job, batch, NULL);
+		return rows;
+	}
 	return copy_into_target(job, batch);
 }
 
@@ -367,6 +372,45 @@ dead_letter_bytes(const EoiJob *job, rd_kafka_message_t *msg, bool key)
 	if (format == EOI_FORMAT_AVRO)
 		data = eoi_avro_framed(msg, key, false, &len);
 	return eoi_message_bytes(data, len);
+}
+
+/*
+ * The records of batch `batch` that the job applied (all, or those
+ * `applied` says) supersede its dead letters of their keys from earlier in
+ * their partitions: a key's later image is in the table, and replaying an
+ * older one would take the key back to a state its source has left.  For
+ * the keyed writers (mode upsert, envelope debezium), in their attempt, so
+ * that what a failed attempt marks rolls back with it.
+ */
+void
+eoi_sink_supersede_dead_letters(const EoiJob *job, EoiBatch *batch, const bool *applied)
+{
+	Datum	   *topics;
+	Datum	   *partitions;
+	Datum	   *offsets;
+	Datum	   *keys;
+	int			n = 0;
+
+	if (!eoi_dead_letters_supersedable(job->id))
+		return;
+	topics = palloc(sizeof(Datum) * batch->n);
+	partitions = palloc(sizeof(Datum) * batch->n);
+	offsets = palloc(sizeof(Datum) * batch->n);
+	keys = palloc(sizeof(Datum) * batch->n);
+	for (int i = 0; i < batch->n; i++)
+	{
+		rd_kafka_message_t *msg = batch->messages[i];
+
+		CHECK_FOR_INTERRUPTS();
+		if (msg->key == NULL || (applied != NULL && !applied[i]))
+			continue;
+		topics[n] = CStringGetTextDatum(eoi_message_topic(batch, i));
+		partitions[n] = Int32GetDatum(msg->partition);
+		offsets[n] = Int64GetDatum(msg->offset);
+		keys[n] = PointerGetDatum(dead_letter_bytes(job, msg, true));
+		n++;
+	}
+	eoi_dead_letters_supersede(job->id, n, topics, partitions, offsets, keys);
 }
 
 /*

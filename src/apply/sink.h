@@ -16,5 +16,7 @@ extern uint64 eoi_sink_write_rows(const EoiJob *job, EoiBatch *batch);
 extern uint64 eoi_sink_write(const EoiJob *job, EoiBatch *batch, EoiBatchWriter writer);
 extern uint64 eoi_sink_write_batch(const EoiJob *job, EoiBatch *batch, EoiBatchWriter writer,
 								   int *dead);
+extern void eoi_sink_supersede_dead_letters(const EoiJob *job, EoiBatch *batch,
+											const bool *applied);
 
 #endif

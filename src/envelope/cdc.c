@@ -49,6 +49,7 @@
 #include "parser/parse_relation.h"
 #include "utils/builtins.h"
 
+#include "apply/sink.h"
 #include "envelope/cdc.h"
 #include "envelope/cdc_internal.h"
 #include "envelope/cdctxn.h"
@@ -487,8 +488,12 @@ event_position(CdcRoutes *routes, EventJson *ev, const char *op, EoiSourcePositi
 
 static CdcContext *route_event(CdcRoutes *routes, EventJson *ev);
 
-/* Add one change event to the change set of its target. */
-static void
+/*
+ * Add one change event to the change set of its target.  Returns false for
+ * a message that changes nothing: a tombstone, or an event Debezium sent
+ * again.
+ */
+static bool
 apply_event(CdcRoutes *routes, rd_kafka_message_t *msg)
 {
 	EventJson	ev;
@@ -502,12 +507,12 @@ apply_event(CdcRoutes *routes, rd_kafka_message_t *msg)
 
 	eoi_cdc_split_message(routes, msg, false, &ev);
 	if (ev.null_payload)
-		return;					/* {"schema": ..., "payload": null}: a tombstone */
+		return false;			/* {"schema": ..., "payload": null}: a tombstone */
 	eoi_cdc_event_parts(routes, &ev);
 	if (!ev.has_parts && (event = eoi_cdc_payload_object(routes, &ev)) == NULL)
 	{
 		if (!ev.not_object)
-			return;				/* a wrapper around a null payload */
+			return false;		/* a wrapper around a null payload */
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
 				 errmsg("change event is not a JSON object"),
@@ -523,7 +528,7 @@ apply_event(CdcRoutes *routes, rd_kafka_message_t *msg)
 		eoi_replay_filter_skip(routes->replays,
 							   eoi_message_topic(routes->position->batch, routes->position->current),
 							   msg->partition, &pos))
-		return;					/* applied already: Debezium sent it again */
+		return false;			/* applied already: Debezium sent it again */
 	cx = route_event(routes, &ev);
 	/* a snapshot read stands alone; a change belongs to a source transaction */
 	if (routes->job->source_transactions && strcmp(op, "r") != 0 &&
@@ -548,7 +553,7 @@ apply_event(CdcRoutes *routes, rd_kafka_message_t *msg)
 		if (op[0] != 'u')
 		{
 			eoi_changes_add_upsert(cx->changes);
-			return;
+			return true;
 		}
 		/* an update that moves the row to another key deletes the old one */
 		eoi_cdc_converting_writer_init(&key, NULL, cx->before_key.codecs, cx->keys->ncolumns);
@@ -581,6 +586,7 @@ apply_event(CdcRoutes *routes, rd_kafka_message_t *msg)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("change event has unknown op \"%s\"", op),
 				 errhint("A Debezium change event has op c, r, u, d or t.")));
+	return true;
 }
 
 static void
@@ -728,6 +734,7 @@ eoi_cdc_batch(const EoiJob *job, EoiBatch *batch)
 	ErrorContextCallback errcb;
 	uint64		processed = 0;
 	TransactionEnd txn_end = {0};
+	bool	   *applied = palloc0(sizeof(bool) * Max(batch->n, 1));
 
 	routes.job = job;
 	routes.position = &ep;
@@ -759,7 +766,7 @@ eoi_cdc_batch(const EoiJob *job, EoiBatch *batch)
 			continue;
 		}
 		old = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
-		apply_event(&routes, msg);
+		applied[i] = apply_event(&routes, msg);
 		MemoryContextSwitchTo(old);
 		ResetExprContext(econtext);
 	}
@@ -768,6 +775,7 @@ eoi_cdc_batch(const EoiJob *job, EoiBatch *batch)
 
 	for (int i = 0; i < routes.ncontexts; i++)
 		processed += eoi_changes_apply(routes.contexts[i]->changes);
+	eoi_sink_supersede_dead_letters(job, batch, applied);
 	if (routes.replays != NULL)
 		eoi_replay_filter_end(routes.replays);
 	if (txn_end.lsn != 0 && eoi_batch_from_partitions(batch))

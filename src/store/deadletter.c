@@ -13,6 +13,7 @@
 
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 
 #include "store/deadletter.h"
@@ -69,4 +70,69 @@ int64
 eoi_dead_letter_count(int32 job_id)
 {
 	return eoi_job_query_int("SELECT count(*) FROM eoingest.dead_letters WHERE job_id = $1", job_id);
+}
+
+/*
+ * Whether job `job_id` keeps a dead letter with a key that no later record
+ * of its key has superseded yet: only then does a write need to call
+ * eoi_dead_letters_supersede.  It reads what this transaction wrote.
+ */
+bool
+eoi_dead_letters_supersedable(int32 job_id)
+{
+	EoiSavedUser saved;
+	Oid			types[1] = {INT4OID};
+	Datum		args[1] = {Int32GetDatum(job_id)};
+	bool		found;
+
+	eoi_become_extension_owner(&saved);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute_with_args("SELECT 1 FROM eoingest.dead_letters"
+							  " WHERE job_id = $1 AND key IS NOT NULL AND superseded_by IS NULL LIMIT 1",
+							  1, types, args, NULL, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read eoingest.dead_letters");
+	found = SPI_processed > 0;
+	SPI_finish();
+	eoi_restore_user(&saved);
+	return found;
+}
+
+/*
+ * The job applied records (topic, partition, offset, key) i of n, in the
+ * current transaction: each supersedes the job's dead letters of its key
+ * from earlier in its partition, whose image is older than the one the
+ * key now has.  A dead letter keeps the offset of the first record that
+ * superseded it; replay_dead_letters skips it unless forced (replay.c).
+ */
+void
+eoi_dead_letters_supersede(int32 job_id, int n, Datum *topics, Datum *partitions,
+						   Datum *offsets, Datum *keys)
+{
+	EoiSavedUser saved;
+	Oid			types[5] = {INT4OID, TEXTARRAYOID, INT4ARRAYOID, INT8ARRAYOID, BYTEAARRAYOID};
+	Datum		args[5];
+
+	if (n == 0)
+		return;
+	args[0] = Int32GetDatum(job_id);
+	args[1] = PointerGetDatum(construct_array(topics, n, TEXTOID, -1, false, TYPALIGN_INT));
+	args[2] = PointerGetDatum(construct_array(partitions, n, INT4OID, 4, true, TYPALIGN_INT));
+	args[3] = PointerGetDatum(construct_array(offsets, n, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+	args[4] = PointerGetDatum(construct_array(keys, n, BYTEAOID, -1, false, TYPALIGN_INT));
+
+	eoi_become_extension_owner(&saved);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute_with_args("UPDATE eoingest.dead_letters d SET superseded_by = m.o"
+							  "  FROM (SELECT t, p, k, max(o) AS o"
+							  "          FROM unnest($2, $3, $4, $5) AS u(t, p, o, k)"
+							  "         GROUP BY t, p, k) m"
+							  " WHERE d.job_id = $1 AND d.superseded_by IS NULL"
+							  "   AND d.topic = m.t AND d.\"partition\" = m.p AND d.key = m.k"
+							  "   AND d.\"offset\" < m.o",
+							  5, types, args, NULL, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not update eoingest.dead_letters");
+	SPI_finish();
+	eoi_restore_user(&saved);
 }
