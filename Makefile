@@ -37,6 +37,7 @@ OBJS = \
 	src/apply/direct.o \
 	src/apply/upsert.o \
 	src/apply/upsertbulk.o \
+	src/apply/upsertkeep.o \
 	src/apply/errclass.o \
 	src/apply/shape.o \
 	src/apply/target.o \

@@ -1,5 +1,6 @@
 -- eoingest 0.11 -> 0.12: a dead letter remembers when a later record of its
--- key was applied, and replay_dead_letters leaves it unless forced.
+-- key was applied, and replay_dead_letters leaves it unless forced; the
+-- rows that took NULL for a value their change did not carry are counted.
 \echo Use "ALTER EXTENSION eoingest UPDATE TO '0.12'" to load this file. \quit
 
 -- The grants on the objects this update drops and creates again, which the
@@ -20,6 +21,14 @@ SELECT pg_catalog.set_config('eoingest_update.grants', coalesce((
 ALTER TABLE @extschema@.dead_letters ADD COLUMN superseded_by bigint;
 COMMENT ON COLUMN @extschema@.dead_letters.superseded_by IS
     'Mode upsert and envelope debezium: the offset of a later record of the same key, in the same partition, that the job applied; replay_dead_letters leaves such a dead letter unless forced.';
+
+-- envelope => 'debezium': an update that leaves a TOASTed column unchanged
+-- carries Debezium's placeholder for it; the row keeps its value.  A row
+-- the target did not have takes NULL there instead, counted here.
+ALTER TABLE @extschema@.offsets
+    ADD COLUMN unchanged_nulled bigint NOT NULL DEFAULT 0;
+COMMENT ON COLUMN @extschema@.offsets.unchanged_nulled IS
+    'envelope debezium: rows new to their target that took NULL for a value their update did not carry (Debezium''s placeholder for an unchanged TOASTed value).';
 
 DROP FUNCTION @extschema@.replay_dead_letters(text, bigint[]);
 CREATE FUNCTION @extschema@.replay_dead_letters(job text, ids bigint[] DEFAULT NULL,

@@ -90,6 +90,8 @@
 
 int			eoingest_upsert_path = EOI_UPSERT_PATH_BULK;
 
+const char	eoi_unchanged_value[] = "(unchanged)";
+
 static char *
 cell_copy(MemoryContext cxt, const char *data, size_t len)
 {
@@ -110,8 +112,11 @@ array_field(EoiRowWriter *writer, int col, const char *data, size_t len)
 		aw->capacity = Max(aw->capacity * 2, 64);
 		aw->cells = repalloc_huge(aw->cells, sizeof(char *) * aw->capacity * aw->ncols);
 	}
-	aw->cells[aw->nrows * aw->ncols + col] =
-		data ? cell_copy(aw->cxt, data, len) : NULL;
+	if (data == eoi_unchanged_value)
+		aw->cells[aw->nrows * aw->ncols + col] = (char *) eoi_unchanged_value;
+	else
+		aw->cells[aw->nrows * aw->ncols + col] =
+			data ? cell_copy(aw->cxt, data, len) : NULL;
 }
 
 static void
@@ -140,6 +145,26 @@ cell(ArrayWriter *aw, int row, int col)
 }
 
 /*
+ * Whether row `row` of `aw` keeps some columns' current values; which ones
+ * in `unchanged` (ncols entries) if it is not NULL.
+ */
+bool
+eoi_upsert_row_unchanged(ArrayWriter *aw, int row, bool *unchanged)
+{
+	bool		any = false;
+
+	for (int c = 0; c < aw->ncols; c++)
+	{
+		bool		u = cell(aw, row, c) == eoi_unchanged_value;
+
+		if (unchanged)
+			unchanged[c] = u;
+		any |= u;
+	}
+	return any;
+}
+
+/*
  * Read the key of `op` from row `row` of `aw` (the key columns at `cols`),
  * with the types' input functions, as COPY reads them: a key that is not a
  * value of its type is this message's error.
@@ -154,6 +179,11 @@ read_key(Op *op, KeyOrder *ko, ArrayWriter *aw, int row, const int *cols)
 	{
 		char	   *v = cell(aw, row, cols[k]);
 
+		if (v == eoi_unchanged_value)
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("the change does not carry the value of key column %d", k + 1),
+					 errhint("A key's value must be in every change of its row.")));
 		op->key_null[k] = (v == NULL);
 		op->key[k] = v ? InputFunctionCall(&ko->input[k], v, ko->ioparams[k], ko->typmods[k]) : (Datum) 0;
 		op->distinct |= (v == NULL && ko->nulls_distinct);
@@ -216,7 +246,8 @@ column_array(ArrayWriter *aw, int col, const int *rows, int nrows)
 	{
 		char	   *v = cell(aw, rows[i], col);
 
-		nulls[i] = (v == NULL);
+		/* an unchanged value of a row inserted afresh: NULL */
+		nulls[i] = (v == NULL || v == eoi_unchanged_value);
 		elems[i] = nulls[i] ? (Datum) 0 : CStringGetTextDatum(v);
 		if (!nulls[i])
 			size += INTALIGN(VARSIZE(DatumGetPointer(elems[i])));
@@ -237,8 +268,8 @@ column_array(ArrayWriter *aw, int col, const int *rows, int nrows)
 											  TEXTOID, -1, false, TYPALIGN_INT));
 }
 
-static char *
-column_type(Relation rel, const char *name)
+char *
+eoi_upsert_column_type(Relation rel, const char *name)
 {
 	AttrNumber	attnum = attnameAttNum(rel, name, false);
 	Form_pg_attribute att = TupleDescAttr(RelationGetDescr(rel), attnum - 1);
@@ -260,10 +291,12 @@ eoi_upsert_is_key(List *key_columns, const char *name)
 
 /*
  * INSERT INTO target AS t (cols) SELECT u.c::type, ... FROM ROWS FROM (unnest($1), ...)
- * AS u(cols) ON CONFLICT (keys) DO UPDATE SET c = excluded.c ...
+ * AS u(cols) ON CONFLICT (keys) DO UPDATE SET c = excluded.c ..., for every
+ * column but the keys and those `unchanged` says (NULL: none).
  */
 char *
-eoi_upsert_build_upsert_sql(Relation rel, const char *target, EoiColumns *cols, List *key_columns)
+eoi_upsert_build_upsert_sql(Relation rel, const char *target, EoiColumns *cols, List *key_columns,
+							const bool *unchanged)
 {
 	StringInfoData sql;
 	ListCell   *lc;
@@ -276,7 +309,7 @@ eoi_upsert_build_upsert_sql(Relation rel, const char *target, EoiColumns *cols, 
 	appendStringInfoString(&sql, ") SELECT ");
 	for (int c = 0; c < cols->ncolumns; c++)
 		appendStringInfo(&sql, "%su.%s::%s", c ? ", " : "", quote_identifier(cols->colnames[c]),
-						 column_type(rel, cols->colnames[c]));
+						 eoi_upsert_column_type(rel, cols->colnames[c]));
 	appendStringInfoString(&sql, " FROM ROWS FROM (");
 	for (int c = 0; c < cols->ncolumns; c++)
 		appendStringInfo(&sql, "%spg_catalog.unnest($%d::pg_catalog.text[])", c ? ", " : "", c + 1);
@@ -292,7 +325,7 @@ eoi_upsert_build_upsert_sql(Relation rel, const char *target, EoiColumns *cols, 
 	{
 		const char *q = quote_identifier(cols->colnames[c]);
 
-		if (eoi_upsert_is_key(key_columns, cols->colnames[c]))
+		if (eoi_upsert_is_key(key_columns, cols->colnames[c]) || (unchanged && unchanged[c]))
 			continue;
 		appendStringInfo(&sql, "%s%s = excluded.%s", first ? " DO UPDATE SET " : ", ", q, q);
 		first = false;
@@ -311,7 +344,7 @@ static Oid	check_unique_index(Relation rel, List *key_columns);
  * type's), which pg_catalog.= need not be.
  */
 static char *
-key_equality_operator(Relation idx, Relation rel, const char *colname)
+index_equality_operator(Relation idx, Relation rel, const char *colname)
 {
 	AttrNumber	attnum = attnameAttNum(rel, colname, false);
 	int			j;
@@ -364,11 +397,25 @@ eoi_upsert_build_delete_sql(Relation rel, const char *target, EoiColumns *keys)
 		const char *q = quote_identifier(keys->colnames[k]);
 
 		appendStringInfo(&sql, "%st.%s OPERATOR(%s) u.%s::%s", k ? " AND " : "",
-						 q, key_equality_operator(idx, rel, keys->colnames[k]), q,
-						 column_type(rel, keys->colnames[k]));
+						 q, index_equality_operator(idx, rel, keys->colnames[k]), q,
+						 eoi_upsert_column_type(rel, keys->colnames[k]));
 	}
 	index_close(idx, AccessShareLock);
 	return sql.data;
+}
+
+/*
+ * The equality operator of key column `colname` in the key's unique index
+ * `index` (see above), for OPERATOR(...).
+ */
+char *
+eoi_upsert_key_equality(Relation rel, Oid index, const char *colname)
+{
+	Relation	idx = index_open(index, AccessShareLock);
+	char	   *result = index_equality_operator(idx, rel, colname);
+
+	index_close(idx, AccessShareLock);
+	return result;
 }
 
 /* Where each key column sits among the decoded value columns. */
@@ -508,7 +555,27 @@ eoi_changes_begin(Relation rel, const char *target, EoiColumns *cols, EoiColumns
 		cs->set_columns[c] = !eoi_upsert_is_key(key_columns, cols->colnames[c]);
 	cs->eoi_upsert_delete_by_index = cs->bulk &&
 		pg_class_aclcheck(RelationGetRelid(rel), GetUserId(), ACL_DELETE) == ACLCHECK_OK;
+	cs->message = -1;
 	return cs;
+}
+
+/* The ops added from now on come from message `message` of the batch. */
+void
+eoi_changes_at_message(EoiChangeSet *cs, int message)
+{
+	cs->message = message;
+}
+
+/*
+ * The messages whose rows, new to the table, took NULL for a value the
+ * change did not carry (once per row), since the change set began; how
+ * many, and which in *messages.
+ */
+int
+eoi_changes_nulled(EoiChangeSet *cs, const int **messages)
+{
+	*messages = cs->nulled;
+	return cs->nnulled;
 }
 
 /* Where to decode a row to upsert; then eoi_changes_add_upsert(). */
@@ -534,6 +601,7 @@ next_op(EoiChangeSet *cs)
 		cs->ops = repalloc_huge(cs->ops, sizeof(Op) * cs->capacity);
 	}
 	cs->ops[cs->nops].seq = cs->seq++;
+	cs->ops[cs->nops].message = cs->message;
 	return &cs->ops[cs->nops++];
 }
 
@@ -571,6 +639,10 @@ eoi_changes_add_delete(EoiChangeSet *cs)
  * Apply the changes added since the last apply: of each key's changes, in
  * the order they were added, a delete if one of them is a delete, then the
  * last one if it is an upsert.  Returns the rows deleted and upserted.
+ *
+ * An upsert that keeps some columns' values (eoi_unchanged_value) takes
+ * them from the key's earlier upserts in the set where it can; the rows
+ * that still keep some go their own way (upsertkeep.c).
  */
 uint64
 eoi_changes_apply(EoiChangeSet *cs)
@@ -579,8 +651,11 @@ eoi_changes_apply(EoiChangeSet *cs)
 	Op		  **upsert_ops = palloc(sizeof(Op *) * Max(cs->nops, 1));
 	int		   *delete_rows = palloc(sizeof(int) * Max(cs->nops, 1));
 	Op		  **delete_ops = palloc(sizeof(Op *) * Max(cs->nops, 1));
+	int		   *kept_rows = palloc(sizeof(int) * Max(cs->nops, 1));
+	Op		  **kept_ops = palloc(sizeof(Op *) * Max(cs->nops, 1));
 	int			nupserts = 0;
 	int			ndeletes = 0;
+	int			nkept = 0;
 	uint64		processed = 0;
 	Op		   *ops = cs->ops;
 	int			n = cs->nops;
@@ -598,11 +673,16 @@ eoi_changes_apply(EoiChangeSet *cs)
 			delete_ops[ndeletes] = &ops[last_delete];
 			delete_rows[ndeletes++] = ops[last_delete].row;
 		}
-		if (!ops[next - 1].is_delete)
+		if (ops[next - 1].is_delete)
+			continue;
+		if (eoi_upsert_resolve_unchanged(cs, ops, first, next - 1, last_delete))
 		{
-			upsert_ops[nupserts] = &ops[next - 1];
-			upsert_rows[nupserts++] = ops[next - 1].row;
+			kept_ops[nkept] = &ops[next - 1];
+			kept_rows[nkept++] = ops[next - 1].row;
+			continue;
 		}
+		upsert_ops[nupserts] = &ops[next - 1];
+		upsert_rows[nupserts++] = ops[next - 1].row;
 	}
 	cs->nops = 0;
 
@@ -613,9 +693,13 @@ eoi_changes_apply(EoiChangeSet *cs)
 	if (nupserts > 0 && eoi_upsert_apply_bulk(cs, upsert_rows, upsert_ops, nupserts))
 		processed += nupserts;
 	else if (nupserts > 0)
-		processed += eoi_upsert_execute_with_arrays(eoi_upsert_build_upsert_sql(cs->rel, cs->target, cs->cols, cs->key_columns),
+		processed += eoi_upsert_execute_with_arrays(eoi_upsert_build_upsert_sql(cs->rel, cs->target, cs->cols, cs->key_columns, NULL),
 										 &cs->values, upsert_rows, nupserts, cs->cols->ncolumns);
+	if (nkept > 0)
+		processed += eoi_upsert_apply_unchanged(cs, kept_ops, kept_rows, nkept);
 	SPI_finish();
+	pfree(kept_rows);
+	pfree(kept_ops);
 	pfree(upsert_rows);
 	pfree(upsert_ops);
 	pfree(delete_rows);
@@ -774,7 +858,7 @@ eoi_upsert_check(Relation rel, const EoiMapping *mapping, EoiFormat key_format, 
 		types[c] = TEXTARRAYOID;
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	if (SPI_prepare(eoi_upsert_build_upsert_sql(rel, target, cols, key_columns), cols->ncolumns, types) == NULL)
+	if (SPI_prepare(eoi_upsert_build_upsert_sql(rel, target, cols, key_columns, NULL), cols->ncolumns, types) == NULL)
 		elog(ERROR, "could not prepare the upsert: %s", SPI_result_code_string(SPI_result));
 	if (SPI_prepare(eoi_upsert_build_delete_sql(rel, target, keys), keys->ncolumns, types) == NULL)
 		elog(ERROR, "could not prepare the delete: %s", SPI_result_code_string(SPI_result));

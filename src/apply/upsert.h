@@ -41,6 +41,15 @@ extern struct EoiRowWriter *eoi_changes_key_writer(EoiChangeSet *cs);
 extern void eoi_changes_add_upsert(EoiChangeSet *cs);
 extern void eoi_changes_add_delete(EoiChangeSet *cs);
 extern uint64 eoi_changes_apply(EoiChangeSet *cs);
+extern void eoi_changes_at_message(EoiChangeSet *cs, int message);
+extern int	eoi_changes_nulled(EoiChangeSet *cs, const int **messages);
+
+/*
+ * A field written to a change set's row writer with this pointer as its
+ * data keeps the row's current value: the change did not carry the
+ * column's value (Debezium's placeholder for an unchanged TOASTed value).
+ */
+extern const char eoi_unchanged_value[];
 extern List *eoi_primary_key_columns(Relation rel);
 extern void eoi_upsert_check(Relation rel, const EoiMapping *mapping, EoiFormat key_format,
 							 List *key_columns);

@@ -39,6 +39,7 @@ typedef struct Op
 	int			seq;			/* position in the batch */
 	bool		is_delete;
 	int			row;
+	int			message;		/* the batch's message it came from, or -1 */
 } Op;
 
 /*
@@ -86,13 +87,25 @@ struct EoiChangeSet
 	bool		bulk;			/* the bulk path (see upsert.c's header comment) */
 	bool		eoi_upsert_delete_by_index;	/* bulk, and the owner may DELETE */
 	bool	   *set_columns;	/* the columns of cols an update sets */
+	int			message;		/* the message the next ops come from, or -1 */
+	int		   *nulled;			/* messages whose new rows took NULL for unchanged values */
+	int			nnulled;
+	int			nulled_capacity;
 };
 
 /* upsert.c */
 extern bool eoi_upsert_is_key(List *key_columns, const char *name);
-extern char *eoi_upsert_build_upsert_sql(Relation rel, const char *target, EoiColumns *cols, List *key_columns);
+extern char *eoi_upsert_build_upsert_sql(Relation rel, const char *target, EoiColumns *cols, List *key_columns,
+										 const bool *unchanged);
+extern char *eoi_upsert_column_type(Relation rel, const char *name);
+extern char *eoi_upsert_key_equality(Relation rel, Oid index, const char *colname);
+extern bool eoi_upsert_row_unchanged(ArrayWriter *aw, int row, bool *unchanged);
 extern char *eoi_upsert_build_delete_sql(Relation rel, const char *target, EoiColumns *keys);
 extern uint64 eoi_upsert_execute_with_arrays(const char *sql, ArrayWriter *aw, const int *rows, int nrows, int ncols);
+
+/* upsertkeep.c */
+extern bool eoi_upsert_resolve_unchanged(EoiChangeSet *cs, Op *ops, int first, int last, int last_delete);
+extern uint64 eoi_upsert_apply_unchanged(EoiChangeSet *cs, Op *const *ops, const int *rows, int n);
 
 /* upsertbulk.c */
 extern bool eoi_upsert_bulk_fits(Relation rel, EoiColumns *cols, List *key_columns, KeyOrder *ko);

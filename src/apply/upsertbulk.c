@@ -362,7 +362,7 @@ write_bulk(void *arg)
 	{
 		if (SPI_connect() != SPI_OK_CONNECT)
 			elog(ERROR, "SPI_connect failed");
-		(void) eoi_upsert_execute_with_arrays(eoi_upsert_build_upsert_sql(cs->rel, cs->target, cs->cols, cs->key_columns),
+		(void) eoi_upsert_execute_with_arrays(eoi_upsert_build_upsert_sql(cs->rel, cs->target, cs->cols, cs->key_columns, NULL),
 								   &cs->values, old_rows, nlater, cs->cols->ncolumns);
 		SPI_finish();
 	}

@@ -229,20 +229,27 @@ same_key_text(CdcContext *cx, char **key, char **row)
  * Debezium's stand-in for a value it could not read: with replica identity
  * default, an update that leaves a TOASTed column unchanged carries no value
  * for it, and the after image has this (unavailable.value.placeholder's
- * default) as text, or its bytes (base64) for a bytes field, or an array of
- * it. Storing it would silently replace the row's real value.
+ * default) as text, or its bytes for a bytes field (base64, or hex with
+ * binary.handling.mode=hex), or an array of it.  Storing it would silently
+ * replace the row's real value: the row keeps that value instead
+ * (apply/upsertkeep.c).
  */
 #define DBZ_UNAVAILABLE "__debezium_unavailable_value"
 #define DBZ_UNAVAILABLE_BASE64 "X19kZWJleml1bV91bmF2YWlsYWJsZV92YWx1ZQ=="
+#define DBZ_UNAVAILABLE_HEX "5f5f646562657a69756d5f756e617661696c61626c655f76616c7565"
+
+static bool
+string_is(const JsonbValue *v, const char *s)
+{
+	return v->val.string.len == strlen(s) && memcmp(v->val.string.val, s, v->val.string.len) == 0;
+}
 
 static bool
 is_unavailable_string(const JsonbValue *v)
 {
 	return v->type == jbvString &&
-		((v->val.string.len == strlen(DBZ_UNAVAILABLE) &&
-		  memcmp(v->val.string.val, DBZ_UNAVAILABLE, v->val.string.len) == 0) ||
-		 (v->val.string.len == strlen(DBZ_UNAVAILABLE_BASE64) &&
-		  memcmp(v->val.string.val, DBZ_UNAVAILABLE_BASE64, v->val.string.len) == 0));
+		(string_is(v, DBZ_UNAVAILABLE) || string_is(v, DBZ_UNAVAILABLE_BASE64) ||
+		 string_is(v, DBZ_UNAVAILABLE_HEX));
 }
 
 static bool
@@ -259,34 +266,52 @@ is_unavailable(const JsonbValue *v)
 		is_unavailable_string(getIthJsonbValueFromContainer(array, 0));
 }
 
-/* Error if a field of an update's after image is Debezium's placeholder. */
-static void
-check_available(CdcContext *cx, JsonbContainer *after)
+/*
+ * The columns whose value an update's after image leaves unsent (Debezium's
+ * placeholder): they are set in cx->unchanged; true if there is one.  A key
+ * column's value must be there.
+ */
+static bool
+find_unchanged(CdcContext *cx, JsonbContainer *after)
 {
 	JsonbIterator *it = JsonbIteratorInit(after);
 	JsonbValue	v;
 	JsonbValue	key = {0};
 	JsonbIteratorToken tok;
+	bool		any = false;
 
+	memset(cx->unchanged, 0, sizeof(bool) * cx->cols->ncolumns);
 	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
 	{
 		if (tok == WJB_KEY)
 			key = v;
 		else if (tok == WJB_VALUE && is_unavailable(&v))
-			ereport(ERROR,
-					(errcode(ERRCODE_DATA_EXCEPTION),
-					 errmsg("field \"%.*s\" of the change event's after image is Debezium's placeholder \"%s\", not a value",
-							(int) key.val.string.len, key.val.string.val, DBZ_UNAVAILABLE),
-					 errdetail("Debezium sends it for a TOASTed column that an update leaves unchanged when the source table has replica identity default; the row of \"%s\" is left as it was.",
-							   RelationGetRelationName(cx->rel)),
-					 errhint("Set REPLICA IDENTITY FULL on the source table, so that Debezium sends the value; then replay this dead letter or re-snapshot the table.")));
+		{
+			int			c;
+
+			for (c = 0; c < cx->cols->ncolumns; c++)
+				if (string_is(&key, cx->cols->colnames[c]))
+					break;
+			if (c == cx->cols->ncolumns)
+				continue;		/* not a column: check_image_fields says */
+			for (int k = 0; k < cx->keys->ncolumns; k++)
+				if (cx->keypos[k] == c)
+					ereport(ERROR,
+							(errcode(ERRCODE_DATA_EXCEPTION),
+							 errmsg("key field \"%s\" of the change event's after image is Debezium's placeholder \"%s\", not a value",
+									cx->cols->colnames[c], DBZ_UNAVAILABLE),
+							 errhint("Set REPLICA IDENTITY FULL on the source table, so that Debezium sends the value; then replay this dead letter.")));
+			cx->unchanged[c] = true;
+			any = true;
+		}
 	}
+	return any;
 }
 
 /*
  * What add_after's shortcut needs to know of an after image's text: that
  * its every key is a column of the target, once, and that no value of an
- * update may be Debezium's placeholder (see check_available).
+ * update may be Debezium's placeholder (see find_unchanged).
  */
 typedef struct ImageKeys
 {
@@ -308,6 +333,7 @@ may_be_placeholder(const EoiJsonToken *v)
 		return false;
 	return memmem(v->data, v->len, DBZ_UNAVAILABLE, strlen(DBZ_UNAVAILABLE)) != NULL ||
 		memmem(v->data, v->len, DBZ_UNAVAILABLE_BASE64, strlen(DBZ_UNAVAILABLE_BASE64)) != NULL ||
+		memmem(v->data, v->len, DBZ_UNAVAILABLE_HEX, strlen(DBZ_UNAVAILABLE_HEX)) != NULL ||
 		(v->kind == EOI_JSON_NESTED && memchr(v->data, '\\', v->len) != NULL);
 }
 
@@ -349,8 +375,9 @@ image_is_plain(CdcContext *cx, const EventJson *ev, bool update)
 }
 
 /*
- * The after image as the row to upsert; its fields are kept in *row.  An
- * update's image is checked for Debezium's placeholder first.
+ * The after image as the row to upsert; its fields are kept in *row.  The
+ * columns of an update's image that hold Debezium's placeholder keep the
+ * row's value (find_unchanged).
  */
 static void
 add_after(CdcContext *cx, JsonbContainer *after, EventJson *ev, bool update, char ***row)
@@ -364,8 +391,8 @@ add_after(CdcContext *cx, JsonbContainer *after, EventJson *ev, bool update, cha
 	{
 		if (after == NULL)
 			after = &eoi_cdc_parse_json(ev->after_text, ev->after_len)->root;
-		if (update)
-			check_available(cx, after);
+		if (update && find_unchanged(cx, after))
+			cw.unchanged = cx->unchanged;
 		check_image_fields(cx, after);
 		image_codecs(cx, cx->cols, cx->col_codecs, &cx->col_codecs_tag, codecs_tag(ev, IMAGE_AFTER),
 					 ev->after_schema, after);
@@ -530,6 +557,7 @@ apply_event(CdcRoutes *routes, rd_kafka_message_t *msg)
 							   msg->partition, &pos))
 		return false;			/* applied already: Debezium sent it again */
 	cx = route_event(routes, &ev);
+	eoi_changes_at_message(cx->changes, routes->position->current);
 	/* a snapshot read stands alone; a change belongs to a source transaction */
 	if (routes->job->source_transactions && strcmp(op, "r") != 0 &&
 		!eoi_cdc_has_transaction(eoi_cdc_payload_object(routes, &ev)))
@@ -639,6 +667,7 @@ open_target(CdcRoutes *routes, const char *target)
 	cx->changes = eoi_changes_begin(cx->rel, target, cx->cols, cx->keys, key_columns);
 	cx->col_codecs = palloc0(sizeof(FieldCodec) * cx->cols->ncolumns);
 	cx->seen = palloc0(sizeof(bool) * Max(cx->cols->ncolumns, 1));
+	cx->unchanged = palloc0(sizeof(bool) * Max(cx->cols->ncolumns, 1));
 	cx->before_key.codecs = palloc0(sizeof(FieldCodec) * Max(cx->keys->ncolumns, 1));
 	cx->message_key.codecs = palloc0(sizeof(FieldCodec) * Max(cx->keys->ncolumns, 1));
 	cx->keypos = palloc(sizeof(int) * Max(cx->keys->ncolumns, 1));
@@ -721,6 +750,49 @@ note_transaction_end(TransactionEnd *end, rd_kafka_message_t *msg)
 }
 
 /*
+ * Count, per partition, the rows of `cx`'s target that were new to it and
+ * took NULL for a value their update did not carry (upsertkeep.c), and say
+ * so: the table lacks those values.
+ */
+static void
+count_nulled(CdcContext *cx, EoiBatch *batch)
+{
+	const int  *messages;
+	int			n = eoi_changes_nulled(cx->changes, &messages);
+	int		   *left;
+
+	if (n == 0)
+		return;
+	left = palloc(sizeof(int) * n);
+	memcpy(left, messages, sizeof(int) * n);
+	for (int i = 0; i < n; i++)
+	{
+		const char *topic;
+		int32		partition;
+		int64		count = 1;
+
+		if (left[i] < 0)
+			continue;
+		topic = eoi_message_topic(batch, left[i]);
+		partition = batch->messages[left[i]]->partition;
+		for (int j = i + 1; j < n; j++)
+			if (left[j] >= 0 && batch->messages[left[j]]->partition == partition &&
+				strcmp(eoi_message_topic(batch, left[j]), topic) == 0)
+			{
+				count++;
+				left[j] = -1;
+			}
+		eoi_offsets_add_unchanged_nulled(cx->job, topic, partition, count);
+	}
+	pfree(left);
+	ereport(WARNING,
+			(errmsg("%d rows new to \"%s\" took NULL for the unchanged TOASTed values that Debezium did not send",
+					n, RelationGetRelationName(cx->rel)),
+			 errdetail("An update of a row the target did not have carried Debezium's placeholder instead of some values."),
+			 errhint("Set REPLICA IDENTITY FULL on the source table so that Debezium sends every value, and snapshot the table again to fill them.")));
+}
+
+/*
  * Apply a batch of change events to the job's target, or targets.  Returns
  * the rows deleted, inserted and updated.  With transactions => 'source',
  * the batch holds whole source transactions (cdctxn.c), and the messages of
@@ -775,6 +847,8 @@ eoi_cdc_batch(const EoiJob *job, EoiBatch *batch)
 
 	for (int i = 0; i < routes.ncontexts; i++)
 		processed += eoi_changes_apply(routes.contexts[i]->changes);
+	for (int i = 0; i < routes.ncontexts; i++)
+		count_nulled(routes.contexts[i], batch);
 	eoi_sink_supersede_dead_letters(job, batch, applied);
 	if (routes.replays != NULL)
 		eoi_replay_filter_end(routes.replays);

@@ -61,6 +61,7 @@ typedef struct ConvertingWriter
 	FieldCodec *codecs;
 	char	  **fields;			/* the text written per column, NULL for NULL */
 	int			ncolumns;
+	const bool *unchanged;		/* columns to pass on as eoi_unchanged_value, or NULL */
 } ConvertingWriter;
 
 /* Error context: the message being applied. */
@@ -153,6 +154,7 @@ typedef struct CdcContext
 	FieldCodec *col_codecs;
 	int			col_codecs_tag;	/* CODECS_TAG of col_codecs, 0: none kept */
 	bool	   *seen;			/* image_is_plain's, a flag per column */
+	bool	   *unchanged;		/* add_after's: the columns an update left unsent */
 	KeyCodecs	before_key;		/* of the key columns in before images */
 	KeyCodecs	message_key;	/* of the key columns in message keys */
 	EventPosition *position;	/* for errors: the event being applied */

@@ -380,6 +380,14 @@ converting_field(EoiRowWriter *writer, int col, const char *data, size_t len)
 	ConvertingWriter *cw = (ConvertingWriter *) writer;
 	char	   *s = NULL;
 
+	if (cw->unchanged != NULL && cw->unchanged[col])
+	{
+		/* Debezium's placeholder: the row keeps its value (upsertkeep.c) */
+		cw->fields[col] = NULL;
+		if (cw->inner != NULL)
+			cw->inner->field(cw->inner, col, eoi_unchanged_value, 0);
+		return;
+	}
 	if (data != NULL)
 		s = convert_field(&cw->codecs[col], pnstrdup(data, len));
 	cw->fields[col] = s;
@@ -406,4 +414,5 @@ eoi_cdc_converting_writer_init(ConvertingWriter *cw, EoiRowWriter *inner, FieldC
 	cw->codecs = codecs;
 	cw->ncolumns = ncolumns;
 	cw->fields = palloc0(sizeof(char *) * Max(ncolumns, 1));
+	cw->unchanged = NULL;
 }

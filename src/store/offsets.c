@@ -295,25 +295,50 @@ eoi_offsets_store_source_position(const EoiJob *job, const EoiOffsetSourcePositi
 	offsets_spi_end(&saved);
 }
 
+/* Add n to a partition's counter, with the statement `sql` (planned once in *plan). */
+static void
+add_to_counter(SPIPlanPtr *plan, const char *sql, const EoiJob *job, const char *topic,
+			   int32 partition, int64 n)
+{
+	Oid			types[4] = {TEXTOID, TEXTOID, INT4OID, INT8OID};
+	Datum		args[4] = {CStringGetTextDatum(job->name), CStringGetTextDatum(topic),
+	Int32GetDatum(partition), Int64GetDatum(n)};
+	EoiSavedUser saved;
+
+	offsets_spi_begin(&saved);
+	offsets_plan(plan, sql, 4, types);
+	if (SPI_execute_plan(*plan, args, NULL, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not update eoingest.offsets");
+	offsets_spi_end(&saved);
+}
+
 /* Add to a partition's count of change events skipped as sent again. */
 void
 eoi_offsets_add_replays_skipped(const EoiJob *job, const char *topic, int32 partition,
 								int64 skipped)
 {
 	static SPIPlanPtr plan = NULL;
-	Oid			types[4] = {TEXTOID, TEXTOID, INT4OID, INT8OID};
-	Datum		args[4] = {CStringGetTextDatum(job->name), CStringGetTextDatum(topic),
-	Int32GetDatum(partition), Int64GetDatum(skipped)};
-	EoiSavedUser saved;
 
-	offsets_spi_begin(&saved);
-	offsets_plan(&plan,
-				 "UPDATE eoingest.offsets SET replays_skipped = replays_skipped + $4"
-				 " WHERE job = $1 AND topic = $2 AND \"partition\" = $3",
-				 4, types);
-	if (SPI_execute_plan(plan, args, NULL, false, 0) != SPI_OK_UPDATE)
-		elog(ERROR, "could not update eoingest.offsets");
-	offsets_spi_end(&saved);
+	add_to_counter(&plan,
+				   "UPDATE eoingest.offsets SET replays_skipped = replays_skipped + $4"
+				   " WHERE job = $1 AND topic = $2 AND \"partition\" = $3",
+				   job, topic, partition, skipped);
+}
+
+/*
+ * Add to a partition's count of rows that were new to their target and
+ * took NULL for values their change did not carry.
+ */
+void
+eoi_offsets_add_unchanged_nulled(const EoiJob *job, const char *topic, int32 partition,
+								 int64 rows)
+{
+	static SPIPlanPtr plan = NULL;
+
+	add_to_counter(&plan,
+				   "UPDATE eoingest.offsets SET unchanged_nulled = unchanged_nulled + $4"
+				   " WHERE job = $1 AND topic = $2 AND \"partition\" = $3",
+				   job, topic, partition, rows);
 }
 
 /* The LSN of the last END the job committed from its transaction topic; 0: none. */

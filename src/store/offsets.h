@@ -50,6 +50,8 @@ extern void eoi_offsets_store_source_position(const EoiJob *job,
 											  const EoiOffsetSourcePosition *position);
 extern void eoi_offsets_add_replays_skipped(const EoiJob *job, const char *topic,
 											int32 partition, int64 skipped);
+extern void eoi_offsets_add_unchanged_nulled(const EoiJob *job, const char *topic,
+											 int32 partition, int64 rows);
 
 /* transactions => 'source': the LSN of the last END committed, per topic. */
 extern uint64 eoi_offsets_read_txn_end_lsn(const EoiJob *job, const char *txn_topic);

@@ -118,8 +118,8 @@ lines.append(('{"id":63}', json.dumps({"before": None, "after": {"id": 63, "pric
 lines.append(('{"id":64}', '{"before":null,"after":{"id":64},"op":"c"'))
 # 42-45: after images of a known schema whose codecs are kept, but whose keys
 # or values need the checks: a field that is no column, a key twice (the
-# last counts), Debezium's placeholder in an update (a dead letter), and the
-# placeholder escaped in an array
+# last counts), and Debezium's placeholder in an update (the row keeps its
+# value), plain and escaped
 lines.append((key(65), event(s2, "c", {"id": 65, "price": decimal_b64(1), "dt": 1, "note": "x", "colour": "red"})))
 twice = event(s2, "c", {"id": 66, "price": decimal_b64(1), "dt": 1, "note": "first"})
 lines.append((key(66), twice.replace('"note":"first"', '"note":"first","note":"last"', 1)))
