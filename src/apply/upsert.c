@@ -113,7 +113,10 @@ array_field(EoiRowWriter *writer, int col, const char *data, size_t len)
 		aw->cells = repalloc_huge(aw->cells, sizeof(char *) * aw->capacity * aw->ncols);
 	}
 	if (data == eoi_unchanged_value)
+	{
 		aw->cells[aw->nrows * aw->ncols + col] = (char *) eoi_unchanged_value;
+		aw->has_unchanged = true;
+	}
 	else
 		aw->cells[aw->nrows * aw->ncols + col] =
 			data ? cell_copy(aw->cxt, data, len) : NULL;
@@ -136,6 +139,7 @@ array_writer_init(ArrayWriter *aw, int ncols)
 	aw->nrows = 0;
 	aw->capacity = 64;
 	aw->cells = palloc(sizeof(char *) * aw->capacity * ncols);
+	aw->has_unchanged = false;
 }
 
 static char *
@@ -153,6 +157,12 @@ eoi_upsert_row_unchanged(ArrayWriter *aw, int row, bool *unchanged)
 {
 	bool		any = false;
 
+	if (!aw->has_unchanged)
+	{
+		if (unchanged)
+			memset(unchanged, 0, sizeof(bool) * aw->ncols);
+		return false;
+	}
 	for (int c = 0; c < aw->ncols; c++)
 	{
 		bool		u = cell(aw, row, c) == eoi_unchanged_value;

@@ -28,6 +28,7 @@ typedef struct ArrayWriter
 	int			nrows;
 	int			capacity;		/* rows */
 	char	  **cells;
+	bool		has_unchanged;	/* some cell is eoi_unchanged_value */
 } ArrayWriter;
 
 /* One message's effect: upsert row `row`, or delete key row `row`. */
