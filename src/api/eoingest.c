@@ -122,6 +122,15 @@ eoi_define_settings(void)
 							GUC_UNIT_MS,
 							NULL, NULL, NULL);
 
+	DefineCustomIntVariable("eoingest.dead_letter_retention",
+							"How long dead letters are kept before the launcher deletes them.",
+							"Counted from when the record failed. 0 keeps them until they are replayed or discarded.",
+							&eoingest_dead_letter_retention,
+							0, 0, INT_MAX,
+							PGC_SIGHUP,
+							GUC_UNIT_MIN,
+							NULL, NULL, NULL);
+
 	DefineCustomIntVariable("eoingest.stall_after",
 							"How long a worker's write may wait before job_status calls the worker stalled.",
 							"job_status then shows what it waits on (synchronous replication, I/O, a lock).",

@@ -25,6 +25,7 @@ extern char *eoingest_fault_point;
 extern int	eoingest_fault_action;
 extern int	eoingest_fault_sleep_ms;
 extern int	eoingest_lock_timeout;
+extern int	eoingest_dead_letter_retention;
 extern int	eoingest_test_batch_text_limit;
 
 /* The ingestion modes: the rows of the seed article's consistency table. */

@@ -36,6 +36,7 @@ char	   *eoingest_fault_point = NULL;
 int			eoingest_fault_action = EOI_FAULT_KILL;
 int			eoingest_fault_sleep_ms = 5000;
 int			eoingest_lock_timeout = 10000;
+int			eoingest_dead_letter_retention = 0;
 int			eoingest_test_batch_text_limit = 0;
 
 /*

@@ -136,3 +136,31 @@ eoi_dead_letters_supersede(int32 job_id, int n, Datum *topics, Datum *partitions
 	SPI_finish();
 	eoi_restore_user(&saved);
 }
+
+/*
+ * Delete at most `limit` dead letters, of any job, that failed more than
+ * `retention_min` minutes ago (eoingest.dead_letter_retention), in the
+ * current transaction; returns how many.
+ */
+int64
+eoi_dead_letters_prune(int retention_min, int limit)
+{
+	EoiSavedUser saved;
+	Oid			types[2] = {INT4OID, INT4OID};
+	Datum		args[2] = {Int32GetDatum(retention_min), Int32GetDatum(limit)};
+	int64		n;
+
+	eoi_become_extension_owner(&saved);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute_with_args("DELETE FROM eoingest.dead_letters WHERE id IN"
+							  " (SELECT id FROM eoingest.dead_letters"
+							  "   WHERE failed_at < pg_catalog.now() - pg_catalog.make_interval(mins => $1)"
+							  "   LIMIT $2)",
+							  2, types, args, NULL, false, 0) != SPI_OK_DELETE)
+		elog(ERROR, "could not delete from eoingest.dead_letters");
+	n = (int64) SPI_processed;
+	SPI_finish();
+	eoi_restore_user(&saved);
+	return n;
+}

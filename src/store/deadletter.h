@@ -27,6 +27,7 @@ extern void eoi_dead_letter_insert(const EoiJob *job, const EoiDeadLetter *lette
 								   ErrorData *edata);
 extern int64 eoi_dead_letter_count(int32 job_id);
 extern bool eoi_dead_letters_supersedable(int32 job_id);
+extern int64 eoi_dead_letters_prune(int retention_min, int limit);
 extern void eoi_dead_letters_supersede(int32 job_id, int n, Datum *topics, Datum *partitions,
 									   Datum *offsets, Datum *keys);
 

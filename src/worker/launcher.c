@@ -50,6 +50,7 @@
 #include "base/settings.h"
 #include "base/shmem.h"
 #include "base/txn.h"
+#include "store/deadletter.h"
 #include "worker/launcher.h"
 #include "worker/twophase.h"
 
@@ -766,6 +767,34 @@ check_read_only(void)
 				(errmsg("eoingest: the database is writable again, jobs resume")));
 }
 
+/*
+ * eoingest.dead_letter_retention: once a minute, delete the dead letters
+ * that failed longer ago, PRUNE_LIMIT at a time (again at the next tick
+ * while there are more), each round in its own transaction.
+ */
+#define PRUNE_INTERVAL_MS 60000
+#define PRUNE_LIMIT 10000
+
+static void
+prune_dead_letters(void)
+{
+	static TimestampTz next_prune = 0;
+	int64		deleted;
+
+	if (eoingest_dead_letter_retention <= 0 || !extension_present || read_only ||
+		GetCurrentTimestamp() < next_prune)
+		return;
+	eoi_begin_work("deleting dead letters past eoingest.dead_letter_retention");
+	deleted = eoi_dead_letters_prune(eoingest_dead_letter_retention, PRUNE_LIMIT);
+	eoi_commit_work();
+	if (deleted > 0)
+		ereport(LOG,
+				(errmsg("eoingest: deleted %lld dead letters older than eoingest.dead_letter_retention (%d min)",
+						(long long) deleted, eoingest_dead_letter_retention)));
+	next_prune = deleted < PRUNE_LIMIT ?
+		TimestampTzPlusMilliseconds(GetCurrentTimestamp(), PRUNE_INTERVAL_MS) : 0;
+}
+
 static void
 reconcile(void)
 {
@@ -782,6 +811,7 @@ reconcile(void)
 	launch_missing(jobs, njobs);
 	if (extension_present)
 		coordinate_two_phase(jobs, njobs);
+	prune_dead_letters();
 }
 
 /*
