@@ -8,7 +8,7 @@
 set -euo pipefail
 . "$(dirname "$0")/../lib/tap.sh"
 
-plan 4
+plan 8
 role=upg_app_$$
 sql "DROP EXTENSION IF EXISTS eoingest CASCADE" >/dev/null 2>&1
 sql "CREATE EXTENSION eoingest VERSION '0.1'" >/dev/null
@@ -37,4 +37,38 @@ is "$(sql "SELECT (SELECT count(*) FROM pg_proc p, aclexplode(p.proacl) a
   "PUBLIC holds none of them; the grant option is kept"
 
 sql "DROP OWNED BY $role; DROP ROLE $role" >/dev/null
+
+# --- a tenant's job across the update from the previous version ---------------
+# The library runs no job while the installed extension is older: the job
+# the tenant started before the update waits, then runs after it, as the
+# tenant, without loss or duplicate, and the tenant's grants still work.
+prev=$(ls "$EOINGEST_REPO"/sql/eoingest--*--*.sql | sed -n 's/.*--\([0-9.]*\)--\([0-9.]*\)\.sql$/\1 \2/p' |
+       awk -v cur="$(sed -n "s/^default_version = '\(.*\)'/\1/p" "$EOINGEST_REPO/eoingest.control")" '$2 == cur {print $1}')
+tenant=upg_tenant_$$
+topic=upg_$$
+eoi-kafka create-topic "$topic" 2 >/dev/null
+eoi-kafka produce-seq "$topic" --count 1000 --format csv >/dev/null
+sql "DROP EXTENSION eoingest CASCADE" >/dev/null 2>&1
+sql "CREATE EXTENSION eoingest VERSION '$prev'" >/dev/null
+sql "CREATE ROLE $tenant LOGIN; GRANT USAGE ON SCHEMA eoingest TO $tenant;
+     GRANT EXECUTE ON FUNCTION eoingest.create_job, eoingest.start_job, eoingest.stop_job,
+                               eoingest.wait_for_catchup TO $tenant;
+     GRANT SELECT ON eoingest.job_status TO $tenant;
+     CREATE TABLE upg_t (id text, ts bigint, temperature double precision, who name DEFAULT current_user);
+     GRANT INSERT, SELECT ON upg_t TO $tenant" >/dev/null
+psql -XAtq -v ON_ERROR_STOP=1 -U "$tenant" \
+  -c "SELECT eoingest.create_job(name => 'upg', brokers => '$KAFKA_BROKERS', topic => '$topic', target => 'upg_t',
+                                 columns => '{id,ts,temperature}')" \
+  -c "SELECT eoingest.start_job('upg')" >/dev/null
+sleep 3
+is "$(sql "SELECT count(*) FROM upg_t")" 0 "at $prev the tenant's job waits: the library runs no job of an older extension"
+sql "ALTER EXTENSION eoingest UPDATE" >/dev/null
+eoi-kafka produce-seq "$topic" --count 1000 --start 1000 --format csv >/dev/null
+is "$(psql -XAtq -U "$tenant" -c "SELECT eoingest.wait_for_catchup('upg', '60 s')")" t \
+  "after the update the job runs, and its owner can still wait for it"
+is "$(sql "SELECT count(*) || ' ' || count(DISTINCT ts) || ' ' || string_agg(DISTINCT who, ',') FROM upg_t")" \
+  "2000 2000 $tenant" "every record once, written as the tenant"
+psql -XAtq -U "$tenant" -c "SELECT eoingest.stop_job('upg')" >/dev/null
+is "$(sql "SELECT state FROM eoingest.job_status WHERE name = 'upg'")" "stopped" "the tenant stops its job"
+sql "SELECT eoingest.drop_job('upg'); DROP TABLE upg_t; DROP OWNED BY $tenant; DROP ROLE $tenant" >/dev/null
 done_testing
