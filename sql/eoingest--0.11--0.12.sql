@@ -1,6 +1,8 @@
 -- eoingest 0.11 -> 0.12: a dead letter remembers when a later record of its
 -- key was applied, and replay_dead_letters leaves it unless forced; the
--- rows that took NULL for a value their change did not carry are counted.
+-- rows that took NULL for a value their change did not carry are counted;
+-- every function calls the job's name `name`; the helpers behind the views
+-- and policies leave the API's schema.
 \echo Use "ALTER EXTENSION eoingest UPDATE TO '0.12'" to load this file. \quit
 
 -- The grants on the objects this update drops and creates again, which the
@@ -10,7 +12,7 @@ SELECT pg_catalog.set_config('eoingest_update.grants', coalesce((
     SELECT 'FUNCTION' AS kind, p.proname::pg_catalog.text AS name, a.privilege_type AS privilege,
            a.grantee, a.is_grantable
       FROM pg_catalog.pg_proc p, pg_catalog.aclexplode(p.proacl) a
-     WHERE p.pronamespace OPERATOR(pg_catalog.=) '@extschema@'::pg_catalog.regnamespace AND p.proname OPERATOR(pg_catalog.=) ANY (ARRAY['replay_dead_letters']::pg_catalog.name[])
+     WHERE p.pronamespace OPERATOR(pg_catalog.=) '@extschema@'::pg_catalog.regnamespace AND p.proname OPERATOR(pg_catalog.=) ANY (ARRAY['replay_dead_letters', 'reset_offsets', 'discard_dead_letters', 'wait_for_catchup']::pg_catalog.name[])
        AND a.grantee OPERATOR(pg_catalog.<>) p.proowner) g), '[]'), true);
 
 -- Mode upsert and envelope debezium write by key: a record of a key
@@ -30,8 +32,41 @@ ALTER TABLE @extschema@.offsets
 COMMENT ON COLUMN @extschema@.offsets.unchanged_nulled IS
     'envelope debezium: rows new to their target that took NULL for a value their update did not carry (Debezium''s placeholder for an unchanged TOASTed value).';
 
+-- The job's name is `name` in every function, as in create_job, alter_job,
+-- start_job, stop_job and drop_job (it was `job` in the four below).  A
+-- parameter cannot be renamed in place: they are created again, their
+-- grants given back at the end.  Calls in named notation say name => now.
+DROP FUNCTION @extschema@.reset_offsets(text, text);
+CREATE FUNCTION @extschema@.reset_offsets(name text, "to" text)
+RETURNS integer
+LANGUAGE C STRICT VOLATILE
+AS 'MODULE_PATHNAME', 'eoingest_reset_offsets';
+REVOKE ALL ON FUNCTION @extschema@.reset_offsets(text, text) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.reset_offsets(text, text) IS
+    'For a job that is not running: where it resumes (earliest, latest, a timestamp, or explicit offsets as JSON).';
+
+DROP FUNCTION @extschema@.wait_for_catchup(text, interval);
+CREATE FUNCTION @extschema@.wait_for_catchup(name text, timeout interval DEFAULT '60 s')
+RETURNS boolean
+LANGUAGE C STRICT VOLATILE
+AS 'MODULE_PATHNAME', 'eoingest_wait_for_catchup';
+REVOKE ALL ON FUNCTION @extschema@.wait_for_catchup(text, interval) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.wait_for_catchup(text, interval) IS
+    'True once the job has committed everything up to the log end as it was at the call; false if the timeout passes first.';
+
+DROP FUNCTION @extschema@.discard_dead_letters(text, bigint[], text, interval);
+CREATE FUNCTION @extschema@.discard_dead_letters(name text, ids bigint[] DEFAULT NULL,
+                                                 sqlstate text DEFAULT NULL,
+                                                 older_than interval DEFAULT NULL)
+RETURNS bigint
+LANGUAGE C VOLATILE
+AS 'MODULE_PATHNAME', 'eoingest_discard_dead_letters';
+REVOKE ALL ON FUNCTION @extschema@.discard_dead_letters(text, bigint[], text, interval) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.discard_dead_letters(text, bigint[], text, interval) IS
+    'Deletes the job''s dead letters (all, or those ids, of that SQLSTATE, failed longer ago than older_than) without writing them; returns how many. The job''s owner only.';
+
 DROP FUNCTION @extschema@.replay_dead_letters(text, bigint[]);
-CREATE FUNCTION @extschema@.replay_dead_letters(job text, ids bigint[] DEFAULT NULL,
+CREATE FUNCTION @extschema@.replay_dead_letters(name text, ids bigint[] DEFAULT NULL,
                                                 force boolean DEFAULT false)
 RETURNS bigint
 LANGUAGE C VOLATILE
@@ -39,6 +74,21 @@ AS 'MODULE_PATHNAME', 'eoingest_replay_dead_letters';
 REVOKE ALL ON FUNCTION @extschema@.replay_dead_letters(text, bigint[], boolean) FROM PUBLIC;
 COMMENT ON FUNCTION @extschema@.replay_dead_letters(text, bigint[], boolean) IS
     'Writes the job''s dead letters (all, or those ids) through its write path again, as the job''s owner, and deletes them; all or nothing. A dead letter whose key the job has written again since (superseded_by) is left, and named in a notice, unless force is true.';
+
+-- The helpers behind job_status, job_definitions and the row-level policies
+-- are not API: they move to a schema of their own, to which no role but the
+-- extension's owner has USAGE, so that nobody calls them by name.  The
+-- views and policies refer to them by OID and keep working, for every role
+-- granted what they were granted.
+CREATE SCHEMA eoingest_internal;
+COMMENT ON SCHEMA eoingest_internal IS
+    'eoingest''s helpers behind its views and policies; not API.';
+ALTER FUNCTION @extschema@._worker_status() SET SCHEMA eoingest_internal;
+ALTER FUNCTION eoingest_internal._worker_status() RENAME TO worker_status;
+ALTER FUNCTION @extschema@._mask_options(pg_catalog.jsonb) SET SCHEMA eoingest_internal;
+ALTER FUNCTION eoingest_internal._mask_options(pg_catalog.jsonb) RENAME TO mask_options;
+ALTER FUNCTION @extschema@._may_see_job(text) SET SCHEMA eoingest_internal;
+ALTER FUNCTION eoingest_internal._may_see_job(text) RENAME TO may_see_job;
 
 -- The grants saved at the start of this script, on the objects it created
 -- again.

@@ -70,7 +70,7 @@ may_see(Oid owner)
 }
 
 /*
- * eoingest._may_see_job(job): may the current role see the job's rows
+ * eoingest_internal.may_see_job(job): may the current role see the job's rows
  * (the row-level policy on eoingest.offsets)?  False for a job that does
  * not exist, so that it tells nobody which jobs exist beyond their own.
  * A policy calls it once per row, and rows come by job: the last answer
@@ -105,7 +105,7 @@ eoingest_may_see_job(PG_FUNCTION_ARGS)
 }
 
 /*
- * eoingest._mask_options(options): the values of credential properties
+ * eoingest_internal.mask_options(options): the values of credential properties
  * replaced by ********, for roles that are not the job's owner.
  */
 Datum

@@ -142,7 +142,7 @@ is "$(sql "SELECT ai, at, ar FROM av ORDER BY id" | tr '\n' ' ')" \
   '{1,-2,3}|{x,NULL,"y,z \"q\""}|[{"x": 1, "y": "q"}] {}|{}|[] {2147483647,-2147483648}|{NULL}|[{"x": 2, "y": null}, {"x": 3, "y": "z"}] ' \
   "arrays into int[] and text[] (nulls, quotes, commas), arrays of records into jsonb"
 is "$(sql "SELECT count(*) FROM av WHERE absent = 'the default'")" 3 "a column the schema lacks takes its default"
-is "$(sql "SELECT eoingest._mask_options('$auth_options')->>'schema.registry.basic.auth.user.info'")" '********' \
+is "$(sql "SELECT eoingest_internal.mask_options('$auth_options')->>'schema.registry.basic.auth.user.info'")" '********' \
   "the registry's credentials are masked for other roles"
 
 # ---- schema evolution: versions interleaved in one batch ----
