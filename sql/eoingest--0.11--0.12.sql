@@ -12,7 +12,7 @@ SELECT pg_catalog.set_config('eoingest_update.grants', coalesce((
     SELECT 'FUNCTION' AS kind, p.proname::pg_catalog.text AS name, a.privilege_type AS privilege,
            a.grantee, a.is_grantable
       FROM pg_catalog.pg_proc p, pg_catalog.aclexplode(p.proacl) a
-     WHERE p.pronamespace OPERATOR(pg_catalog.=) '@extschema@'::pg_catalog.regnamespace AND p.proname OPERATOR(pg_catalog.=) ANY (ARRAY['replay_dead_letters', 'reset_offsets', 'discard_dead_letters', 'wait_for_catchup']::pg_catalog.name[])
+     WHERE p.pronamespace OPERATOR(pg_catalog.=) '@extschema@'::pg_catalog.regnamespace AND p.proname OPERATOR(pg_catalog.=) ANY (ARRAY['replay_dead_letters', 'reset_offsets', 'discard_dead_letters', 'wait_for_catchup', 'alter_job']::pg_catalog.name[])
        AND a.grantee OPERATOR(pg_catalog.<>) p.proowner) g), '[]'), true);
 
 -- Mode upsert and envelope debezium write by key: a record of a key
@@ -74,6 +74,44 @@ AS 'MODULE_PATHNAME', 'eoingest_replay_dead_letters';
 REVOKE ALL ON FUNCTION @extschema@.replay_dead_letters(text, bigint[], boolean) FROM PUBLIC;
 COMMENT ON FUNCTION @extschema@.replay_dead_letters(text, bigint[], boolean) IS
     'Writes the job''s dead letters (all, or those ids) through its write path again, as the job''s owner, and deletes them; all or nothing. A dead letter whose key the job has written again since (superseded_by) is left, and named in a notice, unless force is true.';
+
+-- alter_job changes the broker list, the format, the key settings, the
+-- intervals, max_message_bytes and commit_to_kafka too, each checked as
+-- create_job checks it; the offsets stay.  The new parameters come last,
+-- so that positional calls keep their meaning.
+DROP FUNCTION @extschema@.alter_job(text, integer, integer, jsonb, text, text, "any", text, integer,
+                                    text[], text, text, text, text, jsonb, text);
+CREATE FUNCTION @extschema@.alter_job(
+    name              text,
+    batch_size        integer DEFAULT NULL,
+    batch_timeout_ms  integer DEFAULT NULL,
+    options           jsonb DEFAULT NULL,
+    transform         text DEFAULT NULL,
+    on_error          text DEFAULT NULL,
+    target            "any" DEFAULT NULL,
+    mode              text DEFAULT NULL,
+    batch_max_bytes   integer DEFAULT NULL,
+    columns           text[] DEFAULT NULL,
+    timestamp_unit    text DEFAULT NULL,
+    envelope          text DEFAULT NULL,
+    on_truncate       text DEFAULT NULL,
+    schema_registry   text DEFAULT NULL,
+    targets           jsonb DEFAULT NULL,
+    transactions      text DEFAULT NULL,
+    brokers           text DEFAULT NULL,
+    format            text DEFAULT NULL,
+    key_columns       text[] DEFAULT NULL,
+    key_format        text DEFAULT NULL,
+    checkpoint_interval_ms integer DEFAULT NULL,
+    offset_commit_interval_ms integer DEFAULT NULL,
+    max_message_bytes integer DEFAULT NULL,
+    commit_to_kafka   boolean DEFAULT NULL)
+RETURNS void
+LANGUAGE C VOLATILE
+AS 'MODULE_PATHNAME', 'eoingest_alter_job';
+REVOKE ALL ON FUNCTION @extschema@.alter_job FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.alter_job IS
+    'Changes what is given of a job (NULL keeps it), checked as create_job checks a definition; a running job''s workers restart with it.';
 
 -- The helpers behind job_status, job_definitions and the row-level policies
 -- are not API: they move to a schema of their own, to which no role but the

@@ -294,16 +294,18 @@ check_targets_kept(const EoiJob *job, Jsonb *targets)
 }
 
 /*
- * eoingest.alter_job(name, batch_size, batch_timeout_ms, options,
- * transform, on_error, target, mode, batch_max_bytes, columns,
- * timestamp_unit): change what is given (NULL keeps it; columns => '{}'
- * goes back to the format's default columns).  The definition that results is checked exactly as create_job
- * checks one, as the job's owner (check_definition), the transform with
- * the job's search_path.  A running job's workers are restarted by the
- * launcher with the new settings within a second (an open batch rolls
- * back and is read again).  The target and the mode of a job that has
- * committed offsets cannot change: the offsets account for rows in that
- * table, written with that mode's guarantee.  Only a target that no longer
+ * eoingest.alter_job(name, batch_size, ..., commit_to_kafka): change what
+ * is given (NULL keeps it; columns => '{}' goes back to the format's
+ * default columns, key_columns => '{}' to the target's primary key).  The
+ * definition that results is checked exactly as create_job checks one, as
+ * the job's owner (check_definition), the transform with the job's
+ * search_path.  A running job's workers are restarted by the launcher with
+ * the new settings within a second (an open batch rolls back and is read
+ * again, in the new format if that changed).  The offsets stay, whatever
+ * changes: a new broker list must reach the same cluster (or a copy with
+ * the same offsets).  The target and the mode of a job that has committed
+ * offsets cannot change: the offsets account for rows in that table,
+ * written with that mode's guarantee.  Only a target that no longer
  * exists under its stored name may be replaced (by the table's new name).
  */
 Datum
@@ -313,11 +315,14 @@ eoingest_alter_job(PG_FUNCTION_ARGS)
 	EoiJob	   *job;
 	JobDefinition def;
 	StringInfoData sql;
-	Datum		args[18];
-	Oid			types[18] = {TEXTOID, INT4OID, INT4OID, JSONBOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
-	TEXTOID, TEXTARRAYOID, INT4OID, TEXTARRAYOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, TEXTOID};
-	char		nulls[18] = "                  ";
-	/* targets and transactions (0.5): the last two */
+	Datum		args[24];
+	Oid			types[24] = {TEXTOID, INT4OID, INT4OID, JSONBOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
+		TEXTOID, TEXTARRAYOID, INT4OID, TEXTARRAYOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, TEXTOID,
+	TEXTOID, TEXTOID, INT4OID, INT4OID, INT4OID, BOOLOID};
+	char		nulls[24] = "                        ";
+	/* brokers ... commit_to_kafka (0.12): the last eight, 16 to 23 */
+	bool		v12 = PG_NARGS() > 23;
+	/* targets and transactions (0.5): the two before */
 	bool		has_targets = PG_NARGS() > 14 && !PG_ARGISNULL(14);
 	bool		has_transactions = PG_NARGS() > 15 && !PG_ARGISNULL(15);
 	/* envelope and on_truncate, where the definition has them */
@@ -405,6 +410,21 @@ eoingest_alter_job(PG_FUNCTION_ARGS)
 		def.targets = NULL;
 	if (has_transactions)
 		def.transactions_s = text_to_cstring(PG_GETARG_TEXT_PP(15));
+	if (v12 && !PG_ARGISNULL(16))
+		def.brokers = text_to_cstring(PG_GETARG_TEXT_PP(16));
+	if (v12 && !PG_ARGISNULL(17))
+		def.format_s = text_to_cstring(PG_GETARG_TEXT_PP(17));
+	/* key_columns => '{}' goes back to the target's primary key */
+	if (v12 && !PG_ARGISNULL(18))
+		def.key_columns = eoi_api_text_array_list(PG_GETARG_ARRAYTYPE_P(18), "key_columns");
+	if (v12 && !PG_ARGISNULL(19))
+		def.key_format_s = text_to_cstring(PG_GETARG_TEXT_PP(19));
+	if (v12 && !PG_ARGISNULL(20))
+		(void) eoi_api_int_in_range(fcinfo, 20, "checkpoint_interval_ms", 10, MAX_BATCH_TIMEOUT_MS);
+	if (v12 && !PG_ARGISNULL(21))
+		(void) eoi_api_int_in_range(fcinfo, 21, "offset_commit_interval_ms", 10, MAX_BATCH_TIMEOUT_MS);
+	if (v12 && !PG_ARGISNULL(22))
+		(void) eoi_api_int_in_range(fcinfo, 22, "max_message_bytes", 1, MaxAllocSize - VARHDRSZ);
 
 	/*
 	 * Checked as the owner's worker will run it (target privileges), and as
@@ -441,6 +461,13 @@ eoingest_alter_job(PG_FUNCTION_ARGS)
 	nulls[16] = def.qualified_targets ? ' ' : 'n';
 	args[16] = def.qualified_targets ? JsonbPGetDatum(def.qualified_targets) : (Datum) 0;
 	args[17] = CStringGetTextDatum(def.transactions_s);
+	args[18] = CStringGetTextDatum(def.brokers);
+	args[19] = CStringGetTextDatum(def.format_s);
+	for (int i = 20; i < 24; i++)
+	{
+		nulls[i] = (!v12 || PG_ARGISNULL(i)) ? 'n' : ' ';
+		args[i] = nulls[i] == 'n' ? (Datum) 0 : PG_GETARG_DATUM(i);
+	}
 
 	initStringInfo(&sql);
 	appendStringInfoString(&sql,
@@ -462,12 +489,18 @@ eoingest_alter_job(PG_FUNCTION_ARGS)
 						   " schema_registry = coalesce($16, schema_registry),"
 						   " targets = $17,"
 						   " transactions = $18,"
+						   " brokers = $19,"
+						   " format = $20,"
+						   " checkpoint_interval_ms = coalesce($21, checkpoint_interval_ms),"
+						   " offset_commit_interval_ms = coalesce($22, offset_commit_interval_ms),"
+						   " max_message_bytes = coalesce($23, max_message_bytes),"
+						   " commit_to_kafka = coalesce($24, commit_to_kafka),"
 						   " config_version = config_version + 1"
 						   " WHERE name = $1");
 	eoi_become_extension_owner(&saved);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute_with_args(sql.data, 18, types, args, nulls, false, 0) != SPI_OK_UPDATE)
+	if (SPI_execute_with_args(sql.data, 24, types, args, nulls, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not update eoingest.jobs");
 	/* an altered job takes its targets as they are (shape.c) */
 	if (SPI_execute_with_args("DELETE FROM eoingest.target_shapes s USING eoingest.jobs j"
