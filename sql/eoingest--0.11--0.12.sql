@@ -113,6 +113,16 @@ REVOKE ALL ON FUNCTION @extschema@.alter_job FROM PUBLIC;
 COMMENT ON FUNCTION @extschema@.alter_job IS
     'Changes what is given of a job (NULL keeps it), checked as create_job checks a definition; a running job''s workers restart with it.';
 
+-- A job that is not running can be renamed; its offsets, source positions
+-- and watermarks follow by their foreign keys.
+CREATE FUNCTION @extschema@.rename_job(name text, new_name text)
+RETURNS void
+LANGUAGE C STRICT VOLATILE
+AS 'MODULE_PATHNAME', 'eoingest_rename_job';
+REVOKE ALL ON FUNCTION @extschema@.rename_job(text, text) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.rename_job(text, text) IS
+    'Renames a job that is not running; its offsets, dead letters and positions follow. The job''s owner only.';
+
 -- The helpers behind job_status, job_definitions and the row-level policies
 -- are not API: they move to a schema of their own, to which no role but the
 -- extension's owner has USAGE, so that nobody calls them by name.  The

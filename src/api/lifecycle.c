@@ -1,11 +1,11 @@
 /*-------------------------------------------------------------------------
  *
  * lifecycle.c
- *	  start_job, stop_job and drop_job: they record what the owner wants,
- *	  and the launcher, woken when the transaction commits, does it; a
- *	  committed stop_job waits for the job's workers to exit.  Also
- *	  the job's owner by name, and the warning that the server has no room
- *	  for the job's workers.
+ *	  start_job, stop_job, drop_job and rename_job: they record what the
+ *	  owner wants, and the launcher, woken when the transaction commits,
+ *	  does it; a committed stop_job waits for the job's workers to exit.
+ *	  Also the job's owner by name, and the warning that the server has no
+ *	  room for the job's workers.
  *
  *-------------------------------------------------------------------------
  */
@@ -29,6 +29,7 @@
 PG_FUNCTION_INFO_V1(eoingest_start_job);
 PG_FUNCTION_INFO_V1(eoingest_stop_job);
 PG_FUNCTION_INFO_V1(eoingest_drop_job);
+PG_FUNCTION_INFO_V1(eoingest_rename_job);
 
 /* ---- at commit: waking the launcher, waiting for stopped jobs ---- */
 
@@ -373,5 +374,71 @@ eoingest_drop_job(PG_FUNCTION_ARGS)
 	if (letters > 0)
 		ereport(NOTICE,
 				(errmsg("dropped " INT64_FORMAT " dead letters of job \"%s\"", letters, name)));
+	PG_RETURN_VOID();
+}
+
+/*
+ * eoingest.rename_job(name, new_name), for a job that is not running: its
+ * offsets, source positions and watermarks follow by their foreign keys
+ * (ON UPDATE CASCADE), everything else refers to the job by id; the job
+ * column of its dead letters is renamed too.  With commit_to_kafka the
+ * consumer group is named after the job: the new name's group starts at the
+ * next commit, and the old one stays in Kafka until deleted (a NOTICE).
+ */
+Datum
+eoingest_rename_job(PG_FUNCTION_ARGS)
+{
+	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	char	   *new_name = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	EoiJob	   *job;
+	EoiSavedUser saved;
+	Oid			types[2] = {TEXTOID, TEXTOID};
+	Datum		args[2] = {CStringGetTextDatum(name), CStringGetTextDatum(new_name)};
+
+	eoi_check_primary();
+	eoi_check_job_owner(name, job_owner(name));
+	job = eoi_job_load_by_name(name);
+	if (new_name[0] == '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("job name must not be empty")));
+	if (strlen(new_name) >= NAMEDATALEN)
+		ereport(ERROR,
+				(errcode(ERRCODE_NAME_TOO_LONG),
+				 errmsg("job name \"%s\" is too long", new_name),
+				 errdetail("A job name has at most %d bytes.", NAMEDATALEN - 1)));
+	if (strcmp(job->state, "running") == 0 || eoi_job_has_slot(job->id, true))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_IN_USE),
+				 errmsg("eoingest job \"%s\" is running", name),
+				 errhint("Stop it first with eoingest.stop_job('%s'): its workers write its offsets by its name.", name)));
+
+	eoi_become_extension_owner(&saved);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (eoi_api_job_exists(new_name))
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_OBJECT),
+				 errmsg("eoingest job \"%s\" already exists", new_name)));
+	/* not running: a start_job between the check and here is refused too */
+	if (SPI_execute_with_args("UPDATE eoingest.jobs SET name = $2 WHERE name = $1 AND state <> 'running'",
+							  2, types, args, NULL, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not update eoingest.jobs");
+	if (SPI_processed != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_IN_USE),
+				 errmsg("eoingest job \"%s\" was started meanwhile", name),
+				 errhint("Stop it, then rename it.")));
+	if (SPI_execute_with_args("UPDATE eoingest.dead_letters SET job = $2 WHERE job_id ="
+							  " (SELECT id FROM eoingest.jobs WHERE name = $2)",
+							  2, types, args, NULL, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not update eoingest.dead_letters");
+	SPI_finish();
+	eoi_restore_user(&saved);
+	if (job->commit_to_kafka)
+		ereport(NOTICE,
+				(errmsg("the Kafka consumer group of job \"%s\" is now eoingest.%s, from its next commit on",
+						new_name, new_name),
+				 errhint("Delete the old group with kafka-consumer-groups --delete --group eoingest.%s.", name)));
 	PG_RETURN_VOID();
 }
