@@ -76,9 +76,11 @@ COMMENT ON FUNCTION @extschema@.replay_dead_letters(text, bigint[], boolean) IS
     'Writes the job''s dead letters (all, or those ids) through its write path again, as the job''s owner, and deletes them; all or nothing. A dead letter whose key the job has written again since (superseded_by) is left, and named in a notice, unless force is true.';
 
 -- alter_job changes the broker list, the format, the key settings, the
--- intervals, max_message_bytes and commit_to_kafka too, each checked as
--- create_job checks it; the offsets stay.  The new parameters come last,
--- so that positional calls keep their meaning.
+-- intervals, max_message_bytes and commit_to_kafka too, and, of a job that
+-- is not running, its topics, parallelism and partitions; each checked as
+-- create_job checks it; the offsets stay (those of topics the job no longer
+-- reads go).  The new parameters come last, so that positional calls keep
+-- their meaning.
 DROP FUNCTION @extschema@.alter_job(text, integer, integer, jsonb, text, text, "any", text, integer,
                                     text[], text, text, text, text, jsonb, text);
 CREATE FUNCTION @extschema@.alter_job(
@@ -105,7 +107,10 @@ CREATE FUNCTION @extschema@.alter_job(
     checkpoint_interval_ms integer DEFAULT NULL,
     offset_commit_interval_ms integer DEFAULT NULL,
     max_message_bytes integer DEFAULT NULL,
-    commit_to_kafka   boolean DEFAULT NULL)
+    commit_to_kafka   boolean DEFAULT NULL,
+    topic             text DEFAULT NULL,
+    parallelism       integer DEFAULT NULL,
+    partitions        integer[] DEFAULT NULL)
 RETURNS void
 LANGUAGE C VOLATILE
 AS 'MODULE_PATHNAME', 'eoingest_alter_job';

@@ -202,6 +202,43 @@ eoingest_create_job(PG_FUNCTION_ARGS)
 
 /* ---- alter_job ---- */
 
+/*
+ * Refuse to change `what` of a running job: its workers own partitions by
+ * the number of workers and read the topics they were started with.
+ */
+static void
+check_not_running(const EoiJob *job, const char *what)
+{
+	if (strcmp(job->state, "running") == 0 || eoi_job_has_slot(job->id, true))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_IN_USE),
+				 errmsg("eoingest job \"%s\" is running: %s cannot change", job->name, what),
+				 errhint("Stop it with eoingest.stop_job('%s'), alter it, then start it again.", job->name)));
+}
+
+/*
+ * Delete the offsets (and with them the source positions) of job `name`
+ * in the topics that `topic` no longer names: the job reads them no more.
+ * Inside the caller's SPI connection, as the extension.
+ */
+static void
+forget_other_topics(const char *name, const char *topic)
+{
+	List	   *topics = eoi_split_topics(topic);
+	Datum	   *elems = palloc(sizeof(Datum) * Max(list_length(topics), 1));
+	Oid			types[2] = {TEXTOID, TEXTARRAYOID};
+	Datum		args[2];
+	ListCell   *lc;
+
+	foreach(lc, topics)
+		elems[foreach_current_index(lc)] = CStringGetTextDatum((const char *) lfirst(lc));
+	args[0] = CStringGetTextDatum(name);
+	args[1] = PointerGetDatum(construct_array(elems, list_length(topics), TEXTOID, -1, false, TYPALIGN_INT));
+	if (SPI_execute_with_args("DELETE FROM eoingest.offsets WHERE job = $1 AND topic <> ALL ($2)",
+							  2, types, args, NULL, false, 0) != SPI_OK_DELETE)
+		elog(ERROR, "could not delete from eoingest.offsets");
+}
+
 PG_FUNCTION_INFO_V1(eoingest_alter_job);
 
 /* The stored definition of `job`, for alter_job to change. */
@@ -315,13 +352,15 @@ eoingest_alter_job(PG_FUNCTION_ARGS)
 	EoiJob	   *job;
 	JobDefinition def;
 	StringInfoData sql;
-	Datum		args[24];
-	Oid			types[24] = {TEXTOID, INT4OID, INT4OID, JSONBOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
+	Datum		args[27];
+	Oid			types[27] = {TEXTOID, INT4OID, INT4OID, JSONBOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
 		TEXTOID, TEXTARRAYOID, INT4OID, TEXTARRAYOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, TEXTOID,
-	TEXTOID, TEXTOID, INT4OID, INT4OID, INT4OID, BOOLOID};
-	char		nulls[24] = "                        ";
-	/* brokers ... commit_to_kafka (0.12): the last eight, 16 to 23 */
-	bool		v12 = PG_NARGS() > 23;
+	TEXTOID, TEXTOID, INT4OID, INT4OID, INT4OID, BOOLOID, TEXTOID, INT4OID, INT4ARRAYOID};
+	char		nulls[27] = "                           ";
+	/* brokers ... partitions (0.12): the last eleven, 16 to 26 */
+	bool		v12 = PG_NARGS() > 26;
+	/* what only a job that is not running may change: its topics, parallelism, partitions */
+	bool		moves_partitions = v12 && (!PG_ARGISNULL(24) || !PG_ARGISNULL(25) || !PG_ARGISNULL(26));
 	/* targets and transactions (0.5): the two before */
 	bool		has_targets = PG_NARGS() > 14 && !PG_ARGISNULL(14);
 	bool		has_transactions = PG_NARGS() > 15 && !PG_ARGISNULL(15);
@@ -425,6 +464,20 @@ eoingest_alter_job(PG_FUNCTION_ARGS)
 		(void) eoi_api_int_in_range(fcinfo, 21, "offset_commit_interval_ms", 10, MAX_BATCH_TIMEOUT_MS);
 	if (v12 && !PG_ARGISNULL(22))
 		(void) eoi_api_int_in_range(fcinfo, 22, "max_message_bytes", 1, MaxAllocSize - VARHDRSZ);
+	if (moves_partitions)
+		check_not_running(job, "its topics, parallelism or partitions");
+	if (v12 && !PG_ARGISNULL(24))
+		def.topic = text_to_cstring(PG_GETARG_TEXT_PP(24));
+	if (v12 && !PG_ARGISNULL(25))
+		def.parallelism = eoi_api_int_in_range(fcinfo, 25, "parallelism", 1,
+											   Min(eoingest_max_workers, EOI_MAX_PARALLELISM_GIDS));
+	/* partitions => '{}' goes back to every partition */
+	if (v12 && !PG_ARGISNULL(26))
+	{
+		ArrayType  *parts = PG_GETARG_ARRAYTYPE_P(26);
+
+		def.partitions = ArrayGetNItems(ARR_NDIM(parts), ARR_DIMS(parts)) > 0 ? parts : NULL;
+	}
 
 	/*
 	 * Checked as the owner's worker will run it (target privileges), and as
@@ -468,6 +521,10 @@ eoingest_alter_job(PG_FUNCTION_ARGS)
 		nulls[i] = (!v12 || PG_ARGISNULL(i)) ? 'n' : ' ';
 		args[i] = nulls[i] == 'n' ? (Datum) 0 : PG_GETARG_DATUM(i);
 	}
+	args[24] = CStringGetTextDatum(def.topic);
+	args[25] = Int32GetDatum(def.parallelism);
+	nulls[26] = def.partitions ? ' ' : 'n';
+	args[26] = def.partitions ? PointerGetDatum(def.partitions) : (Datum) 0;
 
 	initStringInfo(&sql);
 	appendStringInfoString(&sql,
@@ -495,13 +552,18 @@ eoingest_alter_job(PG_FUNCTION_ARGS)
 						   " offset_commit_interval_ms = coalesce($22, offset_commit_interval_ms),"
 						   " max_message_bytes = coalesce($23, max_message_bytes),"
 						   " commit_to_kafka = coalesce($24, commit_to_kafka),"
+						   " topic = $25,"
+						   " parallelism = $26,"
+						   " partitions = $27,"
 						   " config_version = config_version + 1"
 						   " WHERE name = $1");
 	eoi_become_extension_owner(&saved);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute_with_args(sql.data, 24, types, args, nulls, false, 0) != SPI_OK_UPDATE)
+	if (SPI_execute_with_args(sql.data, 27, types, args, nulls, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not update eoingest.jobs");
+	if (moves_partitions)
+		forget_other_topics(name, def.topic);
 	/* an altered job takes its targets as they are (shape.c) */
 	if (SPI_execute_with_args("DELETE FROM eoingest.target_shapes s USING eoingest.jobs j"
 							  " WHERE s.job_id = j.id AND j.name = $1",
