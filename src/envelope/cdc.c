@@ -749,6 +749,15 @@ note_transaction_end(TransactionEnd *end, rd_kafka_message_t *msg)
 	end->lsn = lsn;
 }
 
+static int
+int_cmp(const void *a, const void *b)
+{
+	int			x = *(const int *) a;
+	int			y = *(const int *) b;
+
+	return (x > y) - (x < y);
+}
+
 /*
  * Count, per partition, the rows of `cx`'s target that were new to it and
  * took NULL for a value their update did not carry (upsertkeep.c), and say
@@ -759,32 +768,33 @@ count_nulled(CdcContext *cx, EoiBatch *batch)
 {
 	const int  *messages;
 	int			n = eoi_changes_nulled(cx->changes, &messages);
-	int		   *left;
+	int		   *sorted;
+	int64		count = 0;
 
 	if (n == 0)
 		return;
-	left = palloc(sizeof(int) * n);
-	memcpy(left, messages, sizeof(int) * n);
+	/* in batch order, a partition's messages come in runs: one update per run */
+	sorted = palloc(sizeof(int) * n);
+	memcpy(sorted, messages, sizeof(int) * n);
+	qsort(sorted, n, sizeof(int), int_cmp);
 	for (int i = 0; i < n; i++)
 	{
-		const char *topic;
-		int32		partition;
-		int64		count = 1;
+		rd_kafka_message_t *msg;
+		rd_kafka_message_t *next;
 
-		if (left[i] < 0)
+		CHECK_FOR_INTERRUPTS();
+		if (sorted[i] < 0)
+			continue;			/* not from a message of the batch */
+		msg = batch->messages[sorted[i]];
+		next = i + 1 < n ? batch->messages[sorted[i + 1]] : NULL;
+		count++;
+		if (next != NULL && next->partition == msg->partition &&
+			strcmp(eoi_message_topic(batch, sorted[i + 1]), eoi_message_topic(batch, sorted[i])) == 0)
 			continue;
-		topic = eoi_message_topic(batch, left[i]);
-		partition = batch->messages[left[i]]->partition;
-		for (int j = i + 1; j < n; j++)
-			if (left[j] >= 0 && batch->messages[left[j]]->partition == partition &&
-				strcmp(eoi_message_topic(batch, left[j]), topic) == 0)
-			{
-				count++;
-				left[j] = -1;
-			}
-		eoi_offsets_add_unchanged_nulled(cx->job, topic, partition, count);
+		eoi_offsets_add_unchanged_nulled(cx->job, eoi_message_topic(batch, sorted[i]), msg->partition, count);
+		count = 0;
 	}
-	pfree(left);
+	pfree(sorted);
 	ereport(WARNING,
 			(errmsg("%d rows new to \"%s\" took NULL for the unchanged TOASTed values that Debezium did not send",
 					n, RelationGetRelationName(cx->rel)),
