@@ -331,7 +331,7 @@ check_targets_kept(const EoiJob *job, Jsonb *targets)
 }
 
 /*
- * eoingest.alter_job(name, batch_size, ..., commit_to_kafka): change what
+ * eoingest.alter_job(name, batch_size, ..., partitions): change what
  * is given (NULL keeps it; columns => '{}' goes back to the format's
  * default columns, key_columns => '{}' to the target's primary key).  The
  * definition that results is checked exactly as create_job checks one, as
@@ -557,11 +557,30 @@ eoingest_alter_job(PG_FUNCTION_ARGS)
 						   " partitions = $27,"
 						   " config_version = config_version + 1"
 						   " WHERE name = $1");
+	/* a start_job between check_not_running and here is refused too */
+	if (moves_partitions)
+		appendStringInfoString(&sql, " AND state <> 'running'");
+	appendStringInfoString(&sql, " RETURNING config_version, state = 'running'");
 	eoi_become_extension_owner(&saved);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute_with_args(sql.data, 27, types, args, nulls, false, 0) != SPI_OK_UPDATE)
+	if (SPI_execute_with_args(sql.data, 27, types, args, nulls, false, 0) != SPI_OK_UPDATE_RETURNING)
 		elog(ERROR, "could not update eoingest.jobs");
+	if (SPI_processed == 1)
+	{
+		bool		isnull;
+		int32		config_version = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+		bool		running = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+
+		/* what the caller does next meets the new definition */
+		if (running)
+			eoi_api_wait_for_workers_at_commit(job->id, name, config_version, "alter_job");
+	}
+	if (SPI_processed != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_IN_USE),
+				 errmsg("eoingest job \"%s\" was started meanwhile: its topics, parallelism or partitions cannot change", name),
+				 errhint("Stop it with eoingest.stop_job('%s'), alter it, then start it again.", name)));
 	if (moves_partitions)
 		forget_other_topics(name, def.topic);
 	/* an altered job takes its targets as they are (shape.c) */

@@ -43,38 +43,48 @@ PG_FUNCTION_INFO_V1(eoingest_rename_job);
 
 static bool callback_registered = false;
 static bool wake_pending = false;
-static List *stops_pending = NIL;	/* job ids, in TopMemoryContext */
-static List *stop_names = NIL;	/* and their names */
+/* What commit waits for, in TopMemoryContext: the workers of a job to exit. */
+typedef struct PendingWait
+{
+	int32		job_id;
+	int32		config_version; /* those started before it; PG_INT32_MAX: all */
+	char	   *name;
+	const char *function;		/* stop_job, alter_job */
+} PendingWait;
+
+static List *waits_pending = NIL;
 
 /*
  * Wait until no worker of the jobs stopped in the transaction that has
  * just committed is attached to its slot, as reset_offsets and the other
- * functions of a stopped job require.  The stop has committed: nothing
+ * functions of a stopped job require; for a job altered, until none that
+ * runs the old definition is, so that what the caller does next meets the
+ * new one (a message produced in the new format, read by a worker of the
+ * old one, would be a dead letter).  The change has committed: nothing
  * here may raise an error.  A cancel ends the wait early (the workers
  * still stop); postmaster death ends the process.
  */
 static void
-wait_for_stops(List *job_ids, List *names)
+wait_for_workers(List *waits)
 {
 	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), STOP_WAIT_MS);
 	ListCell   *lc;
-	ListCell   *ln;
 
-	forboth(lc, job_ids, ln, names)
+	foreach(lc, waits)
 	{
-		int32		job_id = lfirst_int(lc);
+		PendingWait *w = lfirst(lc);
 		pid_t		pid;
 
-		while ((pid = eoi_job_worker_pid(job_id)) != 0)
+		while ((pid = eoi_job_worker_pid(w->job_id, w->config_version)) != 0)
 		{
 			if (QueryCancelPending || ProcDiePending)
 				return;
 			if (GetCurrentTimestamp() >= deadline)
 			{
 				ereport(WARNING,
-						(errmsg("worker %d of eoingest job \"%s\" has not exited %d s after stop_job",
-								(int) pid, (char *) lfirst(ln), STOP_WAIT_MS / 1000),
-						 errdetail("The job is stopped; the worker exits when its current step ends."),
+						(errmsg("worker %d of eoingest job \"%s\" has not exited %d s after %s",
+								(int) pid, w->name, STOP_WAIT_MS / 1000, w->function),
+						 errdetail("The change is committed; the worker exits when its current step ends."),
 						 errhint("eoingest.job_status shows the worker until it has exited; pg_terminate_backend(%d) ends it now.",
 								 (int) pid)));
 				return;
@@ -89,23 +99,23 @@ wait_for_stops(List *job_ids, List *names)
 static void
 at_commit(XactEvent event, void *arg)
 {
-	List	   *stops = stops_pending;
-	List	   *names = stop_names;
+	List	   *waits = waits_pending;
+	ListCell   *lc;
 
 	if (event != XACT_EVENT_COMMIT && event != XACT_EVENT_ABORT &&
 		event != XACT_EVENT_PARALLEL_COMMIT && event != XACT_EVENT_PARALLEL_ABORT &&
 		event != XACT_EVENT_PREPARE)
 		return;
-	stops_pending = NIL;
-	stop_names = NIL;
+	waits_pending = NIL;
 	if (event == XACT_EVENT_COMMIT && wake_pending)
 		eoi_wake_launcher();
 	wake_pending = false;
 	/* a background process (a worker's transform) never waits: maybe for itself */
-	if (event == XACT_EVENT_COMMIT && stops != NIL && !IsBackgroundWorker)
-		wait_for_stops(stops, names);
-	list_free(stops);
-	list_free_deep(names);
+	if (event == XACT_EVENT_COMMIT && waits != NIL && !IsBackgroundWorker)
+		wait_for_workers(waits);
+	foreach(lc, waits)
+		pfree(((PendingWait *) lfirst(lc))->name);
+	list_free_deep(waits);
 }
 
 static void
@@ -125,18 +135,26 @@ eoi_api_wake_launcher_at_commit(void)
 	wake_pending = true;
 }
 
-/* When the transaction commits, wait for the job's workers to exit. */
-static void
-wait_for_stop_at_commit(int32 job_id, const char *name)
+/*
+ * When the transaction commits, wait for the job's workers started with a
+ * definition older than `config_version` (PG_INT32_MAX: all of them) to
+ * exit; `function` names the caller in the warning of a wait too long.
+ */
+void
+eoi_api_wait_for_workers_at_commit(int32 job_id, const char *name, int32 config_version,
+								   const char *function)
 {
 	MemoryContext old;
+	PendingWait *w;
 
-	if (list_member_int(stops_pending, job_id))
-		return;
 	register_callback();
 	old = MemoryContextSwitchTo(TopMemoryContext);
-	stops_pending = lappend_int(stops_pending, job_id);
-	stop_names = lappend(stop_names, pstrdup(name));
+	w = palloc(sizeof(PendingWait));
+	w->job_id = job_id;
+	w->config_version = config_version;
+	w->name = pstrdup(name);
+	w->function = function;
+	waits_pending = lappend(waits_pending, w);
 	MemoryContextSwitchTo(old);
 }
 
@@ -318,7 +336,7 @@ eoingest_stop_job(PG_FUNCTION_ARGS)
 	job = eoi_job_load_by_name(name);
 	update_job("UPDATE eoingest.jobs SET state = $2 WHERE name = $1 AND state = 'running'",
 			   name, "stopped");
-	wait_for_stop_at_commit(job->id, name);
+	eoi_api_wait_for_workers_at_commit(job->id, name, PG_INT32_MAX, "stop_job");
 	PG_RETURN_VOID();
 }
 

@@ -63,9 +63,13 @@ eoi_wake_launcher(void)
 		SetLatch(latch);
 }
 
-/* The pid of a worker process of the job attached to its slot, or 0. */
+/*
+ * The pid of a worker process of the job attached to its slot that was
+ * started with a definition older than `config_version` (PG_INT32_MAX: any
+ * worker), or 0.
+ */
 pid_t
-eoi_job_worker_pid(int32 job_id)
+eoi_job_worker_pid(int32 job_id, int32 config_version)
 {
 	pid_t		pid = 0;
 
@@ -74,7 +78,7 @@ eoi_job_worker_pid(int32 job_id)
 	{
 		EoiWorkerSlot *slot = &eoi_shared->slots[i];
 
-		if (slot->in_use && slot->job_id == job_id)
+		if (slot->in_use && slot->job_id == job_id && slot->config_version < config_version)
 			pid = slot->pid;
 	}
 	LWLockRelease(eoi_shared->lock);

@@ -116,6 +116,6 @@ extern void eoi_shmem_request(void);
 extern void eoi_shmem_startup(void);
 extern void eoi_wake_launcher(void);
 extern bool eoi_job_has_slot(int32 job_id, bool attached_only);
-extern pid_t eoi_job_worker_pid(int32 job_id);
+extern pid_t eoi_job_worker_pid(int32 job_id, int32 config_version);
 
 #endif
