@@ -4,6 +4,7 @@ MODULE_big = eoingest
 OBJS = \
 	src/base/settings.o \
 	src/base/shmem.o \
+	src/base/jobstats.o \
 	src/base/txn.o \
 	src/base/fault.o \
 	src/base/errtext.o \
@@ -59,6 +60,7 @@ OBJS = \
 	src/api/lifecycle.o \
 	src/api/jobstatus.o \
 	src/api/batchfunc.o \
+	src/api/statsfunc.o \
 	src/api/deadletters.o \
 	src/api/eoingest.o
 

@@ -2,7 +2,8 @@
 -- key was applied, and replay_dead_letters leaves it unless forced; the
 -- rows that took NULL for a value their change did not carry are counted;
 -- every function calls the job's name `name`; the helpers behind the views
--- and policies leave the API's schema.
+-- and policies leave the API's schema; eoingest.lag gives the time lag, and
+-- eoingest.job_stats each job's cumulative statistics.
 \echo Use "ALTER EXTENSION eoingest UPDATE TO '0.12'" to load this file. \quit
 
 -- The grants on the objects this update drops and creates again, which the
@@ -31,6 +32,37 @@ ALTER TABLE @extschema@.offsets
     ADD COLUMN unchanged_nulled bigint NOT NULL DEFAULT 0;
 COMMENT ON COLUMN @extschema@.offsets.unchanged_nulled IS
     'envelope debezium: rows new to their target that took NULL for a value their update did not carry (Debezium''s placeholder for an unchanged TOASTed value).';
+
+-- The Kafka timestamp of the last message each stored position accounts
+-- for, written with the position; eoingest.lag gives the time lag from it.
+ALTER TABLE @extschema@.offsets ADD COLUMN last_message_at timestamptz;
+COMMENT ON COLUMN @extschema@.offsets.last_message_at IS
+    'The Kafka timestamp of the last message that next_offset accounts for (NULL until one is written, or when the message had none).';
+
+-- eoingest.lag gains the time lag: how long ago the newest message
+-- committed was produced, while the partition has more to read (0 once it
+-- has not).  Columns are only added: the view keeps its grants.
+CREATE OR REPLACE VIEW @extschema@.lag AS
+SELECT o.job, o.topic, o."partition", o.next_offset,
+       w.high_watermark,
+       w.last_stable_offset,
+       CASE WHEN w.high_watermark IS NULL THEN NULL
+            WHEN w.high_watermark OPERATOR(pg_catalog.>) o.next_offset
+            THEN w.high_watermark OPERATOR(pg_catalog.-) o.next_offset ELSE 0 END AS lag,
+       w.measured_at,
+       o.last_message_at,
+       CASE WHEN w.high_watermark IS NULL THEN NULL
+            WHEN w.high_watermark OPERATOR(pg_catalog.<=) o.next_offset THEN '0'::pg_catalog.interval
+            ELSE pg_catalog.now() OPERATOR(pg_catalog.-) o.last_message_at END AS time_lag
+  FROM @extschema@.offsets o
+  JOIN @extschema@.jobs j ON j.name OPERATOR(pg_catalog.=) o.job
+  LEFT JOIN @extschema@.watermarks w
+         ON w.job OPERATOR(pg_catalog.=) o.job AND w.topic OPERATOR(pg_catalog.=) o.topic
+        AND w."partition" OPERATOR(pg_catalog.=) o."partition"
+ WHERE pg_catalog.pg_has_role(j.owner, 'USAGE')
+    OR pg_catalog.pg_has_role('pg_monitor', 'USAGE');
+COMMENT ON VIEW @extschema@.lag IS
+    'Per job and partition: committed position, log end, last stable offset, lag in messages (NULL while the log end is unknown), and time lag: now - the Kafka timestamp of the last message committed, 0 once caught up.';
 
 -- The job's name is `name` in every function, as in create_job, alter_job,
 -- start_job, stop_job and drop_job (it was `job` in the four below).  A
@@ -142,6 +174,55 @@ ALTER FUNCTION @extschema@._mask_options(pg_catalog.jsonb) SET SCHEMA eoingest_i
 ALTER FUNCTION eoingest_internal._mask_options(pg_catalog.jsonb) RENAME TO mask_options;
 ALTER FUNCTION @extschema@._may_see_job(text) SET SCHEMA eoingest_internal;
 ALTER FUNCTION eoingest_internal._may_see_job(text) RENAME TO may_see_job;
+
+-- Each job's cumulative statistics, as PostgreSQL keeps pg_stat_*: in
+-- shared memory, growing across the job's worker restarts, from zero again
+-- when the server starts or reset_job_stats is called (stats_reset).
+-- Times are in milliseconds.  A job that has not run since shows zeros.
+CREATE FUNCTION eoingest_internal.job_stats(
+    OUT job_id integer, OUT messages bigint, OUT "rows" bigint, OUT bytes bigint,
+    OUT batches bigint, OUT dead_letters bigint, OUT errors bigint, OUT retries bigint,
+    OUT kafka_wait_time double precision, OUT write_time double precision,
+    OUT commit_time double precision, OUT stats_reset timestamptz)
+RETURNS SETOF record
+LANGUAGE C STRICT VOLATILE
+AS 'MODULE_PATHNAME', 'eoingest_job_stats';
+COMMENT ON FUNCTION eoingest_internal.job_stats() IS
+    'Internal, behind eoingest.job_stats: the statistics in shared memory of this database''s jobs.';
+
+CREATE VIEW @extschema@.job_stats AS
+SELECT j.name AS job,
+       COALESCE(s.messages, 0) AS messages,
+       COALESCE(s."rows", 0) AS "rows",
+       COALESCE(s.bytes, 0) AS bytes,
+       COALESCE(s.batches, 0) AS batches,
+       COALESCE(s.dead_letters, 0) AS dead_letters,
+       COALESCE(s.errors, 0) AS errors,
+       COALESCE(s.retries, 0) AS retries,
+       COALESCE(s.kafka_wait_time, 0) AS kafka_wait_time,
+       COALESCE(s.write_time, 0) AS write_time,
+       COALESCE(s.commit_time, 0) AS commit_time,
+       l.lag,
+       l.time_lag,
+       s.stats_reset
+  FROM @extschema@.jobs j
+  LEFT JOIN eoingest_internal.job_stats() s ON s.job_id OPERATOR(pg_catalog.=) j.id
+  LEFT JOIN (SELECT lg.job, pg_catalog.sum(lg.lag)::pg_catalog.int8 AS lag,
+                    pg_catalog.max(lg.time_lag) AS time_lag
+               FROM @extschema@.lag lg GROUP BY lg.job) l ON l.job OPERATOR(pg_catalog.=) j.name
+ WHERE pg_catalog.pg_has_role(j.owner, 'USAGE')
+    OR pg_catalog.pg_has_role('pg_monitor', 'USAGE');
+REVOKE ALL ON @extschema@.job_stats FROM PUBLIC;
+COMMENT ON VIEW @extschema@.job_stats IS
+    'One row per job: cumulative counters and times (ms) since stats_reset, across worker restarts, and its lag in messages and in time (the jobs the current role may see; all for pg_monitor).';
+
+CREATE FUNCTION @extschema@.reset_job_stats(name text DEFAULT NULL)
+RETURNS integer
+LANGUAGE C VOLATILE
+AS 'MODULE_PATHNAME', 'eoingest_reset_job_stats';
+REVOKE ALL ON FUNCTION @extschema@.reset_job_stats(text) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.reset_job_stats(text) IS
+    'Zeroes the statistics of the job, or of every job the caller owns; returns how many. Not undone by a rollback.';
 
 -- The grants saved at the start of this script, on the objects it created
 -- again.

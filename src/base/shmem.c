@@ -2,7 +2,8 @@
  *
  * shmem.c
  *	  The shared-memory segment of eoingest: sizing, creation, and waking
- *	  the launcher.
+ *	  the launcher.  The segment holds the worker slots, then the jobs'
+ *	  statistics (jobstats.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -12,15 +13,22 @@
 #include "storage/ipc.h"
 #include "storage/shmem.h"
 
+#include "base/jobstats.h"
 #include "base/shmem.h"
 
 EoiShared  *eoi_shared = NULL;
 
 static Size
+slots_size(void)
+{
+	return MAXALIGN(add_size(offsetof(EoiShared, slots),
+							 mul_size(eoingest_max_workers, sizeof(EoiWorkerSlot))));
+}
+
+static Size
 eoi_shmem_size(void)
 {
-	return add_size(offsetof(EoiShared, slots),
-					mul_size(eoingest_max_workers, sizeof(EoiWorkerSlot)));
+	return add_size(slots_size(), eoi_job_stats_size());
 }
 
 /* Called from _PG_init (before 15) or from shmem_request_hook (15 and later). */
@@ -44,6 +52,7 @@ eoi_shmem_startup(void)
 		eoi_shared->lock = &(GetNamedLWLockTranche("eoingest"))->lock;
 		eoi_shared->nslots = eoingest_max_workers;
 		eoi_shared->next_generation = 1;
+		eoi_job_stats_init((char *) eoi_shared + slots_size());
 	}
 	LWLockRelease(AddinShmemInitLock);
 }

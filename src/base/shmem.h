@@ -96,6 +96,8 @@ typedef struct EoiWaitingWorker
 	TimestampTz since;
 } EoiWaitingWorker;
 
+struct EoiJobStats;				/* jobstats.h */
+
 typedef struct EoiShared
 {
 	LWLock	   *lock;
@@ -106,6 +108,9 @@ typedef struct EoiShared
 	int			nwaiting;
 	EoiWaitingWorker waiting[EOI_MAX_WAITING];
 	char		wait_message[EOI_WAIT_REASONS][EOI_ERROR_LEN];
+	/* each job's cumulative statistics (jobstats.c), after the slots */
+	int			nstats;
+	struct EoiJobStats *stats;
 	int			nslots;
 	EoiWorkerSlot slots[FLEXIBLE_ARRAY_MEMBER];
 } EoiShared;

@@ -136,37 +136,48 @@ eoi_offsets_insert(const EoiJob *job, const EoiPosition *position)
 	offsets_spi_end(&saved);
 }
 
+/*
+ * Move a partition's stored position from where this worker holds it to
+ * next_offset, with message_at, the Kafka timestamp of the last message
+ * the move accounts for (0: keep the one stored, as past transaction
+ * markers, which carry none); eoingest.lag's time_lag starts from it.  A
+ * position that moved meanwhile is another worker's: serialization failure.
+ */
 void
-eoi_offsets_advance(const EoiJob *job, const EoiPosition *position, int64 next_offset)
+eoi_offsets_advance(const EoiJob *job, const EoiPosition *position, int64 next_offset,
+					TimestampTz message_at)
 {
 	static SPIPlanPtr plan = NULL;
 	EoiSavedUser saved;
 	int32		partition = position->partition;
 	int64		expected = position->offset;
-	Datum		args[6] = {
+	Datum		args[7] = {
 		CStringGetTextDatum(job->name), CStringGetTextDatum(position->topic),
 		Int32GetDatum(partition), Int64GetDatum(expected),
-		Int64GetDatum(next_offset), Int32GetDatum(job->id)
+		Int64GetDatum(next_offset), Int32GetDatum(job->id),
+		TimestampTzGetDatum(message_at)
 	};
+	char		nulls[7] = {' ', ' ', ' ', ' ', ' ', ' ', message_at == 0 ? 'n' : ' '};
 	int			ret;
 
 	offsets_spi_begin(&saved);
 	if (plan == NULL)
 	{
-		Oid			types[6] = {TEXTOID, TEXTOID, INT4OID, INT8OID, INT8OID, INT4OID};
+		Oid			types[7] = {TEXTOID, TEXTOID, INT4OID, INT8OID, INT8OID, INT4OID, TIMESTAMPTZOID};
 
 		plan = SPI_prepare("UPDATE eoingest.offsets o"
-						   "   SET next_offset = $5, updated_at = pg_catalog.now()"
+						   "   SET next_offset = $5, updated_at = pg_catalog.now(),"
+						   "       last_message_at = COALESCE($7, o.last_message_at)"
 						   " WHERE o.job = $1 AND o.topic = $2 AND o.\"partition\" = $3"
 						   "   AND o.next_offset = $4"
 						   "   AND EXISTS (SELECT 1 FROM eoingest.jobs j"
 						   "                WHERE j.id = $6 AND j.name = $1)",
-						   6, types);
+						   7, types);
 		if (plan == NULL || SPI_keepplan(plan) != 0)
 			elog(ERROR, "could not prepare the offsets update: %s",
 				 SPI_result_code_string(SPI_result));
 	}
-	ret = SPI_execute_plan(plan, args, NULL, false, 0);
+	ret = SPI_execute_plan(plan, args, nulls, false, 0);
 	if (ret != SPI_OK_UPDATE)
 		elog(ERROR, "could not update eoingest.offsets: %s", SPI_result_code_string(ret));
 	if (SPI_processed != 1)

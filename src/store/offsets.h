@@ -27,7 +27,7 @@ extern void eoi_offsets_insert(const EoiJob *job, const EoiPosition *position);
 extern void eoi_offsets_note_watermarks(const EoiJob *job, const EoiPosition *position,
 										int64 low, int64 high, int64 lso);
 extern void eoi_offsets_advance(const EoiJob *job, const EoiPosition *position,
-								int64 next_offset);
+								int64 next_offset, TimestampTz message_at);
 
 /*
  * envelope debezium: the position of the last change event applied from a

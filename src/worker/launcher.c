@@ -47,6 +47,7 @@
 #include "utils/timestamp.h"
 
 #include "base/eoingest.h"
+#include "base/jobstats.h"
 #include "base/settings.h"
 #include "base/shmem.h"
 #include "base/txn.h"
@@ -206,6 +207,18 @@ read_role_limits(LauncherJob *jobs, int njobs)
 	}
 }
 
+/* The statistics of jobs no longer in eoingest.jobs go (jobstats.c). */
+static void
+forget_stats_of_dropped_jobs(const LauncherJob *jobs, int njobs)
+{
+	int32	   *ids = palloc(sizeof(int32) * Max(njobs, 1));
+
+	for (int i = 0; i < njobs; i++)
+		ids[i] = jobs[i].id;
+	eoi_job_stats_keep_only(ids, njobs);
+	pfree(ids);
+}
+
 /*
  * Read the jobs, as an array in tick_context.  No extension in the database
  * means no jobs.
@@ -253,6 +266,7 @@ read_jobs(int *njobs)
 		read_role_limits(jobs, *njobs);
 	}
 	eoi_commit_work();
+	forget_stats_of_dropped_jobs(jobs, *njobs);
 	return jobs;
 }
 

@@ -33,6 +33,7 @@
 
 #include "executor/spi.h"
 #include "pgstat.h"
+#include "portability/instr_time.h"
 #include "postmaster/bgworker.h"
 #include "postmaster/interrupt.h"
 #include "storage/ipc.h"
@@ -103,11 +104,14 @@ slot_attach(int slotno, const EoiWorkerArgs *args)
  * every before_shmem_exit one): hand back every message the worker still
  * holds (what a poll interrupted by the exit had taken, into the batch's
  * array; the batch; what is kept for a source transaction's next batch),
- * or rd_kafka_destroy() would wait for them for ever.
+ * or rd_kafka_destroy() would wait for them for ever.  First the job's
+ * statistics get what the worker has not reported yet.
  */
 static void
 release_messages(int code, Datum arg)
 {
+	if (eoi_worker.job != NULL)
+		eoi_worker_report_stats();	/* the time in the last polls */
 	eoi_kafka_drop_polled(eoi_worker.kafka);
 	if (eoi_worker.batch_context != NULL)
 		MemoryContextReset(eoi_worker.batch_context);
@@ -142,6 +146,56 @@ eoi_worker_slot_count_batch(int messages, uint64 rows, uint64 bytes, int dead)
 	eoi_worker.slot->last_error[0] = '\0';
 	eoi_worker.slot->last_error_at = 0;
 	LWLockRelease(eoi_shared->lock);
+
+	eoi_worker.unreported.messages += messages;
+	eoi_worker.unreported.rows += rows;
+	eoi_worker.unreported.bytes += bytes;
+	eoi_worker.unreported.batches++;
+	eoi_worker.unreported.dead_letters += dead;
+	eoi_worker_report_stats();
+}
+
+/* ---- the job's statistics ---- */
+
+/*
+ * Add what the worker counted since the last call to its job's statistics
+ * (after each batch, failure and empty poll: never per message).
+ */
+void
+eoi_worker_report_stats(void)
+{
+	if (!eoi_job_stats_add(eoi_worker.job->id, &eoi_worker.unreported) && !eoi_worker.stats_full_said)
+	{
+		eoi_worker.stats_full_said = true;
+		ereport(WARNING,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("eoingest job \"%s\" is not counted in eoingest.job_stats: its table is full",
+						eoi_worker.job->name),
+				 errhint("The table holds four entries per eoingest.max_workers, at least 1024; raise eoingest.max_workers or drop unused jobs.")));
+	}
+	memset(&eoi_worker.unreported, 0, sizeof(EoiJobCounters));
+}
+
+/*
+ * Poll Kafka for a batch (kafka/kafkapoll.c), counting the time spent
+ * waiting for it; a poll that brings nothing reports the statistics, so
+ * that an idle job's waiting shows too.
+ */
+int
+eoi_worker_poll(rd_kafka_message_t **messages, int max_messages, int64 max_bytes, int timeout_ms)
+{
+	instr_time	start;
+	instr_time	elapsed;
+	int			n;
+
+	INSTR_TIME_SET_CURRENT(start);
+	n = eoi_kafka_poll(eoi_worker.kafka, messages, max_messages, max_bytes, timeout_ms);
+	INSTR_TIME_SET_CURRENT(elapsed);
+	INSTR_TIME_SUBTRACT(elapsed, start);
+	eoi_worker.unreported.kafka_wait_ms += INSTR_TIME_GET_MILLISEC(elapsed);
+	if (n == 0)
+		eoi_worker_report_stats();
+	return n;
 }
 
 /*
@@ -473,8 +527,8 @@ one_iteration(void)
 	eoi_worker_slot_set_state(EOI_WORKER_RUNNING, NULL);
 	batch = eoi_batch_create(eoi_worker.batch_context, eoi_worker.job->batch_size);
 	pgstat_report_activity(STATE_IDLE, NULL);
-	batch->n = eoi_kafka_poll(eoi_worker.kafka, batch->messages, eoi_worker_batch_message_limit(),
-							  eoi_worker_batch_byte_limit(), eoi_worker.job->batch_timeout_ms);
+	batch->n = eoi_worker_poll(batch->messages, eoi_worker_batch_message_limit(),
+							   eoi_worker_batch_byte_limit(), eoi_worker.job->batch_timeout_ms);
 	eoi_worker_release_memory_when_idle(batch->n);
 	if (batch->n > 0)
 		eoi_worker_write_batch(batch);

@@ -16,11 +16,22 @@
 #include "utils/timestamp.h"
 
 #include "apply/errclass.h"
+#include "base/jobstats.h"
 #include "base/shmem.h"
 #include "kafka/batch.h"
 #include "kafka/kafka.h"
 #include "kafka/partitions.h"
 #include "store/job.h"
+
+/*
+ * Where a batch ends in one partition the worker owns: its last message's
+ * offset (-1: the batch has none there) and Kafka timestamp (0: none).
+ */
+typedef struct EoiBatchEnd
+{
+	int64		offset;
+	TimestampTz message_at;
+} EoiBatchEnd;
 
 typedef struct Worker
 {
@@ -33,6 +44,7 @@ typedef struct Worker
 
 	EoiOwnership own;			/* the partitions it owns, at their committed offsets */
 	int64	   *consumed;		/* upsert: committed rows' next offsets, ahead of owned */
+	TimestampTz *consumed_at;	/* upsert: and their last messages' timestamps */
 	TimestampTz next_offset_commit;
 	bool		assigned;
 	int			failures;		/* consecutive failed attempts */
@@ -58,6 +70,9 @@ typedef struct Worker
 	/* The batch being written, for handle_failure. */
 	int			writing_messages;
 	uint64		writing_bytes;
+	/* What the job's statistics have not been given yet (jobstats.c). */
+	EoiJobCounters unreported;
+	bool		stats_full_said;
 } Worker;
 
 /* The worker's state: this process runs one worker of one job. */
@@ -66,6 +81,9 @@ extern Worker eoi_worker;
 /* worker.c */
 extern void eoi_worker_slot_set_state(EoiWorkerState state, const char *error);
 extern void eoi_worker_slot_count_batch(int messages, uint64 rows, uint64 bytes, int dead);
+extern void eoi_worker_report_stats(void);
+extern int	eoi_worker_poll(rd_kafka_message_t **messages, int max_messages, int64 max_bytes,
+							int timeout_ms);
 extern void eoi_worker_begin_step(const char *activity);
 extern void eoi_worker_end_step(void);
 extern void eoi_worker_release_memory_when_idle(int messages);
@@ -78,10 +96,10 @@ extern void eoi_worker_run_epoch(void);
 /* workeroffsets.c */
 extern bool eoi_worker_assign_partitions(void);
 extern void eoi_worker_maybe_refresh_lag(void);
-extern void eoi_worker_advance_offsets(const int64 *last_offset);
-extern void eoi_worker_remember_offsets(const int64 *last_offset);
+extern void eoi_worker_advance_offsets(const EoiBatchEnd *end);
+extern void eoi_worker_remember_offsets(const EoiBatchEnd *end);
 extern void eoi_worker_offsets_committed(void);
-extern void eoi_worker_note_consumed(const int64 *last_offset);
+extern void eoi_worker_note_consumed(const EoiBatchEnd *end);
 extern void eoi_worker_checkpoint_consumed(void);
 extern void eoi_worker_store_positions_past_markers(void);
 extern void eoi_worker_store_consumed(void);

@@ -11,6 +11,7 @@
 
 #include "executor/spi.h"
 #include "pgstat.h"
+#include "portability/instr_time.h"
 #include "storage/proc.h"
 #include "utils/memutils.h"
 
@@ -33,19 +34,67 @@
 
 /* ---- one batch ---- */
 
+static double
+elapsed_ms(instr_time start)
+{
+	instr_time	now;
+
+	INSTR_TIME_SET_CURRENT(now);
+	INSTR_TIME_SUBTRACT(now, start);
+	return INSTR_TIME_GET_MILLISEC(now);
+}
+
+/* Decode and write the batch's messages (counted as write time). */
+static uint64
+write_rows(EoiBatch *batch, int *dead)
+{
+	instr_time	start;
+	uint64		rows;
+
+	INSTR_TIME_SET_CURRENT(start);
+	rows = eoi_envelope_write_batch(eoi_worker.job, batch, dead);
+	eoi_worker.unreported.write_ms += elapsed_ms(start);
+	return rows;
+}
+
+/* Commit a batch's rows or offsets (counted as commit time). */
+static void
+commit_timed(void)
+{
+	instr_time	start;
+
+	INSTR_TIME_SET_CURRENT(start);
+	eoi_commit_work();
+	eoi_worker.unreported.commit_ms += elapsed_ms(start);
+}
+
+/* msg is the batch's last message in its partition so far */
+static void
+note_end(EoiBatchEnd *end, rd_kafka_message_t *msg)
+{
+	bool		isnull;
+	Datum		at = eoi_message_timestamp(msg, &isnull);
+
+	end->offset = msg->offset;
+	end->message_at = isnull ? 0 : DatumGetTimestampTz(at);
+}
+
 /*
  * Drop messages below the committed position (none are expected; they
- * would be duplicates) and note each partition's last offset.
+ * would be duplicates) and note where the batch ends in each partition.
  */
 static void
-prepare_batch(EoiBatch *batch, int64 *last_offset)
+prepare_batch(EoiBatch *batch, EoiBatchEnd *end)
 {
 	int			kept = 0;
 	EoiPosition *run_pos = NULL;
 	rd_kafka_topic_t *run_rkt = NULL;
 
 	for (int i = 0; i < eoi_worker.own.nowned; i++)
-		last_offset[i] = -1;
+	{
+		end[i].offset = -1;
+		end[i].message_at = 0;
+	}
 
 	for (int i = 0; i < batch->n; i++)
 	{
@@ -70,7 +119,8 @@ prepare_batch(EoiBatch *batch, int64 *last_offset)
 			rd_kafka_message_destroy(msg);
 			continue;
 		}
-		last_offset[pos - eoi_worker.own.owned] = Max(last_offset[pos - eoi_worker.own.owned], msg->offset);
+		if (msg->offset > end[pos - eoi_worker.own.owned].offset)
+			note_end(&end[pos - eoi_worker.own.owned], msg);
 		batch->messages[kept++] = msg;
 	}
 	batch->n = kept;
@@ -95,13 +145,13 @@ batch_bytes(EoiBatch *batch)
 void
 eoi_worker_write_batch(EoiBatch *batch)
 {
-	int64	   *last_offset = palloc(sizeof(int64) * Max(eoi_worker.own.nowned, 1));
+	EoiBatchEnd *end = palloc(sizeof(EoiBatchEnd) * Max(eoi_worker.own.nowned, 1));
 	int			nmessages;
 	uint64		rows = 0;
 	uint64		bytes;
 	int			dead = 0;
 
-	prepare_batch(batch, last_offset);
+	prepare_batch(batch, end);
 	nmessages = batch->n;
 	if (nmessages == 0)
 		return;
@@ -112,46 +162,46 @@ eoi_worker_write_batch(EoiBatch *batch)
 	{
 		case EOI_MODE_EXACTLY_ONCE:
 			eoi_begin_work("writing batch");
-			rows = eoi_envelope_write_batch(eoi_worker.job, batch, &dead);
-			eoi_worker_advance_offsets(last_offset);
+			rows = write_rows(batch, &dead);
+			eoi_worker_advance_offsets(end);
 			EOI_FAULT_POINT("before_commit");
-			eoi_commit_work();
+			commit_timed();
 			EOI_FAULT_POINT("after_commit");
-			eoi_worker_remember_offsets(last_offset);
+			eoi_worker_remember_offsets(end);
 			eoi_worker_offsets_committed();
 			break;
 
 		case EOI_MODE_UPSERT:
 			eoi_begin_work("upserting batch");
-			rows = eoi_envelope_write_batch(eoi_worker.job, batch, &dead);
-			eoi_commit_work();
-			eoi_worker_note_consumed(last_offset);
+			rows = write_rows(batch, &dead);
+			commit_timed();
+			eoi_worker_note_consumed(end);
 			EOI_FAULT_POINT("between_commits");
 			eoi_worker_checkpoint_consumed();
 			break;
 
 		case EOI_MODE_AT_LEAST_ONCE:
 			eoi_begin_work("writing batch");
-			rows = eoi_envelope_write_batch(eoi_worker.job, batch, &dead);
-			eoi_commit_work();
+			rows = write_rows(batch, &dead);
+			commit_timed();
 			EOI_FAULT_POINT("between_commits");
 			eoi_begin_work("storing offsets");
-			eoi_worker_advance_offsets(last_offset);
-			eoi_commit_work();
-			eoi_worker_remember_offsets(last_offset);
+			eoi_worker_advance_offsets(end);
+			commit_timed();
+			eoi_worker_remember_offsets(end);
 			eoi_worker_offsets_committed();
 			break;
 
 		case EOI_MODE_AT_MOST_ONCE:
 			eoi_begin_work("storing offsets");
-			eoi_worker_advance_offsets(last_offset);
-			eoi_commit_work();
-			eoi_worker_remember_offsets(last_offset);
+			eoi_worker_advance_offsets(end);
+			commit_timed();
+			eoi_worker_remember_offsets(end);
 			eoi_worker_offsets_committed();
 			EOI_FAULT_POINT("between_commits");
 			eoi_begin_work("writing batch");
-			rows = eoi_envelope_write_batch(eoi_worker.job, batch, &dead);
-			eoi_commit_work();
+			rows = write_rows(batch, &dead);
+			commit_timed();
 			break;
 
 		default:
@@ -204,9 +254,9 @@ eoi_worker_write_source_transactions(void)
 		eoi_commit_work();
 	}
 	batch->n = eoi_txn_take_pending(batch->messages, cap);
-	polled = eoi_kafka_poll(eoi_worker.kafka, batch->messages + batch->n,
-							Max(Min(eoi_worker_batch_message_limit(), cap - batch->n), 0),
-							eoi_worker_batch_byte_limit(), eoi_worker.job->batch_timeout_ms);
+	polled = eoi_worker_poll(batch->messages + batch->n,
+							 Max(Min(eoi_worker_batch_message_limit(), cap - batch->n), 0),
+							 eoi_worker_batch_byte_limit(), eoi_worker.job->batch_timeout_ms);
 	batch->n += polled;
 	eoi_worker_release_memory_when_idle(polled);
 	for (;;)
@@ -228,9 +278,9 @@ eoi_worker_write_source_transactions(void)
 		CHECK_FOR_INTERRUPTS();
 		eoi_txn_align_fetching(eoi_worker.kafka);
 		/* extend the batch: the transaction's other events, or its END */
-		polled = eoi_kafka_poll(eoi_worker.kafka, batch->messages + batch->n,
-								Min(eoi_worker.job->batch_size, cap - batch->n), eoi_worker_batch_byte_limit(),
-								eoi_worker.job->batch_timeout_ms);
+		polled = eoi_worker_poll(batch->messages + batch->n,
+								 Min(eoi_worker.job->batch_size, cap - batch->n), eoi_worker_batch_byte_limit(),
+								 eoi_worker.job->batch_timeout_ms);
 		batch->n += polled;
 	}
 	eoi_txn_keep_pending(batch, k);
@@ -349,13 +399,15 @@ eoi_worker_run_epoch(void)
 {
 	uint64		epoch;
 	TimestampTz deadline;
-	int64	   *last_offset = palloc(sizeof(int64) * Max(eoi_worker.own.nowned, 1));
+	EoiBatchEnd *end = palloc(sizeof(EoiBatchEnd) * Max(eoi_worker.own.nowned, 1));
 	int			nmessages = 0;
 	uint64		rows = 0;
 	uint64		bytes = 0;
 	int			dead = 0;
 	int			batch_dead;
 	int			batches = 0;
+	instr_time	commit_start;
+	bool		decided;
 
 	LWLockAcquire(eoi_shared->lock, LW_SHARED);
 	epoch = eoi_worker.slot->current_epoch;
@@ -380,12 +432,12 @@ eoi_worker_run_epoch(void)
 		EoiBatch   *batch = eoi_batch_create(eoi_worker.batch_context, eoi_worker.job->batch_size);
 		int			polled;
 
-		batch->n = eoi_kafka_poll(eoi_worker.kafka, batch->messages, eoi_worker_batch_message_limit(),
-								  eoi_worker_batch_byte_limit(),
-								  (int) Min(remaining, eoi_worker.job->batch_timeout_ms));
+		batch->n = eoi_worker_poll(batch->messages, eoi_worker_batch_message_limit(),
+								   eoi_worker_batch_byte_limit(),
+								   (int) Min(remaining, eoi_worker.job->batch_timeout_ms));
 		polled = batch->n;
 		eoi_worker_release_memory_when_idle(batch->n);
-		prepare_batch(batch, last_offset);
+		prepare_batch(batch, end);
 		if (batch->n > 0)
 		{
 			MemoryContext step_context;
@@ -399,13 +451,13 @@ eoi_worker_run_epoch(void)
 			 */
 			step_context = MemoryContextSwitchTo(eoi_worker.batch_context);
 			eoi_worker_writing(batch, batch_bytes(batch));
-			rows += eoi_envelope_write_batch(eoi_worker.job, batch, &batch_dead);
+			rows += write_rows(batch, &batch_dead);
 			dead += batch_dead;
-			eoi_worker_advance_offsets(last_offset);
+			eoi_worker_advance_offsets(end);
 			MemoryContextSwitchTo(step_context);
 			eoi_worker_end_step();
 			eoi_worker.writing_messages = 0;
-			eoi_worker_remember_offsets(last_offset);
+			eoi_worker_remember_offsets(end);
 			nmessages += batch->n;
 			bytes += batch_bytes(batch);
 		}
@@ -429,6 +481,7 @@ eoi_worker_run_epoch(void)
 			break;
 	}
 
+	INSTR_TIME_SET_CURRENT(commit_start);
 	if (nmessages > 0)
 	{
 		char		gid[EOI_GID_LEN];
@@ -450,7 +503,9 @@ eoi_worker_run_epoch(void)
 	}
 	report_prepared(epoch, nmessages == 0);
 
-	if (wait_for_decision(epoch))
+	decided = wait_for_decision(epoch);
+	eoi_worker.unreported.commit_ms += elapsed_ms(commit_start);
+	if (decided)
 	{
 		if (nmessages > 0)
 		{

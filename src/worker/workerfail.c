@@ -154,6 +154,7 @@ eoi_worker_handle_failure(MemoryContext error_context)
 	kind = eoi_classify_error(edata);
 	shrunk = shrink_batches(kind, message);
 	eoi_worker.writing_messages = 0;
+	eoi_worker.unreported.errors++;
 
 	/*
 	 * errclass.c says whose the error is.  A record's error that reaches
@@ -165,9 +166,12 @@ eoi_worker_handle_failure(MemoryContext error_context)
 		ereport(LOG,
 				(errmsg("eoingest job \"%s\" failed: %s", eoi_worker.job->name, message)));
 		eoi_worker_slot_set_state(EOI_WORKER_RETRYING, message);
+		eoi_worker_report_stats();
 		fail_job(message);
 		proc_exit(0);
 	}
+	eoi_worker.unreported.retries++;
+	eoi_worker_report_stats();
 
 	/* Halving a batch is progress: retry it without backing off further. */
 	if (!shrunk)

@@ -47,7 +47,10 @@ eoi_worker_assign_partitions(void)
 	old = MemoryContextSwitchTo(TopMemoryContext);
 	if (eoi_worker.consumed)
 		pfree(eoi_worker.consumed);
+	if (eoi_worker.consumed_at)
+		pfree(eoi_worker.consumed_at);
 	eoi_worker.consumed = palloc0(sizeof(int64) * Max(eoi_worker.own.nowned, 1));
+	eoi_worker.consumed_at = palloc0(sizeof(TimestampTz) * Max(eoi_worker.own.nowned, 1));
 	MemoryContextSwitchTo(old);
 	for (int i = 0; i < eoi_worker.own.nowned; i++)
 		eoi_worker.consumed[i] = eoi_worker.own.owned[i].offset;
@@ -113,19 +116,20 @@ eoi_worker_maybe_refresh_lag(void)
 
 /* Advance every partition of the batch to its last offset + 1. */
 void
-eoi_worker_advance_offsets(const int64 *last_offset)
+eoi_worker_advance_offsets(const EoiBatchEnd *end)
 {
 	for (int i = 0; i < eoi_worker.own.nowned; i++)
-		if (last_offset[i] >= 0)
-			eoi_offsets_advance(eoi_worker.job, &eoi_worker.own.owned[i], last_offset[i] + 1);
+		if (end[i].offset >= 0)
+			eoi_offsets_advance(eoi_worker.job, &eoi_worker.own.owned[i], end[i].offset + 1,
+								end[i].message_at);
 }
 
 void
-eoi_worker_remember_offsets(const int64 *last_offset)
+eoi_worker_remember_offsets(const EoiBatchEnd *end)
 {
 	for (int i = 0; i < eoi_worker.own.nowned; i++)
-		if (last_offset[i] >= 0)
-			eoi_worker.own.owned[i].offset = last_offset[i] + 1;
+		if (end[i].offset >= 0)
+			eoi_worker.own.owned[i].offset = end[i].offset + 1;
 }
 
 /* After PostgreSQL committed offsets: tell Kafka too, if the job asks. */
@@ -143,11 +147,15 @@ eoi_worker_offsets_committed(void)
  * values are written again.
  */
 void
-eoi_worker_note_consumed(const int64 *last_offset)
+eoi_worker_note_consumed(const EoiBatchEnd *end)
 {
 	for (int i = 0; i < eoi_worker.own.nowned; i++)
-		if (last_offset[i] >= 0)
-			eoi_worker.consumed[i] = Max(eoi_worker.consumed[i], last_offset[i] + 1);
+		if (end[i].offset + 1 > eoi_worker.consumed[i])
+		{
+			eoi_worker.consumed[i] = end[i].offset + 1;
+			if (end[i].message_at != 0)
+				eoi_worker.consumed_at[i] = end[i].message_at;
+		}
 }
 
 void
@@ -167,7 +175,8 @@ eoi_worker_checkpoint_consumed(void)
 	eoi_begin_work("storing offsets");
 	for (int i = 0; i < eoi_worker.own.nowned; i++)
 		if (eoi_worker.consumed[i] > eoi_worker.own.owned[i].offset)
-			eoi_offsets_advance(eoi_worker.job, &eoi_worker.own.owned[i], eoi_worker.consumed[i]);
+			eoi_offsets_advance(eoi_worker.job, &eoi_worker.own.owned[i], eoi_worker.consumed[i],
+								eoi_worker.consumed_at[i]);
 	eoi_commit_work();
 	for (int i = 0; i < eoi_worker.own.nowned; i++)
 		eoi_worker.own.owned[i].offset = eoi_worker.consumed[i];
@@ -215,7 +224,7 @@ eoi_worker_store_positions_past_markers(void)
 	eoi_begin_work("storing offsets past transaction markers");
 	for (int i = 0; i < eoi_worker.own.nowned; i++)
 		if (position[i] >= 0)
-			eoi_offsets_advance(eoi_worker.job, &eoi_worker.own.owned[i], position[i]);
+			eoi_offsets_advance(eoi_worker.job, &eoi_worker.own.owned[i], position[i], 0);
 	eoi_commit_work();
 	for (int i = 0; i < eoi_worker.own.nowned; i++)
 		if (position[i] >= 0)
