@@ -11,6 +11,7 @@ PKGS=(
   clang libclang-rt-14-dev make gcc
   maven openjdk-17-jre-headless
   procps openssl
+  python3-yaml
 )
 
 missing=()
