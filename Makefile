@@ -61,6 +61,7 @@ OBJS = \
 	src/api/jobstatus.o \
 	src/api/batchfunc.o \
 	src/api/statsfunc.o \
+	src/api/preview.o \
 	src/api/deadletters.o \
 	src/api/eoingest.o
 

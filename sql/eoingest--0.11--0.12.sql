@@ -3,7 +3,8 @@
 -- rows that took NULL for a value their change did not carry are counted;
 -- every function calls the job's name `name`; the helpers behind the views
 -- and policies leave the API's schema; eoingest.lag gives the time lag, and
--- eoingest.job_stats each job's cumulative statistics.
+-- eoingest.job_stats each job's cumulative statistics; preview_job is a
+-- dry run.
 \echo Use "ALTER EXTENSION eoingest UPDATE TO '0.12'" to load this file. \quit
 
 -- The grants on the objects this update drops and creates again, which the
@@ -223,6 +224,20 @@ AS 'MODULE_PATHNAME', 'eoingest_reset_job_stats';
 REVOKE ALL ON FUNCTION @extschema@.reset_job_stats(text) FROM PUBLIC;
 COMMENT ON FUNCTION @extschema@.reset_job_stats(text) IS
     'Zeroes the statistics of the job, or of every job the caller owns; returns how many. Not undone by a rollback.';
+
+-- A dry run: up to `messages` messages read where the job's workers would
+-- read next, decoded as the job decodes them, as its owner; each message's
+-- row, or the error it raises, with its position.  Nothing is written,
+-- no offset moves.
+CREATE FUNCTION @extschema@.preview_job(name text, messages integer DEFAULT 10,
+                                        timeout interval DEFAULT '10 s')
+RETURNS TABLE (topic text, "partition" integer, "offset" bigint, decoded jsonb,
+               error text, sqlstate text)
+LANGUAGE C VOLATILE
+AS 'MODULE_PATHNAME', 'eoingest_preview_job';
+REVOKE ALL ON FUNCTION @extschema@.preview_job(text, integer, interval) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.preview_job(text, integer, interval) IS
+    'A dry run: the next messages the job would read, each decoded into its row (jsonb) or the error it raises; writes nothing. The job''s owner only.';
 
 -- The grants saved at the start of this script, on the objects it created
 -- again.

@@ -153,6 +153,49 @@ mirror_positions(EoiKafka *kafka, const EoiJob *job, const char *topic, int coun
 }
 
 /*
+ * Where the job's workers would read one of its topics now, per partition
+ * (-1: a partition the job does not take): the stored position, or for a
+ * partition without one, where a first start would begin (start_offset),
+ * or, once the job has begun, the log's start (a partition or topic added
+ * later), as partitions.c decides.  Reads, stores nothing.
+ */
+int64 *
+eoi_positions_to_read(EoiKafka *kafka, const EoiJob *job, const char *topic, int *count)
+{
+	int			first_known;
+	int64	   *first = eoi_positions_for(kafka, job, topic, job->start_offset, &first_known);
+	EoiPosition *stored;
+	int			nstored;
+	int64	   *offsets;
+	bool		started = eoi_offsets_any(job);
+
+	*count = first_known;
+	stored = palloc(sizeof(EoiPosition) * Max(*count, 1));
+	nstored = eoi_offsets_read(job, topic, stored, *count);
+	offsets = palloc(sizeof(int64) * Max(*count, 1));
+	for (int32 p = 0; p < *count; p++)
+	{
+		int64		low,
+					high;
+
+		offsets[p] = -1;
+		if (job->partitions != NIL && !list_member_int(job->partitions, p))
+			continue;
+		for (int i = 0; i < nstored && offsets[p] < 0; i++)
+			if (stored[i].partition == p)
+				offsets[p] = stored[i].offset;
+		if (offsets[p] < 0 && !started && first[p] >= 0)
+			offsets[p] = first[p];
+		if (offsets[p] < 0)
+		{
+			eoi_kafka_watermarks(kafka, topic, p, &low, &high, RESET_TIMEOUT_MS);
+			offsets[p] = low;
+		}
+	}
+	return offsets;
+}
+
+/*
  * Where `to` says one topic of the job should resume, per partition (-1:
  * unchanged): 'earliest', 'latest', a timestamp, or explicit offsets.
  * Used by reset_offsets and for a job's first start (start_offset).

@@ -2,8 +2,8 @@
  *
  * positions.h
  *	  Where a job reads from: start_offset and reset_offsets' choices
- *	  (earliest, latest, a timestamp, explicit offsets), and
- *	  wait_for_catchup.
+ *	  (earliest, latest, a timestamp, explicit offsets), where the job
+ *	  would read now (preview_job), and wait_for_catchup.
  *
  *-------------------------------------------------------------------------
  */
@@ -15,6 +15,8 @@
 
 extern int64 *eoi_positions_for(EoiKafka *kafka, const EoiJob *job, const char *topic,
 								const char *to, int *count);
+extern int64 *eoi_positions_to_read(EoiKafka *kafka, const EoiJob *job, const char *topic,
+									int *count);
 extern void eoi_check_start_offset(const char *start_offset);
 
 #endif
