@@ -177,9 +177,10 @@ ALTER FUNCTION @extschema@._may_see_job(text) SET SCHEMA eoingest_internal;
 ALTER FUNCTION eoingest_internal._may_see_job(text) RENAME TO may_see_job;
 
 -- Each job's cumulative statistics, as PostgreSQL keeps pg_stat_*: in
--- shared memory, growing across the job's worker restarts, from zero again
--- when the server starts or reset_job_stats is called (stats_reset).
--- Times are in milliseconds.  A job that has not run since shows zeros.
+-- shared memory, growing across the job's worker restarts and clean
+-- restarts of the server, from zero again after a crash or when
+-- reset_job_stats is called (stats_reset).  Times are in milliseconds.  A
+-- job that has not run since shows zeros.
 CREATE FUNCTION eoingest_internal.job_stats(
     OUT job_id integer, OUT messages bigint, OUT "rows" bigint, OUT bytes bigint,
     OUT batches bigint, OUT dead_letters bigint, OUT errors bigint, OUT retries bigint,

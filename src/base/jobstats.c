@@ -2,9 +2,12 @@
  *
  * jobstats.c
  *	  Each job's cumulative statistics in shared memory, as PostgreSQL keeps
- *	  pg_stat_* counters: they grow across the job's worker restarts, start
- *	  again from zero when the server starts or when they are reset
- *	  (stats_reset says when), and go when the job is dropped.
+ *	  pg_stat_* counters: they grow across the job's worker restarts and
+ *	  across a clean restart of the server (the postmaster writes them to
+ *	  pg_stat/ at shutdown and reads them back at start, as
+ *	  pg_stat_statements does), start again from zero after a crash or
+ *	  when they are reset (stats_reset says when), and go when the job is
+ *	  dropped.
  *
  *	  A fixed table of EOI_JOB_STATS_MIN entries, or four per worker slot
  *	  if that is more, keyed by database and job id, under eoingest's lock:
@@ -16,13 +19,19 @@
  */
 #include "postgres.h"
 
+#include <unistd.h>
+
 #include "miscadmin.h"
+#include "storage/fd.h"
+#include "storage/ipc.h"
 #include "utils/timestamp.h"
 
 #include "base/jobstats.h"
 #include "base/shmem.h"
 
 #define EOI_JOB_STATS_MIN 1024
+#define JOB_STATS_FILE "pg_stat/eoingest_job_stats.stat"
+#define JOB_STATS_MAGIC 0x454f4a01	/* "EOJ" and the file's version */
 
 static int
 job_stats_count(void)
@@ -36,12 +45,107 @@ eoi_job_stats_size(void)
 	return mul_size(job_stats_count(), sizeof(EoiJobStats));
 }
 
+/*
+ * on_shmem_exit of the postmaster: write the statistics for the next start,
+ * unless the server is going down after a crash.
+ */
+static void
+save_job_stats(int code, Datum arg)
+{
+	FILE	   *file;
+	uint32		magic = JOB_STATS_MAGIC;
+	int32		n = 0;
+
+	if (code != 0 || eoi_shared == NULL)
+		return;
+	for (int i = 0; i < eoi_shared->nstats; i++)
+		n += (eoi_shared->stats[i].database != InvalidOid);
+	file = AllocateFile(JOB_STATS_FILE ".tmp", PG_BINARY_W);
+	if (file == NULL)
+		goto error;
+	if (fwrite(&magic, sizeof(magic), 1, file) != 1 || fwrite(&n, sizeof(n), 1, file) != 1)
+		goto error;
+	for (int i = 0; i < eoi_shared->nstats; i++)
+		if (eoi_shared->stats[i].database != InvalidOid &&
+			fwrite(&eoi_shared->stats[i], sizeof(EoiJobStats), 1, file) != 1)
+			goto error;
+	if (FreeFile(file) != 0)
+	{
+		file = NULL;
+		goto error;
+	}
+	(void) durable_rename(JOB_STATS_FILE ".tmp", JOB_STATS_FILE, LOG);
+	return;
+
+error:
+	ereport(LOG,
+			(errcode_for_file_access(),
+			 errmsg("could not write file \"%s\": %m", JOB_STATS_FILE ".tmp")));
+	if (file != NULL)
+		FreeFile(file);
+	unlink(JOB_STATS_FILE ".tmp");
+}
+
+/*
+ * Read what the last clean shutdown wrote, and remove the file: after a
+ * crash the statistics start from zero.  A file that does not read back
+ * whole is left out, with a LOG line.
+ */
+static void
+load_job_stats(void)
+{
+	FILE	   *file = AllocateFile(JOB_STATS_FILE, PG_BINARY_R);
+	uint32		magic;
+	int32		n;
+	int			kept = 0;
+
+	if (file == NULL)
+	{
+		if (errno != ENOENT)
+			ereport(LOG,
+					(errcode_for_file_access(),
+					 errmsg("could not read file \"%s\": %m", JOB_STATS_FILE)));
+		return;
+	}
+	if (fread(&magic, sizeof(magic), 1, file) != 1 || magic != JOB_STATS_MAGIC ||
+		fread(&n, sizeof(n), 1, file) != 1 || n < 0)
+		n = -1;
+	for (int i = 0; i < n && kept < eoi_shared->nstats; i++)
+	{
+		EoiJobStats e;
+
+		if (fread(&e, sizeof(e), 1, file) != 1)
+		{
+			n = -1;
+			break;
+		}
+		if (e.database != InvalidOid)
+			eoi_shared->stats[kept++] = e;
+	}
+	if (n < 0)
+	{
+		ereport(LOG,
+				(errmsg("ignoring eoingest's statistics file \"%s\": it is not whole", JOB_STATS_FILE)));
+		memset(eoi_shared->stats, 0, eoi_job_stats_size());
+	}
+	FreeFile(file);
+	unlink(JOB_STATS_FILE);
+}
+
+/*
+ * Lay the table out at `place` when the segment is made, with what the
+ * last clean shutdown saved; the postmaster saves it at its exit.
+ */
 void
 eoi_job_stats_init(void *place)
 {
 	memset(place, 0, eoi_job_stats_size());
 	eoi_shared->stats = place;
 	eoi_shared->nstats = job_stats_count();
+	if (IsUnderPostmaster)
+		return;
+	load_job_stats();
+	on_shmem_exit(save_job_stats, (Datum) 0);
 }
 
 /* The entry of the job in this database, or NULL; the lock is held. */

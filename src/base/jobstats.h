@@ -2,8 +2,9 @@
  *
  * jobstats.h
  *	  Each job's cumulative statistics, in shared memory: what its workers
- *	  did since the server started or the statistics were reset, kept
- *	  across the workers' restarts (eoingest.job_stats).
+ *	  did since the statistics were reset or a crash, kept across the
+ *	  workers' restarts and clean restarts of the server
+ *	  (eoingest.job_stats).
  *
  *-------------------------------------------------------------------------
  */
