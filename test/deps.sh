@@ -11,7 +11,7 @@ PKGS=(
   clang libclang-rt-14-dev make gcc
   maven openjdk-17-jre-headless
   procps openssl
-  python3-yaml
+  python3-yaml curl prometheus-postgres-exporter
 )
 
 missing=()
@@ -30,7 +30,14 @@ fi
 echo "deps.sh: installing ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+# No package's service is started by the install (prometheus-postgres-exporter
+# has one; the tests start what they need themselves).
+policy=
+if [ ! -e /usr/sbin/policy-rc.d ]; then
+  policy=/usr/sbin/policy-rc.d
+  printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod 755 "$policy"
+fi
+trap 'rm -f "$log" ${policy:+"$policy"}' EXIT
 if ! { apt-get update -q && apt-get install -y -q -o DPkg::Lock::Timeout=600 --no-install-recommends "${missing[@]}"; } </dev/null >"$log" 2>&1; then
   tail -n 40 "$log" >&2
   echo "ERROR: apt-get install failed for: ${missing[*]}" >&2
