@@ -42,12 +42,16 @@ is "$(sql "SELECT s.messages || ' ' || s.\"rows\" || ' / ' || w.messages
              FROM eoingest.job_stats s, eoingest.job_status w WHERE s.job = 'jst' AND w.name = 'jst'")" \
   "151 150 / 50" "job_stats goes on across the restart; job_status counts the new worker's"
 
-# Attempts that fail are errors; retried ones are retries too (a job of
-# its own, whose worker meets the fault from its first batch on).
+# Attempts that fail are errors; retried ones are retries too.  A job of
+# its own, started once the fault is set, meets it from its first batch
+# on: a running worker takes a reload only between two batches, and could
+# commit the records produced next before it sees the fault.
 etopic=jst_err_$$
 eoi-kafka create-topic "$etopic" 1 >/dev/null
 eoi-kafka produce-seq "$etopic" --count 10 --format csv >/dev/null
 set_fault before_commit error
+# pg_reload_conf() only signals: the job starts once new sessions have the fault
+wait_until 10 "SELECT current_setting('eoingest.fault_point') = 'before_commit'" >/dev/null
 sql "CREATE TABLE jst_e (id text, ts bigint, temperature double precision);
      SELECT eoingest.create_job(name => 'jst_err', brokers => '$KAFKA_BROKERS', topic => '$etopic', target => 'jst_e',
             batch_timeout_ms => 100);
