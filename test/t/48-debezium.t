@@ -197,8 +197,18 @@ is "$xbroken" 0 "dbz_x (transactions => 'source'): no poll of the targets saw pa
 is "$abroken" 0 "dbz_x after Kafka Connect's SIGKILL: none of $apolls polls saw a state the source never had"
 skipped=$(sql "SELECT string_agg(job || ' ' || n, ', ' ORDER BY job) FROM (SELECT job, sum(replays_skipped) AS n FROM eoingest.offsets WHERE job LIKE 'dbz\_%' GROUP BY job) s")
 diag "change events skipped as sent again: $skipped"
-ok $([ "$(sql "SELECT sum(replays_skipped) FROM eoingest.offsets WHERE job = 'dbz_x'")" -gt 0 ] && echo 0 || echo 1) \
-  "dbz_x skipped change events Debezium sent again after the SIGKILL"
+# Whether Debezium sends again events of dbz_x's tables depends on when Connect last flushed its source
+# offsets before the kill: a run where it sent again only other tables' events says so as a skip; one
+# where it sent nothing again at all fails (the SIGKILL did not set up the scenario).
+x_skipped=$(sql "SELECT sum(replays_skipped) FROM eoingest.offsets WHERE job = 'dbz_x'")
+all_skipped=$(sql "SELECT sum(replays_skipped) FROM eoingest.offsets WHERE job LIKE 'dbz\_%'")
+if [ "$x_skipped" -gt 0 ]; then
+  ok 0 "dbz_x skipped change events Debezium sent again after the SIGKILL"
+elif [ "$all_skipped" -gt 0 ]; then
+  ok 0 "dbz_x skipped change events Debezium sent again after the SIGKILL # skip Debezium sent again only other tables' events in this run"
+else
+  ok 1 "dbz_x skipped change events Debezium sent again after the SIGKILL (Debezium sent nothing again)"
+fi
 check "dbz_x: the reader saw the targets move ($xstates changes in $xpolls polls)" test "$xstates" -ge 20
 
 # ---- the workload did what it should
