@@ -105,16 +105,9 @@ decode_one(void *arg)
 
 	step->row = NULL;
 	MemoryContextSwitchTo(step->scratch);	/* eoi_try_subxact switches back */
-	if (step->msg->len + step->msg->key_len > (size_t) step->job->max_message_bytes)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("message of %zu bytes is larger than max_message_bytes (%d)",
-						step->msg->len + step->msg->key_len, step->job->max_message_bytes)));
+	eoi_check_message_size(step->job, step->msg, rd_kafka_topic_name(step->msg->rkt));
 	if (step->msg->payload == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("the message is a tombstone (no value)"),
-				 errdetail("Mode upsert deletes its key's row; the other modes refuse it.")));
+		eoi_refuse_tombstone();		/* mode upsert would delete the key's row */
 	for (int c = 0; c < w->ncolumns; c++)
 		w->nulls[c] = true;
 	if (!eoi_decode_kafka_message(step->cols, step->msg, false, &w->writer, step->econtext))

@@ -71,13 +71,6 @@ eoingest_job_stats(PG_FUNCTION_ARGS)
 	return (Datum) 0;
 }
 
-/* May the current role steer a job of this owner (store/job.c's rule)? */
-static bool
-may_steer(Oid owner)
-{
-	return superuser() || (!superuser_arg(owner) && has_privs_of_role(GetUserId(), owner));
-}
-
 /*
  * The ids of the jobs whose statistics the current role may reset: the job
  * `name` (an error if it does not exist or is not the role's), or, for NULL,
@@ -121,7 +114,7 @@ jobs_to_reset(const char *name)
 	{
 		if (name != NULL)
 			eoi_check_job_owner(name, lfirst_oid(lo));
-		if (may_steer(lfirst_oid(lo)))
+		if (eoi_may_steer_job(lfirst_oid(lo)))
 			mine = lappend_int(mine, lfirst_int(li));
 	}
 	return mine;

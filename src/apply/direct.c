@@ -67,6 +67,7 @@
 #include "utils/snapmgr.h"
 
 #include "apply/direct.h"
+#include "apply/target.h"
 
 int			eoingest_insert_path = EOI_INSERT_PATH_DIRECT;
 
@@ -526,15 +527,6 @@ route_row(DirectBuffer *buf)
 	return slot;
 }
 
-static void
-refuse_tombstone(void)
-{
-	ereport(ERROR,
-			(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-			 errmsg("message has a null value (a tombstone)"),
-			 errhint("Tombstones delete rows in mode upsert only; use a transform to handle them otherwise.")));
-}
-
 /*
  * An emptied slot for the next row, in the target's rowtype, its values
  * to be filled through w: the next of the target's buffer, or for a
@@ -634,7 +626,7 @@ build_row(DirectBuffer *buf, EoiColumns *cols, DatumWriter *w, List *defaults,
 	TupleTableSlot *slot;
 
 	if (msg->payload == NULL)
-		refuse_tombstone();
+		eoi_refuse_tombstone();
 	slot = start_row(buf, w);
 	if (!eoi_decode_kafka_message(cols, msg, false, &w->writer, econtext))
 		return false;

@@ -152,10 +152,7 @@ decode_batch(EoiBatch *batch, EoiColumns *cols, StringInfo lines,
 		CHECK_FOR_INTERRUPTS();
 		mc->current = i;
 		if (msg->payload == NULL)
-			ereport(ERROR,
-					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-					 errmsg("message has a null value (a tombstone)"),
-					 errhint("Tombstones delete rows in mode upsert only; use a transform to handle them otherwise.")));
+			eoi_refuse_tombstone();
 		if (eoi_decode_kafka_message(cols, msg, false, &cw.writer, econtext))
 			mc->lines[mc->nlines++] = i;
 		ResetExprContext(econtext);
@@ -310,17 +307,7 @@ static void
 check_sizes(const EoiJob *job, EoiBatch *batch)
 {
 	for (int i = 0; i < batch->n; i++)
-	{
-		rd_kafka_message_t *msg = batch->messages[i];
-
-		if (msg->len + msg->key_len > (size_t) job->max_message_bytes)
-			ereport(ERROR,
-					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-					 errmsg("message of %zu bytes is larger than max_message_bytes (%d)",
-							msg->len + msg->key_len, job->max_message_bytes),
-					 errcontext(EOI_MESSAGE_CONTEXT,
-								eoi_message_topic(batch, i), msg->partition, (long long) msg->offset)));
-	}
+		eoi_check_message_size(job, batch->messages[i], eoi_message_topic(batch, i));
 }
 
 /*

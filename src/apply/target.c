@@ -2,7 +2,8 @@
  *
  * target.c
  *	  A job's target table: finding it by its stored name, and checking
- *	  that it is a table the job may write, as COPY would check it.
+ *	  that it is a table the job may write, as COPY would check it; and
+ *	  the checks every write makes of one message (its size, a tombstone).
  *
  *-------------------------------------------------------------------------
  */
@@ -24,6 +25,7 @@
 #include "utils/regproc.h"
 
 #include "apply/target.h"
+#include "kafka/batch.h"
 #include "store/job.h"
 
 static RangeVar *
@@ -260,3 +262,24 @@ eoi_check_target_insert(Relation rel, List *colnames)
 	free_parsestate(pstate);
 }
 
+/* A message larger than max_message_bytes is a bad record. */
+void
+eoi_check_message_size(const EoiJob *job, rd_kafka_message_t *msg, const char *topic)
+{
+	if (msg->len + msg->key_len > (size_t) job->max_message_bytes)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("message of %zu bytes is larger than max_message_bytes (%d)",
+						msg->len + msg->key_len, job->max_message_bytes),
+				 errcontext(EOI_MESSAGE_CONTEXT, topic, msg->partition, (long long) msg->offset)));
+}
+
+/* A tombstone where a row is written: only mode upsert takes them. */
+void
+eoi_refuse_tombstone(void)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+			 errmsg("message has a null value (a tombstone)"),
+			 errhint("Tombstones delete rows in mode upsert only; use a transform to handle them otherwise.")));
+}

@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * target.h
- *	  A job's target table: opening it, and the checks COPY would make.
+ *	  A job's target table: opening it, the checks COPY would make, and
+ *	  those every write makes of one message.
  *
  *-------------------------------------------------------------------------
  */
@@ -13,10 +14,14 @@
 #include "storage/lockdefs.h"
 #include "utils/relcache.h"
 
+#include <librdkafka/rdkafka.h>
+
 struct ParseState;
 struct RangeTblEntry;
 
 extern Relation eoi_open_target(const char *target, LOCKMODE lockmode);
+extern void eoi_check_message_size(const EoiJob *job, rd_kafka_message_t *msg, const char *topic);
+extern void eoi_refuse_tombstone(void);
 extern Relation eoi_open_job_target(const EoiJob *job, LOCKMODE lockmode);
 extern bool eoi_target_exists(const char *target);
 extern void eoi_check_target_kind(Relation rel, EoiMode mode);

@@ -162,14 +162,22 @@ mirror_positions(EoiKafka *kafka, const EoiJob *job, const char *topic, int coun
 int64 *
 eoi_positions_to_read(EoiKafka *kafka, const EoiJob *job, const char *topic, int *count)
 {
-	int			first_known;
-	int64	   *first = eoi_positions_for(kafka, job, topic, job->start_offset, &first_known);
+	bool		started = eoi_offsets_any(job);
+	int64	   *first = NULL;
 	EoiPosition *stored;
 	int			nstored;
 	int64	   *offsets;
-	bool		started = eoi_offsets_any(job);
 
-	*count = first_known;
+	if (started)
+	{
+		*count = eoi_kafka_partition_count(kafka, topic, RESET_TIMEOUT_MS);
+		if (*count < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_OBJECT),
+					 errmsg("Kafka topic \"%s\" does not exist", topic)));
+	}
+	else
+		first = eoi_positions_for(kafka, job, topic, job->start_offset, count);
 	stored = palloc(sizeof(EoiPosition) * Max(*count, 1));
 	nstored = eoi_offsets_read(job, topic, stored, *count);
 	offsets = palloc(sizeof(int64) * Max(*count, 1));
@@ -184,7 +192,7 @@ eoi_positions_to_read(EoiKafka *kafka, const EoiJob *job, const char *topic, int
 		for (int i = 0; i < nstored && offsets[p] < 0; i++)
 			if (stored[i].partition == p)
 				offsets[p] = stored[i].offset;
-		if (offsets[p] < 0 && !started && first[p] >= 0)
+		if (offsets[p] < 0 && first != NULL && first[p] >= 0)
 			offsets[p] = first[p];
 		if (offsets[p] < 0)
 		{

@@ -278,12 +278,17 @@ eoi_check_primary(void)
  * Only the job's owner, a member of the owner's role, or a superuser may
  * steer a job; only a superuser may steer a superuser's job.
  */
+bool
+eoi_may_steer_job(Oid owner)
+{
+	return superuser() || (!superuser_arg(owner) && has_privs_of_role(GetUserId(), owner));
+}
+
+/* The error of eoi_may_steer_job() refusing the current role. */
 void
 eoi_check_job_owner(const char *name, Oid owner)
 {
-	if (superuser())
-		return;
-	if (superuser_arg(owner) || !has_privs_of_role(GetUserId(), owner))
+	if (!eoi_may_steer_job(owner))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("must be owner of eoingest job \"%s\"", name),

@@ -46,6 +46,7 @@ typedef struct EoiSavedUser
 extern void eoi_become_extension_owner(EoiSavedUser *saved);
 extern void eoi_become_job_owner(const EoiJob *job, EoiSavedUser *saved);
 extern void eoi_restore_user(EoiSavedUser *saved);
+extern bool eoi_may_steer_job(Oid owner);
 extern void eoi_check_job_owner(const char *name, Oid owner);
 extern void eoi_check_primary(void);
 extern int64 eoi_job_query_int(const char *sql, int32 job_id);
