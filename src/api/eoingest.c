@@ -19,6 +19,7 @@
 #include "apply/sink.h"
 #include "apply/upsert.h"
 #include "base/eoingest.h"
+#include "base/jobstats.h"
 #include "base/shmem.h"
 #include "kafka/policy.h"
 #include "worker/launcher.h"
@@ -60,6 +61,7 @@ eoi_shmem_request_hook(void)
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
 	eoi_shmem_request();
+	eoi_job_stats_request();
 }
 #endif
 
@@ -69,6 +71,7 @@ eoi_shmem_startup_hook(void)
 	if (prev_shmem_startup_hook)
 		prev_shmem_startup_hook();
 	eoi_shmem_startup();
+	eoi_job_stats_startup();
 }
 
 static const struct config_enum_entry fault_action_options[] = {
@@ -252,6 +255,7 @@ _PG_init(void)
 	shmem_request_hook = eoi_shmem_request_hook;
 #else
 	eoi_shmem_request();
+	eoi_job_stats_request();
 #endif
 	prev_shmem_startup_hook = shmem_startup_hook;
 	shmem_startup_hook = eoi_shmem_startup_hook;

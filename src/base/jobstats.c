@@ -24,6 +24,7 @@
 #include "miscadmin.h"
 #include "storage/fd.h"
 #include "storage/ipc.h"
+#include "storage/shmem.h"
 #include "utils/timestamp.h"
 
 #include "base/jobstats.h"
@@ -39,8 +40,8 @@ job_stats_count(void)
 	return Max(EOI_JOB_STATS_MIN, 4 * eoingest_max_workers);
 }
 
-Size
-eoi_job_stats_size(void)
+static Size
+job_stats_size(void)
 {
 	return mul_size(job_stats_count(), sizeof(EoiJobStats));
 }
@@ -126,26 +127,44 @@ load_job_stats(void)
 	{
 		ereport(LOG,
 				(errmsg("ignoring eoingest's statistics file \"%s\": it is not whole", JOB_STATS_FILE)));
-		memset(eoi_shared->stats, 0, eoi_job_stats_size());
+		memset(eoi_shared->stats, 0, job_stats_size());
 	}
 	FreeFile(file);
 	unlink(JOB_STATS_FILE);
 }
 
+/* Called with eoi_shmem_request (shmem_request_hook, or _PG_init before 15). */
+void
+eoi_job_stats_request(void)
+{
+	RequestAddinShmemSpace(job_stats_size());
+}
+
 /*
- * Lay the table out at `place` when the segment is made, with what the
- * last clean shutdown saved; the postmaster saves it at its exit.
+ * After eoi_shmem_startup: the table's segment, laid out when it is made,
+ * with what the last clean shutdown saved; the postmaster saves it at its
+ * exit.
  */
 void
-eoi_job_stats_init(void *place)
+eoi_job_stats_startup(void)
 {
-	memset(place, 0, eoi_job_stats_size());
-	eoi_shared->stats = place;
+	bool		found;
+	EoiJobStats *stats;
+
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	stats = ShmemInitStruct("eoingest job statistics", job_stats_size(), &found);
+	eoi_shared->stats = stats;
 	eoi_shared->nstats = job_stats_count();
-	if (IsUnderPostmaster)
-		return;
-	load_job_stats();
-	on_shmem_exit(save_job_stats, (Datum) 0);
+	if (!found)
+	{
+		memset(stats, 0, job_stats_size());
+		if (!IsUnderPostmaster)
+		{
+			load_job_stats();
+			on_shmem_exit(save_job_stats, (Datum) 0);
+		}
+	}
+	LWLockRelease(AddinShmemInitLock);
 }
 
 /* The entry of the job in this database, or NULL; the lock is held. */

@@ -38,8 +38,8 @@ typedef struct EoiJobStats
 	EoiJobCounters counters;
 } EoiJobStats;
 
-extern Size eoi_job_stats_size(void);
-extern void eoi_job_stats_init(void *place);
+extern void eoi_job_stats_request(void);
+extern void eoi_job_stats_startup(void);
 extern bool eoi_job_stats_add(int32 job_id, const EoiJobCounters *delta);
 extern bool eoi_job_stats_get(int32 job_id, EoiJobStats *stats);
 extern void eoi_job_stats_reset(int32 job_id);

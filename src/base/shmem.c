@@ -2,8 +2,8 @@
  *
  * shmem.c
  *	  The shared-memory segment of eoingest: sizing, creation, and waking
- *	  the launcher.  The segment holds the worker slots, then the jobs'
- *	  statistics (jobstats.c).
+ *	  the launcher.  The jobs' statistics have a segment of their own
+ *	  (jobstats.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -13,22 +13,15 @@
 #include "storage/ipc.h"
 #include "storage/shmem.h"
 
-#include "base/jobstats.h"
 #include "base/shmem.h"
 
 EoiShared  *eoi_shared = NULL;
 
 static Size
-slots_size(void)
-{
-	return MAXALIGN(add_size(offsetof(EoiShared, slots),
-							 mul_size(eoingest_max_workers, sizeof(EoiWorkerSlot))));
-}
-
-static Size
 eoi_shmem_size(void)
 {
-	return add_size(slots_size(), eoi_job_stats_size());
+	return add_size(offsetof(EoiShared, slots),
+					mul_size(eoingest_max_workers, sizeof(EoiWorkerSlot)));
 }
 
 /* Called from _PG_init (before 15) or from shmem_request_hook (15 and later). */
@@ -52,7 +45,6 @@ eoi_shmem_startup(void)
 		eoi_shared->lock = &(GetNamedLWLockTranche("eoingest"))->lock;
 		eoi_shared->nslots = eoingest_max_workers;
 		eoi_shared->next_generation = 1;
-		eoi_job_stats_init((char *) eoi_shared + slots_size());
 	}
 	LWLockRelease(AddinShmemInitLock);
 }

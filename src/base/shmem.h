@@ -108,7 +108,7 @@ typedef struct EoiShared
 	int			nwaiting;
 	EoiWaitingWorker waiting[EOI_MAX_WAITING];
 	char		wait_message[EOI_WAIT_REASONS][EOI_ERROR_LEN];
-	/* each job's cumulative statistics (jobstats.c), after the slots */
+	/* each job's cumulative statistics, in their own segment (jobstats.c) */
 	int			nstats;
 	struct EoiJobStats *stats;
 	int			nslots;
