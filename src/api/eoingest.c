@@ -49,12 +49,9 @@ static const struct config_enum_entry upsert_path_options[] = {
 	{NULL, 0, false}
 };
 
-#if PG_VERSION_NUM >= 150000
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
-#endif
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
-#if PG_VERSION_NUM >= 150000
 static void
 eoi_shmem_request_hook(void)
 {
@@ -63,7 +60,6 @@ eoi_shmem_request_hook(void)
 	eoi_shmem_request();
 	eoi_job_stats_request();
 }
-#endif
 
 static void
 eoi_shmem_startup_hook(void)
@@ -216,11 +212,7 @@ eoi_define_settings(void)
 							 GUC_NOT_IN_SAMPLE,
 							 NULL, NULL, NULL);
 
-#if PG_VERSION_NUM >= 150000
 	MarkGUCPrefixReserved("eoingest");
-#else
-	EmitWarningsOnPlaceholders("eoingest");
-#endif
 }
 
 static void
@@ -250,13 +242,8 @@ _PG_init(void)
 
 	eoi_define_settings();
 
-#if PG_VERSION_NUM >= 150000
 	prev_shmem_request_hook = shmem_request_hook;
 	shmem_request_hook = eoi_shmem_request_hook;
-#else
-	eoi_shmem_request();
-	eoi_job_stats_request();
-#endif
 	prev_shmem_startup_hook = shmem_startup_hook;
 	shmem_startup_hook = eoi_shmem_startup_hook;
 

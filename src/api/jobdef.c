@@ -24,6 +24,7 @@
 #include "api/api_internal.h"
 #include "apply/target.h"
 #include "apply/upsert.h"
+#include "base/pgcompat.h"
 #include "base/settings.h"
 #include "kafka/policy.h"
 #include "kafka/positions.h"
@@ -221,11 +222,7 @@ resolve_target(const char *target, const EoiMapping *mapping, EoiMode mode)
 	EoiColumns *cols;
 	char	   *qualified;
 
-#if PG_VERSION_NUM >= 160000
-	names = stringToQualifiedNameList(target, NULL);
-#else
-	names = stringToQualifiedNameList(target);
-#endif
+	names = eoi_qualified_name_list(target);
 	rv = makeRangeVarFromNameList(names);
 	relid = RangeVarGetRelid(rv, RowExclusiveLock, true);
 	if (!OidIsValid(relid))

@@ -20,6 +20,7 @@
 #include "utils/builtins.h"
 
 #include "api/api_internal.h"
+#include "base/pgcompat.h"
 #include "base/settings.h"
 #include "base/shmem.h"
 #include "base/txn.h"
@@ -111,7 +112,7 @@ at_commit(XactEvent event, void *arg)
 		eoi_wake_launcher();
 	wake_pending = false;
 	/* a background process (a worker's transform) never waits: maybe for itself */
-	if (event == XACT_EVENT_COMMIT && waits != NIL && !IsBackgroundWorker)
+	if (event == XACT_EVENT_COMMIT && waits != NIL && !AmBackgroundWorkerProcess())
 		wait_for_workers(waits);
 	foreach(lc, waits)
 		pfree(((PendingWait *) lfirst(lc))->name);

@@ -67,6 +67,7 @@
 #include "utils/snapmgr.h"
 
 #include "apply/direct.h"
+#include "apply/execcompat.h"
 #include "apply/target.h"
 
 int			eoingest_insert_path = EOI_INSERT_PATH_DIRECT;
@@ -402,13 +403,7 @@ flush_table(DirectBuffer *buf, TableBuffer *tb)
 
 		buf->position(buf->arg, tb->messages[k]);
 		if (rri->ri_NumIndices > 0)
-#if PG_VERSION_NUM >= 160000
-			recheck = ExecInsertIndexTuples(rri, tb->slots[k], buf->estate,
-											false, false, NULL, NIL, false);
-#else
-			recheck = ExecInsertIndexTuples(rri, tb->slots[k], buf->estate,
-											false, false, NULL, NIL);
-#endif
+			recheck = eoi_insert_index_tuples(rri, tb->slots[k], buf->estate, false, false);
 		/* the indexes of deferrable unique constraints go to their triggers */
 		if (after_row || recheck != NIL)
 			ExecARInsertTriggers(buf->estate, rri, tb->slots[k], recheck, buf->transition);
@@ -496,11 +491,7 @@ route_row(DirectBuffer *buf)
 {
 	ResultRelInfo *part = ExecFindPartition(buf->mtstate, buf->rri, buf->proute,
 											buf->root_slot, buf->estate);
-#if PG_VERSION_NUM >= 160000
-	TupleConversionMap *map = ExecGetRootToChildMap(part, buf->estate);
-#else
-	TupleConversionMap *map = part->ri_RootToPartitionMap;
-#endif
+	TupleConversionMap *map = eoi_root_to_partition_map(part, buf->estate);
 	TupleTableSlot *slot;
 
 	/*
@@ -655,19 +646,15 @@ prepare_defaults(Relation rel, EoiColumns *cols, EState *estate)
 
 /* The executor's state for inserting into `rel` through buffers. */
 static DirectBuffer *
-buffer_begin(Relation rel, RangeTblEntry *rte, EState *estate,
+buffer_begin(Relation rel, ParseState *pstate, EState *estate,
 			 EoiDirectPositionFn position, void *arg)
 {
 	DirectBuffer *buf = palloc0(sizeof(DirectBuffer));
 
-#if PG_VERSION_NUM >= 160000
-	ExecInitRangeTable(estate, list_make1(rte), NIL);
-#else
-	ExecInitRangeTable(estate, list_make1(rte));
-#endif
+	eoi_init_range_table(estate, pstate);
 	buf->rri = makeNode(ResultRelInfo);
 	ExecInitResultRelation(estate, buf->rri, 1);
-	CheckValidResultRel(buf->rri, CMD_INSERT);
+	eoi_check_insert_target(buf->rri);
 	ExecOpenIndices(buf->rri, false);
 	buf->rel = rel;
 	buf->estate = estate;
@@ -736,14 +723,15 @@ datum_writer_init(DatumWriter *w, Relation rel, EoiColumns *cols)
 
 /*
  * Insert the batch's rows into `rel` (opened and locked, privileges
- * checked; `rte` its range table entry); returns how many.  `position` is
+ * checked; `pstate` holds it in its range table: eoi_target_range_table);
+ * returns how many.  `position` is
  * told which message is being worked on, for the caller's error context.
  */
 uint64
-eoi_direct_insert(Relation rel, RangeTblEntry *rte, EoiColumns *cols, EoiBatch *batch,
+eoi_direct_insert(Relation rel, ParseState *pstate, EoiColumns *cols, EoiBatch *batch,
 				  EState *estate, EoiDirectPositionFn position, void *arg)
 {
-	DirectBuffer *buf = buffer_begin(rel, rte, estate, position, arg);
+	DirectBuffer *buf = buffer_begin(rel, pstate, estate, position, arg);
 	DatumWriter w;
 	ErrorContextCallback errcb;
 	List	   *defaults;
@@ -800,11 +788,11 @@ no_position(void *arg, int message)
  * (eoi_direct_fits' rules) and the INSERT privilege.
  */
 EoiDirectRows *
-eoi_direct_rows_begin(Relation rel, RangeTblEntry *rte, EoiColumns *cols, EState *estate)
+eoi_direct_rows_begin(Relation rel, ParseState *pstate, EoiColumns *cols, EState *estate)
 {
 	EoiDirectRows *dr = palloc0(sizeof(EoiDirectRows));
 
-	dr->buf = buffer_begin(rel, rte, estate, no_position, NULL);
+	dr->buf = buffer_begin(rel, pstate, estate, no_position, NULL);
 	dr->defaults = prepare_defaults(rel, cols, estate);
 	datum_writer_init(&dr->w, rel, cols);
 	dr->ncolumns = cols->ncolumns;
@@ -867,14 +855,14 @@ struct EoiDirectUpdate
  * privilege, and finds the rows.
  */
 EoiDirectUpdate *
-eoi_direct_update_begin(Relation rel, RangeTblEntry *rte, EoiColumns *cols, const bool *set,
+eoi_direct_update_begin(Relation rel, ParseState *pstate, EoiColumns *cols, const bool *set,
 						EState *estate)
 {
 	EoiDirectUpdate *du = palloc0(sizeof(EoiDirectUpdate));
 
 	if (rel->trigdesc != NULL)
 		elog(ERROR, "eoi_direct_update_begin: \"%s\" has triggers", RelationGetRelationName(rel));
-	du->buf = buffer_begin(rel, rte, estate, no_position, NULL);
+	du->buf = buffer_begin(rel, pstate, estate, no_position, NULL);
 	datum_writer_init(&du->w, rel, cols);
 	du->set = set;
 	du->ncolumns = cols->ncolumns;
@@ -952,23 +940,14 @@ eoi_direct_update_row(EoiDirectUpdate *du, ItemPointer tid, char *const *fields)
 	LockTupleMode lockmode;
 	TM_Result	result;
 
-#if PG_VERSION_NUM >= 160000
-	TU_UpdateIndexes update_indexes;
-#else
-	bool		update_indexes;
-#endif
+	bool		index_entries;
+	bool		only_summarizing;
 
 	build_new_version(du, fields);
-	result = table_tuple_update(buf->rel, tid, du->newslot, du->cid, du->snapshot, InvalidSnapshot,
-								true, &tmfd, &lockmode, &update_indexes);
-#if PG_VERSION_NUM >= 160000
-	if (result == TM_Ok && buf->rri->ri_NumIndices > 0 && update_indexes != TU_None)
-		list_free(ExecInsertIndexTuples(buf->rri, du->newslot, buf->estate, true, false, NULL, NIL,
-										update_indexes == TU_Summarizing));
-#else
-	if (result == TM_Ok && buf->rri->ri_NumIndices > 0 && update_indexes)
-		list_free(ExecInsertIndexTuples(buf->rri, du->newslot, buf->estate, true, false, NULL, NIL));
-#endif
+	result = eoi_tuple_update(buf->rel, tid, du->newslot, du->cid, du->snapshot, &tmfd, &lockmode,
+							  &index_entries, &only_summarizing);
+	if (result == TM_Ok && buf->rri->ri_NumIndices > 0 && index_entries)
+		list_free(eoi_insert_index_tuples(buf->rri, du->newslot, buf->estate, true, only_summarizing));
 	ExecClearTuple(du->oldslot);
 	ExecClearTuple(du->newslot);
 	ResetPerTupleExprContext(buf->estate);

@@ -37,6 +37,7 @@
 #include "utils/rel.h"
 
 #include "apply/shape.h"
+#include "base/pgcompat.h"
 #include "format/decode.h"
 #include "store/job.h"
 
@@ -136,7 +137,7 @@ eoi_check_target_unchanged(const EoiJob *job, Relation rel, EoiColumns *cols)
 	EoiSavedUser saved;
 	MemoryContext cxt = CurrentMemoryContext;
 
-	if (!IsBackgroundWorker)
+	if (!AmBackgroundWorkerProcess())
 		return;
 	target = quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
 										RelationGetRelationName(rel));

@@ -203,11 +203,9 @@ copy_into_target(const EoiJob *job, EoiBatch *batch)
 	List	   *options;
 	uint64		processed;
 
-	RangeTblEntry *rte;
-
 	eoi_check_target_kind(rel, job->mode);
 	eoi_check_target_unchanged(job, rel, cols);
-	rte = eoi_target_rte(pstate, rel, cols->names);
+	eoi_target_range_table(pstate, rel, cols->names);
 	eoi_check_insert(pstate, rel);
 
 	errcb.callback = message_error_callback;
@@ -218,7 +216,7 @@ copy_into_target(const EoiJob *job, EoiBatch *batch)
 	/* Straight into tuples where direct.c handles the target; COPY otherwise. */
 	if (eoi_direct_fits(rel, cols))
 	{
-		processed = eoi_direct_insert(rel, rte, cols, batch, estate,
+		processed = eoi_direct_insert(rel, pstate, cols, batch, estate,
 									  set_message_position, &mc);
 		error_context_stack = errcb.previous;
 		FreeExecutorState(estate);

@@ -24,6 +24,7 @@
 #include "utils/rls.h"
 #include "utils/regproc.h"
 
+#include "apply/execcompat.h"
 #include "apply/target.h"
 #include "kafka/batch.h"
 #include "store/job.h"
@@ -33,11 +34,7 @@ target_rangevar(const char *target)
 {
 	List	   *names;
 
-#if PG_VERSION_NUM >= 160000
-	names = stringToQualifiedNameList(target, NULL);
-#else
-	names = stringToQualifiedNameList(target);
-#endif
+	names = eoi_qualified_name_list(target);
 	return makeRangeVarFromNameList(names);
 }
 
@@ -112,45 +109,35 @@ eoi_open_job_target(const EoiJob *job, LOCKMODE lockmode)
 	pg_unreachable();
 }
 
-/* The target's range table entry, for an INSERT of the given columns. */
-RangeTblEntry *
-eoi_target_rte(ParseState *pstate, Relation rel, List *colnames)
+/*
+ * Put the target in `pstate`'s range table, for an INSERT of the given
+ * columns: what the executor and COPY FROM are then started with.
+ */
+void
+eoi_target_range_table(ParseState *pstate, Relation rel, List *colnames)
 {
 	ParseNamespaceItem *nsitem;
-	RangeTblEntry *rte;
 	ListCell   *lc;
 	Bitmapset  *cols = NULL;
 
 	nsitem = addRangeTableEntryForRelation(pstate, rel, RowExclusiveLock, NULL, false, false);
-	rte = nsitem->p_rte;
 	foreach(lc, colnames)
 	{
 		AttrNumber	attnum = attnameAttNum(rel, strVal(lfirst(lc)), false);
 
 		cols = bms_add_member(cols, attnum - FirstLowInvalidHeapAttributeNumber);
 	}
-#if PG_VERSION_NUM >= 160000
-	nsitem->p_perminfo->requiredPerms = ACL_INSERT;
-	nsitem->p_perminfo->insertedCols = cols;
-#else
-	rte->requiredPerms = ACL_INSERT;
-	rte->insertedCols = cols;
-#endif
-	return rte;
+	eoi_require_insert(nsitem, cols);
 }
 
 /*
- * Check the permissions eoi_target_rte() put in `pstate`'s range table, and
+ * Check the permissions eoi_target_range_table() put in `pstate`'s range table, and
  * refuse a target with row-level security, as COPY FROM does.
  */
 void
 eoi_check_insert(struct ParseState *pstate, Relation rel)
 {
-#if PG_VERSION_NUM >= 160000
-	ExecCheckPermissions(pstate->p_rtable, pstate->p_rteperminfos, true);
-#else
-	ExecCheckRTPerms(pstate->p_rtable, true);
-#endif
+	eoi_check_range_table_permissions(pstate);
 	if (check_enable_rls(RelationGetRelid(rel), InvalidOid, false) == RLS_ENABLED)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -257,7 +244,7 @@ eoi_check_target_insert(Relation rel, List *colnames)
 {
 	ParseState *pstate = make_parsestate(NULL);
 
-	(void) eoi_target_rte(pstate, rel, colnames);
+	eoi_target_range_table(pstate, rel, colnames);
 	eoi_check_insert(pstate, rel);
 	free_parsestate(pstate);
 }

@@ -17,7 +17,6 @@
 #include <librdkafka/rdkafka.h>
 
 struct ParseState;
-struct RangeTblEntry;
 
 extern Relation eoi_open_target(const char *target, LOCKMODE lockmode);
 extern void eoi_check_message_size(const EoiJob *job, rd_kafka_message_t *msg, const char *topic);
@@ -27,7 +26,6 @@ extern bool eoi_target_exists(const char *target);
 extern void eoi_check_target_kind(Relation rel, EoiMode mode);
 extern void eoi_check_target_insert(Relation rel, List *colnames);
 extern void eoi_check_insert(struct ParseState *pstate, Relation rel);
-extern struct RangeTblEntry *eoi_target_rte(struct ParseState *pstate, Relation rel,
-											List *colnames);
+extern void eoi_target_range_table(struct ParseState *pstate, Relation rel, List *colnames);
 
 #endif

@@ -84,6 +84,7 @@
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
 
+#include "apply/execcompat.h"
 #include "apply/shape.h"
 #include "apply/upsert.h"
 #include "apply/upsert_internal.h"
@@ -503,11 +504,7 @@ key_order(Relation rel, List *key_columns)
 	ko->index_att = palloc0(sizeof(AttrNumber) * ko->nkeys);
 	ko->heap_att = palloc0(sizeof(AttrNumber) * ko->nkeys);
 	ko->eqproc = palloc0(sizeof(RegProcedure) * ko->nkeys);
-#if PG_VERSION_NUM >= 150000
 	ko->nulls_distinct = !idx->rd_index->indnullsnotdistinct;
-#else
-	ko->nulls_distinct = true;
-#endif
 	foreach(lc, key_columns)
 	{
 		int			k = foreach_current_index(lc);
@@ -775,7 +772,7 @@ eoi_upsert_batch(const EoiJob *job, EoiBatch *batch)
 List *
 eoi_primary_key_columns(Relation rel)
 {
-	Oid			pk = RelationGetPrimaryKeyIndex(rel);
+	Oid			pk = eoi_primary_key_index(rel);
 	List	   *names = NIL;
 	Relation	idx;
 

@@ -22,6 +22,7 @@
 #include "utils/lsyscache.h"
 
 #include "apply/direct.h"
+#include "apply/execcompat.h"
 #include "apply/upsert_internal.h"
 #include "base/txn.h"
 
@@ -125,7 +126,7 @@ probe_keys(EoiChangeSet *cs, Op *const *ops, int nrows, bool *exists, ItemPointe
 	int			nexist = 0;
 
 	InitDirtySnapshot(dirty);
-	scan = index_beginscan(cs->rel, idx, &dirty, ko->nkeys, 0);
+	scan = eoi_index_beginscan(cs->rel, idx, &dirty, ko->nkeys);
 	for (int i = 0; i < nrows; i++)
 	{
 		const Op   *op = ops[i];
@@ -172,7 +173,7 @@ eoi_upsert_delete_by_index(EoiChangeSet *cs, Op *const *ops, const int *rows, in
 	/* For tests: a concurrent writer changes a row to delete here. */
 	EOI_FAULT_POINT("upsert-bulk-delete");
 	*nlater = 0;
-	scan = index_beginscan(cs->rel, idx, snapshot, ko->nkeys, 0);
+	scan = eoi_index_beginscan(cs->rel, idx, snapshot, ko->nkeys);
 	for (int i = 0; i < n; i++)
 	{
 		TM_FailureData tmfd;
@@ -233,15 +234,11 @@ insert_new(EoiChangeSet *cs, const int *rows, int nrows, const bool *exists)
 {
 	ParseState *pstate = make_parsestate(NULL);
 	EState	   *estate = CreateExecutorState();
-	RangeTblEntry *rte = eoi_target_rte(pstate, cs->rel, cs->cols->names);
 	EoiDirectRows *dr;
 
-#if PG_VERSION_NUM >= 160000
-	ExecCheckPermissions(pstate->p_rtable, pstate->p_rteperminfos, true);
-#else
-	ExecCheckRTPerms(pstate->p_rtable, true);
-#endif
-	dr = eoi_direct_rows_begin(cs->rel, rte, cs->cols, estate);
+	eoi_target_range_table(pstate, cs->rel, cs->cols->names);
+	eoi_check_range_table_permissions(pstate);
+	dr = eoi_direct_rows_begin(cs->rel, pstate, cs->cols, estate);
 	for (int i = 0; i < nrows; i++)
 		if (!exists[i])
 			eoi_direct_rows_add(dr, &cs->values.cells[rows[i] * cs->values.ncols]);
@@ -283,12 +280,12 @@ update_existing(EoiChangeSet *cs, const int *rows, Op *const *ops, ItemPointerDa
 {
 	ParseState *pstate = make_parsestate(NULL);
 	EState	   *estate = CreateExecutorState();
-	RangeTblEntry *rte = eoi_target_rte(pstate, cs->rel, cs->cols->names);
 	EoiDirectUpdate *du;
 	int			nlater = 0;
 
 	/* the UPDATE privilege on the whole table: bulk_fits */
-	du = eoi_direct_update_begin(cs->rel, rte, cs->cols, cs->set_columns, estate);
+	eoi_target_range_table(pstate, cs->rel, cs->cols->names);
+	du = eoi_direct_update_begin(cs->rel, pstate, cs->cols, cs->set_columns, estate);
 	for (int i = 0; i < nrows; i++)
 	{
 		TupleTableSlot *old = eoi_direct_update_fetch(du, &tids[i]);

@@ -10,13 +10,14 @@
  */
 #include "postgres.h"
 
-#include "common/base64.h"
+#include "common/int.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/date.h"
 #include "utils/datetime.h"
 #include "utils/rel.h"
 
+#include "base/pgcompat.h"
 #include "envelope/cdc_internal.h"
 #include "format/wirenum.h"
 
@@ -190,7 +191,7 @@ base64_field(const char *s, int *len, const char *what)
 	int			slen = strlen(s);
 	unsigned char *bytes = palloc(pg_b64_dec_len(slen) + 1);
 
-	*len = pg_b64_decode(s, slen, (char *) bytes, pg_b64_dec_len(slen));
+	*len = eoi_b64_decode(s, slen, bytes, pg_b64_dec_len(slen));
 	if (*len < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),

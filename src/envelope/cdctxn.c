@@ -62,6 +62,7 @@
 #include "utils/jsonb.h"
 #include "utils/memutils.h"
 
+#include "base/pgcompat.h"
 #include "envelope/cdcreplay.h"
 #include "envelope/cdctxn.h"
 #include "kafka/kafka.h"
@@ -195,7 +196,7 @@ message_object(rd_kafka_message_t *msg)
 	if (!pg_verifymbstr(data, (int) len, true))
 		return NULL;
 	copy = pnstrdup(data, len);
-	lex = makeJsonLexContextCstringLen(copy, (int) len, GetDatabaseEncoding(), true);
+	lex = eoi_json_lexer(copy, (int) len, GetDatabaseEncoding(), true);
 	if (pg_parse_json(lex, &nullSemAction) != JSON_SUCCESS)
 		return NULL;
 	jb = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(copy)));

@@ -11,6 +11,7 @@
 
 #include <avro/errors.h>
 
+#include "common/int.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
