@@ -218,11 +218,14 @@ update_job(const char *sql, const char *name, const char *state)
 	eoi_restore_user(&saved);
 	eoi_api_wake_launcher_at_commit();
 }
+
 /*
  * Background workers running now that are not eoingest's: parallel
  * workers, logical replication, other extensions' workers.  They share
  * max_worker_processes with eoingest.  pg_stat_activity shows a background
- * worker with its own type; these are the types of the other processes.
+ * worker with its own type; these are the types of the other processes
+ * (17 adds the WAL summarizer and the slot sync worker, 18 the I/O workers,
+ * none of which takes a background worker slot).
  */
 static int
 other_background_workers(void)
@@ -236,6 +239,7 @@ other_background_workers(void)
 					" WHERE backend_type OPERATOR(pg_catalog.<>) ALL (ARRAY['client backend',"
 					" 'autovacuum launcher', 'autovacuum worker', 'background writer', 'checkpointer',"
 					" 'archiver', 'startup', 'walreceiver', 'walsender', 'walwriter', 'standalone backend',"
+					" 'walsummarizer', 'slotsync worker', 'io worker',"
 					" 'eoingest launcher', 'eoingest worker'])",
 					true, 1) != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "could not count the background workers");
