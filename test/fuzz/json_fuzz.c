@@ -5,8 +5,9 @@
  *	  PostgreSQL's own JSON parser as the oracle.
  *
  * Build (test/fuzz/run.sh json does this): the scan with ASan and UBSan,
- * linked with PostgreSQL 15's frontend libpgcommon, whose pg_parse_json is
- * the parser jsonb_in runs (src/common/jsonapi.c, compiled for frontends):
+ * linked with the frontend libpgcommon of the PostgreSQL being tested (15 to
+ * 18), whose pg_parse_json is the parser jsonb_in runs (src/common/jsonapi.c,
+ * compiled for frontends):
  *   clang -fsanitize=fuzzer,address,undefined -g -O1 -I src \
  *         -I $(pg_config --includedir)/internal -I $(pg_config --includedir-server) \
  *         src/format/jsonscan.c test/fuzz/json_fuzz.c -L $(pg_config --pkglibdir) -lpgcommon -lpgport
@@ -49,6 +50,43 @@
 
 #define MAX_FIELDS 4096
 
+/*
+ * The parser's API as it moved: 16 has the callbacks return a
+ * JsonParseErrorType, 17 lets the caller supply the lexer and frees it.
+ */
+#if PG_VERSION_NUM >= 160000
+typedef JsonParseErrorType OracleResult;
+#define ORACLE_DONE JSON_SUCCESS
+#else
+typedef void OracleResult;
+#define ORACLE_DONE
+#endif
+
+static JsonLexContext *
+oracle_lexer(char *input, int len)
+{
+#if PG_VERSION_NUM >= 170000
+	return makeJsonLexContextCstringLen(NULL, input, len, PG_UTF8, true);
+#else
+	return makeJsonLexContextCstringLen(input, len, PG_UTF8, true);
+#endif
+}
+
+static void
+oracle_lexer_free(JsonLexContext *lex)
+{
+#if PG_VERSION_NUM >= 170000
+	freeJsonLexContext(lex);
+#else
+	if (lex->strval != NULL)
+	{
+		free(lex->strval->data);
+		free(lex->strval);
+	}
+	free(lex);
+#endif
+}
+
 typedef struct Field
 {
 	char	   *key;
@@ -73,7 +111,7 @@ typedef struct Oracle
 
 /* ---- PostgreSQL's view ---- */
 
-static void
+static OracleResult
 o_struct_start(void *state)
 {
 	Oracle	   *o = state;
@@ -93,9 +131,10 @@ o_struct_start(void *state)
 		f->kind = EOI_JSON_NESTED;
 		f->nested_start = o->lex->token_start;
 	}
+	return ORACLE_DONE;
 }
 
-static void
+static OracleResult
 o_struct_end(void *state)
 {
 	Oracle	   *o = state;
@@ -103,9 +142,10 @@ o_struct_end(void *state)
 	/* called after the closing token and the level's drop */
 	if (o->lex->lex_level == 1 && o->nfields > 0)
 		o->fields[o->nfields - 1].nested_end = o->lex->prev_token_terminator;
+	return ORACLE_DONE;
 }
 
-static void
+static OracleResult
 o_field_start(void *state, char *fname, bool isnull)
 {
 	Oracle	   *o = state;
@@ -119,12 +159,13 @@ o_field_start(void *state, char *fname, bool isnull)
 		memset(f, 0, sizeof(*f));
 		f->key = fname;
 		f->key_len = strlen(fname);
-		return;
+		return ORACLE_DONE;
 	}
 	free(fname);
+	return ORACLE_DONE;
 }
 
-static void
+static OracleResult
 o_scalar(void *state, char *token, JsonTokenType type)
 {
 	Oracle	   *o = state;
@@ -170,11 +211,12 @@ o_scalar(void *state, char *token, JsonTokenType type)
 				f->kind = EOI_JSON_NULL;
 				break;
 		}
-		return;
+		return ORACLE_DONE;
 	}
 	if (o->lex->lex_level == 0 && !o->started)
 		o->started = true;		/* a scalar document: not an object */
 	free(token);
+	return ORACLE_DONE;
 }
 
 /* ---- the scan's view ---- */
@@ -238,12 +280,7 @@ free_oracle(Oracle *o)
 		free(o->fields[i].key);
 		free(o->fields[i].value);
 	}
-	if (o->lex->strval != NULL)
-	{
-		free(o->lex->strval->data);
-		free(o->lex->strval);
-	}
-	free(o->lex);
+	oracle_lexer_free(o->lex);
 }
 
 int			LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -264,7 +301,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memcpy(input, data, size);
 	input[size] = '\0';
 	memset(&o, 0, offsetof(Oracle, fields));
-	o.lex = makeJsonLexContextCstringLen(input, (int) size, PG_UTF8, true);
+	o.lex = oracle_lexer(input, (int) size);
 	pg_ok = pg_parse_json(o.lex, &sem) == JSON_SUCCESS;
 
 	s.nfields = 0;
