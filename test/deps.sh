@@ -9,6 +9,8 @@ PKGS=(
   # dependencies Debian's source package lists
   pkg-config libssl-dev libsasl2-dev zlib1g-dev libzstd-dev liblz4-dev libcurl4-openssl-dev
   clang libclang-rt-14-dev make gcc
+  # test/pgbuild.sh: PostgreSQL 18's build (with the libraries above)
+  bison flex libicu-dev libreadline-dev
   maven openjdk-17-jre-headless
   procps openssl
   python3-yaml curl prometheus-postgres-exporter

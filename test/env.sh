@@ -58,8 +58,21 @@ if [ -r "$KAFKA_SASL_PASSWORD_FILE" ]; then
 fi
 kafka_sasl_password() { local p; read -r p <"$KAFKA_SASL_PASSWORD_FILE" && printf '%s\n' "$p"; }
 
-export PGBIN=/usr/lib/postgresql/15/bin
-export PG_CONFIG=${PG_CONFIG:-$PGBIN/pg_config}
+# The PostgreSQL majors tested: Debian 12's 15 (postgresql-15), and 18 built
+# from Debian sid's source package by test/pgbuild.sh into the cache.
+# EOINGEST_PG_MAJOR picks this run's (run-all.sh sets it for each pass); the
+# server, its client programs and the pg_config the extension is built with
+# all come from PGBIN.
+export PG18_MAJOR=18
+export PG18_VERSION=${PG18_VERSION:-18.6}
+export PG18_PREFIX=${PG18_PREFIX:-$EOINGEST_CACHE/postgresql-$PG18_VERSION}
+export EOINGEST_PG_MAJOR=${EOINGEST_PG_MAJOR:-15}
+case "$EOINGEST_PG_MAJOR" in
+  15) export PGBIN=/usr/lib/postgresql/15/bin ;;
+  "$PG18_MAJOR") export PGBIN=$PG18_PREFIX/bin ;;
+  *) echo "ERROR: EOINGEST_PG_MAJOR=$EOINGEST_PG_MAJOR: the test bed runs PostgreSQL 15 or $PG18_MAJOR" >&2; exit 1 ;;
+esac
+export PG_CONFIG=$PGBIN/pg_config
 case ":$PATH:" in
   *":$PGBIN:"*) ;;
   *) export PATH=$PGBIN:$PATH ;;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# PostgreSQL 15 test cluster for eoingest.
+# The PostgreSQL test cluster for eoingest (PostgreSQL 15 or 18: EOINGEST_PG_MAJOR, test/env.sh).
 #   test/pg.sh init|start|stop|stop-immediate|restart|status
 # The cluster lives in $PGDATA ($EOINGEST_RUN/pgdata), listens only on the unix
 # socket in $EOINGEST_RUN/pgsock, and runs as the OS user $EOINGEST_OSUSER

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A current librdkafka for the test bed, next to Debian 12's librdkafka-dev 2.0.2.
-#   test/rdkafka.sh build|prefix|status
+#   test/rdkafka.sh build|prefix|status|sources
 # build: once per version, from Debian's source package (suite sid, whose
 # deb-src line this script adds in its own sources file; apt-get update, then
 # apt-get source --download-only, and upstream's orig tarball is built), into
@@ -10,6 +10,7 @@
 # test/deps.sh. The build runs under nice, with -j2; concurrent callers wait
 # on a lock for the one build.
 # prefix: prints the prefix (for make RDKAFKA_PREFIX=...), failing if not built.
+# sources: adds the deb-src line for sid and runs apt-get update (test/pgbuild.sh).
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 
@@ -17,7 +18,7 @@ PREFIX=$RDKAFKA_CURRENT_PREFIX
 MARKER=$PREFIX/.built
 SOURCES=/etc/apt/sources.list.d/eoingest-sid-src.sources
 
-usage() { echo "usage: $0 build|prefix|status" >&2; exit 2; }
+usage() { echo "usage: $0 build|prefix|status|sources" >&2; exit 2; }
 
 # The source package lives in sid only (Debian 12 ships 2.0.2); a deb-src
 # entry never changes what apt installs.
@@ -102,5 +103,6 @@ case "$1" in
   build) cmd_build ;;
   prefix) cmd_prefix ;;
   status) cmd_status ;;
+  sources) add_sources /dev/stdout ;;
   *) usage ;;
 esac

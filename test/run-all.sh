@@ -1,18 +1,19 @@
 #!/usr/bin/env bash
 # The eoingest test command: installs dependencies, then runs one pass per
-# tested pair of Kafka broker and librdkafka. A pass builds and installs the
-# extension against its librdkafka, starts a fresh Kafka broker of its version
-# and a PostgreSQL cluster, runs the pg_regress suite (make installcheck) and
-# TAP tests (test/t/*.t), then stops the servers. Run as root, from any
-# directory.
+# tested combination of PostgreSQL, Kafka broker and librdkafka. A pass builds
+# and installs the extension against its PostgreSQL and librdkafka, starts a
+# fresh Kafka broker of its version and a PostgreSQL cluster, runs the
+# pg_regress suite (make installcheck) and TAP tests (test/t/*.t), then stops
+# the servers. Run as root, from any directory.
 #
-#   pass     broker        librdkafka                         tests
-#   current  Kafka 4.4.0   2.14.2 (test/rdkafka.sh, cached)   pg_regress + every TAP test
-#   compat   Kafka 3.9.1   Debian 12's 2.0.2                  pg_regress + 20-crash, 30-two-phase,
-#                                                               46-transaction-markers, 60-faults,
-#                                                               70-security, 71-security-tenant, 90-failover
+#   pass     PostgreSQL          broker       librdkafka                        tests
+#   current  15 (Debian 12's)    Kafka 4.4.0  2.14.2 (test/rdkafka.sh, cached)  pg_regress + every TAP test
+#   compat   15                  Kafka 3.9.1  Debian 12's 2.0.2                 pg_regress + 20-crash, 30-two-phase,
+#                                                                                 46-transaction-markers, 60-faults,
+#                                                                                 70-security, 71-security-tenant, 90-failover
+#   pg18     18.6 (test/pgbuild.sh, cached)  Kafka 4.4.0  2.14.2                pg_regress + every TAP test
 #
-#   EOINGEST_PASSES          passes to run, in order (default: "current compat";
+#   EOINGEST_PASSES          passes to run, in order (default: "current compat pg18";
 #                            "current" alone when EOINGEST_TAP_TESTS is set)
 #   EOINGEST_KEEP=1          leave the last pass's servers running afterwards (debugging)
 #   EOINGEST_TEST_TIMEOUT=N  seconds allowed for each of installcheck and prove (default 3000)
@@ -35,23 +36,33 @@ run_passes() {
   . "$TEST_DIR/env.sh"
   local passes=${EOINGEST_PASSES:-}
   if [ -z "$passes" ]; then
-    if [ -n "${EOINGEST_TAP_TESTS:-}" ]; then passes=current; else passes="current compat"; fi
+    if [ -n "${EOINGEST_TAP_TESTS:-}" ]; then passes=current; else passes="current compat pg18"; fi
   fi
   local p
   for p in $passes; do
-    case "$p" in current | compat) ;; *) eoi_die "unknown pass '$p' in EOINGEST_PASSES (current, compat)" ;; esac
+    case "$p" in current | compat | pg18) ;; *) eoi_die "unknown pass '$p' in EOINGEST_PASSES (current, compat, pg18)" ;; esac
   done
 
   echo "== dependencies"
   "$TEST_DIR/deps.sh"
 
-  # The current librdkafka takes minutes to build the first time: in the
-  # background, at low priority, while the Kafka jars are fetched.
-  local build_pid= build_log=$EOINGEST_CACHE/librdkafka-build.log
-  if [[ " $passes " == *" current "* ]] && ! "$TEST_DIR/rdkafka.sh" status >/dev/null; then
-    echo "== building librdkafka $RDKAFKA_CURRENT_VERSION in the background (log: $build_log)"
+  # The current librdkafka and PostgreSQL 18 take minutes to build the first
+  # time: in the background, at low priority, one after the other, while the
+  # Kafka jars are fetched.
+  local build_pid= build_log=$EOINGEST_CACHE/build.log need_rdkafka=0 need_pg18=0
+  if [[ " $passes " == *" current "* || " $passes " == *" pg18 "* ]] && ! "$TEST_DIR/rdkafka.sh" status >/dev/null; then
+    need_rdkafka=1
+  fi
+  if [[ " $passes " == *" pg18 "* ]] && ! "$TEST_DIR/pgbuild.sh" status >/dev/null; then
+    need_pg18=1
+  fi
+  if [ "$need_rdkafka$need_pg18" != 00 ]; then
+    echo "== building$([ $need_rdkafka = 1 ] && echo " librdkafka $RDKAFKA_CURRENT_VERSION")$([ $need_pg18 = 1 ] && echo " PostgreSQL $PG18_VERSION") in the background (log: $build_log)"
     mkdir -p "$EOINGEST_CACHE"
-    "$TEST_DIR/rdkafka.sh" build >"$build_log" 2>&1 &
+    {
+      if [ $need_rdkafka = 1 ]; then "$TEST_DIR/rdkafka.sh" build || exit 1; fi
+      if [ $need_pg18 = 1 ]; then "$TEST_DIR/pgbuild.sh" build || exit 1; fi
+    } >"$build_log" 2>&1 &
     build_pid=$!
   fi
   echo "== kafka jars"
@@ -59,10 +70,10 @@ run_passes() {
     KAFKA_VERSION=$(pass_kafka "$p") "$TEST_DIR/kafka.sh" fetch
   done
   if [ -n "$build_pid" ]; then
-    echo "== waiting for the librdkafka build"
+    echo "== waiting for the builds"
     if ! wait "$build_pid"; then
       tail -n 40 "$build_log" >&2
-      eoi_die "building librdkafka $RDKAFKA_CURRENT_VERSION failed"
+      eoi_die "building librdkafka or PostgreSQL failed (log: $build_log)"
     fi
   fi
 
@@ -72,14 +83,15 @@ run_passes() {
     keep=0
     [ "$p" = "$last" ] && keep=${EOINGEST_KEEP:-0}
     echo
-    echo "======== pass $p: Kafka $(pass_kafka "$p"), librdkafka $(pass_rdkafka_version "$p") ========"
+    echo "======== pass $p: $(pass_title "$p") ========"
     t0=$SECONDS
     rc=0
     env KAFKA_VERSION="$(pass_kafka "$p")" RDKAFKA_PREFIX="$(pass_rdkafka_prefix "$p")" \
+      EOINGEST_PG_MAJOR="$(pass_pg_major "$p")" \
       EOINGEST_KEEP="$keep" EOINGEST_TAP_TESTS="$(pass_tap_tests "$p")" \
       EOINGEST_PASS="$p" bash "$TEST_DIR/run-all.sh" --pass || rc=$?
     [ "$rc" -eq 130 ] && exit 130
-    summary+=("pass $p (Kafka $(pass_kafka "$p"), librdkafka $(pass_rdkafka_version "$p")): $([ "$rc" -eq 0 ] && echo passed || echo FAILED) in $(fmt_time $((SECONDS - t0)))")
+    summary+=("pass $p ($(pass_title "$p")): $([ "$rc" -eq 0 ] && echo passed || echo FAILED) in $(fmt_time $((SECONDS - t0)))")
     [ "$rc" -eq 0 ] || failed=1
   done
   echo
@@ -91,10 +103,15 @@ run_passes() {
   echo "run-all: all passed"
 }
 
-pass_kafka() { if [ "$1" = current ]; then echo "$KAFKA_CURRENT_VERSION"; else echo "$KAFKA_COMPAT_VERSION"; fi; }
-pass_rdkafka_prefix() { if [ "$1" = current ]; then echo "$RDKAFKA_CURRENT_PREFIX"; fi; }
+pass_kafka() { if [ "$1" = compat ]; then echo "$KAFKA_COMPAT_VERSION"; else echo "$KAFKA_CURRENT_VERSION"; fi; }
+pass_rdkafka_prefix() { if [ "$1" != compat ]; then echo "$RDKAFKA_CURRENT_PREFIX"; fi; }
+pass_pg_major() { if [ "$1" = pg18 ]; then echo "$PG18_MAJOR"; else echo 15; fi; }
+pass_pg_version() { if [ "$1" = pg18 ]; then echo "$PG18_VERSION"; else "/usr/lib/postgresql/15/bin/postgres" -V | awk '{print $3}'; fi; }
+pass_title() {
+  echo "PostgreSQL $(pass_pg_version "$1"), Kafka $(pass_kafka "$1"), librdkafka $(pass_rdkafka_version "$1")"
+}
 pass_rdkafka_version() {
-  if [ "$1" = current ]; then
+  if [ "$1" != compat ]; then
     echo "$RDKAFKA_CURRENT_VERSION"
   else
     echo "$(dpkg-query -W -f '${Version}' librdkafka-dev 2>/dev/null | cut -d- -f1) (Debian's librdkafka-dev)"
