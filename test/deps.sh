@@ -11,6 +11,8 @@ PKGS=(
   clang libclang-rt-14-dev make gcc
   # test/pgbuild.sh: PostgreSQL 18's build (with the libraries above)
   bison flex libicu-dev libreadline-dev
+  # t/97-debian-package.t: the Debian package's build (debian/)
+  debhelper dpkg-dev postgresql-server-dev-all
   maven openjdk-17-jre-headless
   procps openssl
   python3-yaml curl prometheus-postgres-exporter
