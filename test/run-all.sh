@@ -11,7 +11,10 @@
 #   compat   15                  Kafka 3.9.1  Debian 12's 2.0.2                 pg_regress + 20-crash, 30-two-phase,
 #                                                                                 46-transaction-markers, 60-faults,
 #                                                                                 70-security, 71-security-tenant, 90-failover
-#   pg18     18.6 (test/pgbuild.sh, cached)  Kafka 4.4.0  2.14.2                pg_regress + every TAP test
+#   pg18     18.6 (test/pgbuild.sh, cached)  Kafka 4.4.0  2.14.2                pg_regress + every TAP test but
+#                                                                                 40-fuzz, 41-fuzz-avro and
+#                                                                                 97-debian-package (all with
+#                                                                                 EOINGEST_LONG=1)
 #
 #   EOINGEST_PASSES          passes to run, in order (default: "current compat pg18";
 #                            "current" alone when EOINGEST_TAP_TESTS is set)
@@ -27,6 +30,11 @@ TEST_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # faults of the broker and the network, failover), and the security tests.
 COMPAT_TAP_TESTS="test/t/20-crash.t test/t/30-two-phase.t test/t/46-transaction-markers.t test/t/60-faults.t"
 COMPAT_TAP_TESTS+=" test/t/70-security.t test/t/71-security-tenant.t test/t/90-failover.t"
+# The pg18 pass runs every TAP test but those that do not depend on the
+# pass's PostgreSQL, which the current pass runs: the two fuzzers that link no
+# PostgreSQL (csv, avro) and the Debian package's build (for the majors
+# Debian's packages have here); all of them with EOINGEST_LONG=1.
+PG18_SKIPPED_TAP_TESTS="test/t/40-fuzz.t test/t/41-fuzz-avro.t test/t/97-debian-package.t"
 
 fmt_time() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
 
@@ -48,8 +56,10 @@ run_passes() {
 
   # The current librdkafka and PostgreSQL 18 take minutes to build the first
   # time: in the background, at low priority, one after the other, while the
-  # Kafka jars are fetched.
-  local build_pid= build_log=$EOINGEST_CACHE/build.log need_rdkafka=0 need_pg18=0
+  # Kafka jars are fetched and, for PostgreSQL 18, while the passes before
+  # pg18 run. Each pass waits for what it uses (wait_for_build).
+  local need_rdkafka=0 need_pg18=0
+  build_pid= build_log=$EOINGEST_CACHE/build.log
   if [[ " $passes " == *" current "* || " $passes " == *" pg18 "* ]] && ! "$TEST_DIR/rdkafka.sh" status >/dev/null; then
     need_rdkafka=1
   fi
@@ -69,19 +79,14 @@ run_passes() {
   for p in $passes; do
     KAFKA_VERSION=$(pass_kafka "$p") "$TEST_DIR/kafka.sh" fetch
   done
-  if [ -n "$build_pid" ]; then
-    echo "== waiting for the builds"
-    if ! wait "$build_pid"; then
-      tail -n 40 "$build_log" >&2
-      eoi_die "building librdkafka or PostgreSQL failed (log: $build_log)"
-    fi
-  fi
 
   local -a summary=()
   local failed=0 last=${passes##* } t0 rc keep
   for p in $passes; do
     keep=0
     [ "$p" = "$last" ] && keep=${EOINGEST_KEEP:-0}
+    [ "$p" = compat ] || wait_for_build "librdkafka $RDKAFKA_CURRENT_VERSION" rdkafka.sh
+    [ "$p" != pg18 ] || wait_for_build "PostgreSQL $PG18_VERSION" pgbuild.sh
     echo
     echo "======== pass $p: $(pass_title "$p") ========"
     t0=$SECONDS
@@ -94,6 +99,7 @@ run_passes() {
     summary+=("pass $p ($(pass_title "$p")): $([ "$rc" -eq 0 ] && echo passed || echo FAILED) in $(fmt_time $((SECONDS - t0)))")
     [ "$rc" -eq 0 ] || failed=1
   done
+  [ -z "$build_pid" ] || wait "$build_pid" 2>/dev/null || true
   echo
   printf '%s\n' "${summary[@]}"
   if [ "$failed" -ne 0 ]; then
@@ -101,6 +107,24 @@ run_passes() {
     exit 1
   fi
   echo "run-all: all passed"
+}
+
+# wait_for_build WHAT SCRIPT: until test/SCRIPT says WHAT is built; dies with
+# the build log's tail if the background build ended without it.
+wait_for_build() {
+  local what=$1 script=$2 t0=$SECONDS
+  "$TEST_DIR/$script" status >/dev/null && return 0
+  echo "== waiting for the build of $what"
+  while ! "$TEST_DIR/$script" status >/dev/null; do
+    if [ -z "$build_pid" ] || ! kill -0 "$build_pid" 2>/dev/null; then
+      [ -z "$build_pid" ] || wait "$build_pid" 2>/dev/null || true
+      "$TEST_DIR/$script" status >/dev/null && break
+      [ ! -f "$build_log" ] || tail -n 40 "$build_log" >&2
+      eoi_die "building $what failed (log: $build_log)"
+    fi
+    sleep 5
+  done
+  echo "== $what built ($(fmt_time $((SECONDS - t0))) waited)"
 }
 
 pass_kafka() { if [ "$1" = compat ]; then echo "$KAFKA_COMPAT_VERSION"; else echo "$KAFKA_CURRENT_VERSION"; fi; }
@@ -122,6 +146,12 @@ pass_tap_tests() {
     echo "$EOINGEST_TAP_TESTS"
   elif [ "$1" = compat ]; then
     echo "$COMPAT_TAP_TESTS"
+  elif [ "$1" = pg18 ] && [ "${EOINGEST_LONG:-0}" != 1 ]; then
+    local t
+    for t in "$TEST_DIR"/t/*.t; do
+      t=test/t/${t##*/}
+      [[ " $PG18_SKIPPED_TAP_TESTS " == *" $t "* ]] || printf '%s ' "$t"
+    done
   fi
 }
 
