@@ -17,7 +17,8 @@ set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 
 PREFIX=$PG18_PREFIX
-MARKER=$PREFIX/.built
+WHAT="PostgreSQL $PG18_VERSION"
+. "$EOINGEST_TEST_DIR/lib/cached-build.sh"
 
 usage() { echo "usage: $0 build|prefix|status" >&2; exit 2; }
 
@@ -40,11 +41,11 @@ fetch_orig() {
 }
 
 cmd_build() {
-  [ -f "$MARKER" ] && return 0
+  cached_build_done && return 0
   mkdir -p "$EOINGEST_CACHE"
   exec 9>"$EOINGEST_CACHE/.postgresql-build.lock"
   flock -w 1800 9 || eoi_die "timed out waiting for another PostgreSQL build"
-  [ -f "$MARKER" ] && return 0
+  cached_build_done && return 0
 
   local work log orig
   work=$(mktemp -d "$EOINGEST_CACHE/.postgresql-$PG18_VERSION.XXXXXX")
@@ -78,28 +79,8 @@ cmd_build() {
   ) </dev/null >>"$log" 2>&1
   [ -f "$PREFIX/share/extension/pgtap.control" ] || eoi_die "pgTAP install incomplete (see $log)"
   trap - ERR
-  date -u +%FT%TZ >"$MARKER"
+  cached_build_mark
   rm -rf "$work"
 }
 
-cmd_prefix() {
-  [ -f "$MARKER" ] || eoi_die "PostgreSQL $PG18_VERSION not built; run '$0 build'"
-  echo "$PREFIX"
-}
-
-cmd_status() {
-  if [ -f "$MARKER" ]; then
-    echo "PostgreSQL $PG18_VERSION built in $PREFIX ($(cat "$MARKER"))"
-  else
-    echo "PostgreSQL $PG18_VERSION not built"
-    return 3
-  fi
-}
-
-[ $# -eq 1 ] || usage
-case "$1" in
-  build) cmd_build ;;
-  prefix) cmd_prefix ;;
-  status) cmd_status ;;
-  *) usage ;;
-esac
+cached_build_main "$@"

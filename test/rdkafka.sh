@@ -15,7 +15,8 @@ set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 
 PREFIX=$RDKAFKA_CURRENT_PREFIX
-MARKER=$PREFIX/.built
+WHAT="librdkafka $RDKAFKA_CURRENT_VERSION"
+. "$EOINGEST_TEST_DIR/lib/cached-build.sh"
 SOURCES=/etc/apt/sources.list.d/eoingest-sid-src.sources
 
 usage() { echo "usage: $0 build|prefix|status|sources" >&2; exit 2; }
@@ -43,11 +44,11 @@ EOF
 }
 
 cmd_build() {
-  [ -f "$MARKER" ] && return 0
+  cached_build_done && return 0
   mkdir -p "$EOINGEST_CACHE"
   exec 9>"$EOINGEST_CACHE/.librdkafka-build.lock"
   flock -w 1800 9 || eoi_die "timed out waiting for another librdkafka build"
-  [ -f "$MARKER" ] && return 0
+  cached_build_done && return 0
 
   local work log src
   work=$(mktemp -d "$EOINGEST_CACHE/.librdkafka-$RDKAFKA_CURRENT_VERSION.XXXXXX")
@@ -80,29 +81,11 @@ cmd_build() {
   ) </dev/null >>"$log" 2>&1
   [ -f "$PREFIX/include/librdkafka/rdkafka.h" ] || eoi_die "librdkafka install incomplete (see $log)"
   trap - ERR
-  date -u +%FT%TZ >"$MARKER"
+  cached_build_mark
   rm -rf "$work"
 }
 
-cmd_prefix() {
-  [ -f "$MARKER" ] || eoi_die "librdkafka $RDKAFKA_CURRENT_VERSION not built; run '$0 build'"
-  echo "$PREFIX"
-}
+cmd_sources() { add_sources /dev/stdout; }
 
-cmd_status() {
-  if [ -f "$MARKER" ]; then
-    echo "librdkafka $RDKAFKA_CURRENT_VERSION built in $PREFIX ($(cat "$MARKER"))"
-  else
-    echo "librdkafka $RDKAFKA_CURRENT_VERSION not built"
-    return 3
-  fi
-}
-
-[ $# -eq 1 ] || usage
-case "$1" in
-  build) cmd_build ;;
-  prefix) cmd_prefix ;;
-  status) cmd_status ;;
-  sources) add_sources /dev/stdout ;;
-  *) usage ;;
-esac
+CACHED_BUILD_EXTRA=sources
+cached_build_main "$@"
