@@ -36,6 +36,9 @@
 # 19093), PostgreSQL port 16432 (unix socket in $EOINGEST_RUN/pgsock). The servers
 # it starts are stopped at the end (unless --keep).
 #
+# The server is Debian 12's PostgreSQL 15, or with EOINGEST_PG_MAJOR=18 the
+# test bed's 18.6 (bash test/pgbuild.sh build first).
+#
 # The extension is built from clean against Debian's librdkafka-dev, or against
 # the one installed under BENCH_RDKAFKA_PREFIX (e.g. the test bed's 2.14.2 in
 # /var/cache/eoingest/librdkafka-2.14.2); the log and meta.tsv name the
@@ -232,7 +235,7 @@ start_servers() {
     : >"$EOINGEST_RUN/kafka-logs/server.log"
     sleep 15
   done
-  log "PostgreSQL 15 on port $PGPORT: a fresh cluster in $PGDATA"
+  log "PostgreSQL $("$PGBIN/postgres" -V | awk '{print $3}') on port $PGPORT: a fresh cluster in $PGDATA"
   bash "$REPO/test/pg.sh" stop
   rm -rf "$PGDATA"
   # The build the server loads now is the one measured (workers fork from the
