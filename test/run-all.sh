@@ -60,12 +60,10 @@ run_passes() {
   # pg18 run. Each pass waits for what it uses (wait_for_build).
   local need_rdkafka=0 need_pg18=0
   build_pid= build_log=$EOINGEST_CACHE/build.log
-  if [[ " $passes " == *" current "* || " $passes " == *" pg18 "* ]] && ! "$TEST_DIR/rdkafka.sh" status >/dev/null; then
-    need_rdkafka=1
-  fi
-  if [[ " $passes " == *" pg18 "* ]] && ! "$TEST_DIR/pgbuild.sh" status >/dev/null; then
-    need_pg18=1
-  fi
+  for p in $passes; do
+    pass_uses_rdkafka_build "$p" && ! "$TEST_DIR/rdkafka.sh" status >/dev/null && need_rdkafka=1
+    pass_uses_pg18_build "$p" && ! "$TEST_DIR/pgbuild.sh" status >/dev/null && need_pg18=1
+  done
   if [ "$need_rdkafka$need_pg18" != 00 ]; then
     echo "== building$([ $need_rdkafka = 1 ] && echo " librdkafka $RDKAFKA_CURRENT_VERSION")$([ $need_pg18 = 1 ] && echo " PostgreSQL $PG18_VERSION") in the background (log: $build_log)"
     mkdir -p "$EOINGEST_CACHE"
@@ -85,8 +83,8 @@ run_passes() {
   for p in $passes; do
     keep=0
     [ "$p" = "$last" ] && keep=${EOINGEST_KEEP:-0}
-    [ "$p" = compat ] || wait_for_build "librdkafka $RDKAFKA_CURRENT_VERSION" rdkafka.sh
-    [ "$p" != pg18 ] || wait_for_build "PostgreSQL $PG18_VERSION" pgbuild.sh
+    ! pass_uses_rdkafka_build "$p" || wait_for_build "librdkafka $RDKAFKA_CURRENT_VERSION" rdkafka.sh
+    ! pass_uses_pg18_build "$p" || wait_for_build "PostgreSQL $PG18_VERSION" pgbuild.sh
     echo
     echo "======== pass $p: $(pass_title "$p") ========"
     t0=$SECONDS
@@ -126,6 +124,10 @@ wait_for_build() {
   done
   echo "== $what built ($(fmt_time $((SECONDS - t0))) waited)"
 }
+
+# Whether pass $1 runs with the cached builds of rdkafka.sh and pgbuild.sh.
+pass_uses_rdkafka_build() { [ -n "$(pass_rdkafka_prefix "$1")" ]; }
+pass_uses_pg18_build() { [ "$(pass_pg_major "$1")" = "$PG18_MAJOR" ]; }
 
 pass_kafka() { if [ "$1" = compat ]; then echo "$KAFKA_COMPAT_VERSION"; else echo "$KAFKA_CURRENT_VERSION"; fi; }
 pass_rdkafka_prefix() { if [ "$1" != compat ]; then echo "$RDKAFKA_CURRENT_PREFIX"; fi; }
