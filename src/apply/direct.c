@@ -724,8 +724,8 @@ datum_writer_init(DatumWriter *w, Relation rel, EoiColumns *cols)
 /*
  * Insert the batch's rows into `rel` (opened and locked, privileges
  * checked; `pstate` holds it in its range table: eoi_target_range_table);
- * returns how many.  `position` is
- * told which message is being worked on, for the caller's error context.
+ * returns how many.  `position` is told which message is being worked on,
+ * for the caller's error context.
  */
 uint64
 eoi_direct_insert(Relation rel, ParseState *pstate, EoiColumns *cols, EoiBatch *batch,
