@@ -47,6 +47,7 @@ OBJS = \
 	src/envelope/cdc.o \
 	src/envelope/cdcjson.o \
 	src/envelope/cdcconv.o \
+	src/envelope/cdcmode.o \
 	src/envelope/cdctxn.o \
 	src/envelope/cdcreplay.o \
 	src/worker/worker.o \
@@ -67,7 +68,7 @@ OBJS = \
 
 DATA = $(wildcard sql/eoingest--*.sql)
 
-REGRESS = setup api formats mappings transform upsert deadletters batchbytes operations multitopic cdc cdctxn cdcschemas cdcreplay
+REGRESS = setup api formats mappings transform upsert deadletters batchbytes operations multitopic cdc cdctxn cdcschemas cdcreplay cdcmodes
 REGRESS_OPTS = --use-existing
 
 PG_CPPFLAGS = -I$(srcdir)/src -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare

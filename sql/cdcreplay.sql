@@ -4,8 +4,9 @@
 -- test/cdc/replay.py as Debezium's PostgreSQL connector writes them:
 -- source.sequence is [last commit LSN, the change's LSN]).  An event at a
 -- position before the last one applied from its source in its partition,
--- committed no later, was applied already: it is skipped, so that the
--- target never goes back to an older state.  Snapshot reads, events
+-- committed no later, or at that position with the op and key of an event
+-- applied there, was applied already: it is skipped, so that the target
+-- never goes back to an older state.  Snapshot reads, events
 -- without a usable position and other connectors' events are applied as
 -- they come.
 SET client_min_messages = warning;
@@ -57,9 +58,9 @@ SELECT results_eq($$SELECT o.job, next_offset, source_name, source_db, commit_ls
                       FROM eoingest.offsets o JOIN eoingest.source_positions p USING (job, topic, "partition")
                      WHERE topic = 'cdc_replay' ORDER BY job$$,
     $$VALUES ('rp_all', 33::bigint, 'dbz', 'src', '0/76C'::pg_lsn, '0/7D0'::pg_lsn,
-              to_timestamp(1700000000), 7::bigint),
-             ('rp_one', 33, 'dbz', 'src', '0/76C', '0/7D0', to_timestamp(1700000000), 7)$$,
-    'the last position applied of the source, and the 7 events sent again before it');
+              to_timestamp(1700000000), 11::bigint),
+             ('rp_one', 33, 'dbz', 'src', '0/76C', '0/7D0', to_timestamp(1700000000), 11)$$,
+    'the last position applied of the source, and the 11 events sent again up to it');
 
 -- reset_offsets forgets the positions: the stream is applied again from
 -- its start, its own repeats skipped again.
@@ -75,10 +76,10 @@ SELECT results_eq($$SELECT id, v FROM rp_all ORDER BY id$$, $$SELECT id, v FROM 
     'applied again from the start: the same rows');
 SELECT * FROM finish();
 
--- What rp_one's target went through: each change once, in source order,
--- but for an event at the last position applied, which is applied again
--- when it comes again, changing nothing (the last of c and of e, and f's
--- key change, whose delete and create share a position).
+-- What rp_one's target went through: each change once, in source order.
+-- Events sent again at the last position applied (the last of c and of e,
+-- and f's key change, whose delete and create share a position) are told
+-- by their op and key from those applied there, and skipped too.
 SELECT op, id, v FROM rp_history ORDER BY n;
 SELECT job, next_offset, replays_skipped, source_name, source_db, commit_lsn, lsn
   FROM eoingest.offsets LEFT JOIN eoingest.source_positions USING (job, topic, "partition")

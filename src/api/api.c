@@ -78,6 +78,10 @@ eoingest_create_job(PG_FUNCTION_ARGS)
 	bool		v04_txn = PG_NARGS() > 27;
 	Jsonb	   *targets = (v04_txn && !PG_ARGISNULL(26)) ? PG_GETARG_JSONB_P(26) : NULL;
 	char	   *transactions_s = v04_txn ? eoi_api_required_text(fcinfo, 27, "transactions") : "batch";
+	/* ... nor cdc_mode and deleted_column (before 0.13) */
+	bool		v13 = PG_NARGS() > 29;
+	char	   *cdc_mode_s = v13 ? eoi_api_required_text(fcinfo, 28, "cdc_mode") : "apply";
+	char	   *deleted_column = v13 ? eoi_api_optional_text(fcinfo, 29) : NULL;
 	EoiSavedUser saved;
 	/* The transform's names resolve as they do for the caller now. */
 	const char *search_path = pstrdup(GetConfigOption("search_path", false, false));
@@ -107,6 +111,8 @@ eoingest_create_job(PG_FUNCTION_ARGS)
 	def.schema_registry = schema_registry;
 	def.targets = targets;
 	def.transactions_s = transactions_s;
+	def.cdc_mode_s = cdc_mode_s;
+	def.deleted_column = deleted_column;
 	eoi_api_check_definition(&def);
 	qualified_target = (char *) def.qualified_target;
 	key_columns = def.key_columns;
@@ -121,12 +127,12 @@ eoingest_create_job(PG_FUNCTION_ARGS)
 				 errmsg("eoingest job \"%s\" already exists", name),
 				 errhint("Choose another name, or drop the existing job with eoingest.drop_job('%s').", name)));
 	{
-		Oid			types[30] = {TEXTOID, OIDOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
+		Oid			types[32] = {TEXTOID, OIDOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
 			TEXTOID, TEXTOID, INT4OID, INT4OID, INT4OID, JSONBOID, TEXTOID, INT4OID,
 			TEXTARRAYOID, TEXTOID, INT4OID, TEXTOID, INT4OID, BOOLOID, INT4ARRAYOID, INT4OID,
-		TEXTARRAYOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, TEXTOID};
-		Datum		args[30];
-		char		nulls[30];
+		TEXTARRAYOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, TEXTOID, TEXTOID, TEXTOID};
+		Datum		args[32];
+		char		nulls[32];
 		/* Called through the 0.1 definition, there is no commit_to_kafka. */
 		bool		v02 = PG_NARGS() > 18;
 
@@ -177,22 +183,26 @@ eoingest_create_job(PG_FUNCTION_ARGS)
 		args[28] = def.qualified_targets ? JsonbPGetDatum(def.qualified_targets) : (Datum) 0;
 		nulls[28] = def.qualified_targets ? ' ' : 'n';
 		args[29] = CStringGetTextDatum(transactions_s);
+		args[30] = CStringGetTextDatum(eoi_cdc_mode_name(def.cdc_mode));
+		args[31] = def.deleted_column ? CStringGetTextDatum(def.deleted_column) : (Datum) 0;
+		nulls[31] = def.deleted_column ? ' ' : 'n';
 
 		if (SPI_execute_with_args(psprintf("INSERT INTO eoingest.jobs (name, owner, brokers, topic, target,"
 										   " format, mode, transform, start_offset, batch_size, batch_timeout_ms,"
 										   " parallelism, options, on_error, search_path, checkpoint_interval_ms,"
-										   " key_columns, key_format, offset_commit_interval_ms, max_message_bytes%s%s%s%s%s%s)"
+										   " key_columns, key_format, offset_commit_interval_ms, max_message_bytes%s%s%s%s%s%s%s)"
 										   " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $19, $14, $15,"
-										   "         $16, $17, $18, $20%s%s%s%s%s%s)",
+										   "         $16, $17, $18, $20%s%s%s%s%s%s%s)",
 										   v02 ? ", commit_to_kafka, partitions" : "", v03 ? ", batch_max_bytes" : "",
 										   v04 ? ", columns, timestamp_unit" : "",
 										   v04_envelope ? ", envelope, on_truncate" : "",
 										   v04_registry ? ", schema_registry" : "",
 										   v04_txn ? ", targets, transactions" : "",
+										   v13 ? ", cdc_mode, deleted_column" : "",
 										   v02 ? ", $21, $22" : "", v03 ? ", $23" : "", v04 ? ", $24, $25" : "",
 										   v04_envelope ? ", $26, $27" : "", v04_registry ? ", $28" : "",
-										   v04_txn ? ", $29, $30" : ""),
-								  v04_txn ? 30 : v04_registry ? 28 : v04_envelope ? 27 : v04 ? 25 : v03 ? 23 : v02 ? 22 : 20,
+										   v04_txn ? ", $29, $30" : "", v13 ? ", $31, $32" : ""),
+								  v13 ? 32 : v04_txn ? 30 : v04_registry ? 28 : v04_envelope ? 27 : v04 ? 25 : v03 ? 23 : v02 ? 22 : 20,
 								  types, args, nulls, false, 0) != SPI_OK_INSERT)
 			elog(ERROR, "could not insert into eoingest.jobs");
 	}
@@ -281,6 +291,8 @@ stored_definition(const EoiJob *job)
 	def.schema_registry = job->schema_registry;
 	def.targets = job->targets;
 	def.transactions_s = eoi_transactions_name(job->source_transactions);
+	def.cdc_mode_s = eoi_cdc_mode_name(job->cdc_mode);
+	def.deleted_column = job->deleted_column;
 	return def;
 }
 
@@ -353,13 +365,15 @@ eoingest_alter_job(PG_FUNCTION_ARGS)
 	EoiJob	   *job;
 	JobDefinition def;
 	StringInfoData sql;
-	Datum		args[27];
-	Oid			types[27] = {TEXTOID, INT4OID, INT4OID, JSONBOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
+	Datum		args[29];
+	Oid			types[29] = {TEXTOID, INT4OID, INT4OID, JSONBOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
 		TEXTOID, TEXTARRAYOID, INT4OID, TEXTARRAYOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, TEXTOID,
-	TEXTOID, TEXTOID, INT4OID, INT4OID, INT4OID, BOOLOID, TEXTOID, INT4OID, INT4ARRAYOID};
-	char		nulls[27] = "                           ";
-	/* brokers ... partitions (0.12): the last eleven, 16 to 26 */
+	TEXTOID, TEXTOID, INT4OID, INT4OID, INT4OID, BOOLOID, TEXTOID, INT4OID, INT4ARRAYOID, TEXTOID, TEXTOID};
+	char		nulls[29] = "                             ";
+	/* brokers ... partitions (0.12): eleven, 16 to 26 */
 	bool		v12 = PG_NARGS() > 26;
+	/* cdc_mode and deleted_column (0.13): the last two */
+	bool		v13 = PG_NARGS() > 28;
 	/* what only a job that is not running may change: its topics, parallelism, partitions */
 	bool		moves_partitions = v12 && (!PG_ARGISNULL(24) || !PG_ARGISNULL(25) || !PG_ARGISNULL(26));
 	/* targets and transactions (0.5): the two before */
@@ -480,6 +494,19 @@ eoingest_alter_job(PG_FUNCTION_ARGS)
 		def.partitions = ArrayGetNItems(ARR_NDIM(parts), ARR_DIMS(parts)) > 0 ? parts : NULL;
 	}
 
+	if (v13 && !PG_ARGISNULL(27))
+	{
+		def.cdc_mode_s = text_to_cstring(PG_GETARG_TEXT_PP(27));
+		/* out of soft_delete, the column goes; into it, the default comes */
+		if (strcmp(def.cdc_mode_s, "soft_delete") != 0 || job->cdc_mode != EOI_CDC_SOFT_DELETE)
+			def.deleted_column = NULL;
+		/* history has no key; out of it, the target's primary key is the key */
+		if ((strcmp(def.cdc_mode_s, "history") == 0) != (job->cdc_mode == EOI_CDC_HISTORY))
+			def.key_columns = NIL;
+	}
+	if (v13 && !PG_ARGISNULL(28))
+		def.deleted_column = text_to_cstring(PG_GETARG_TEXT_PP(28));
+
 	/*
 	 * Checked as the owner's worker will run it (target privileges), and as
 	 * the owner: the caller may be a superuser, and planning the transform
@@ -526,6 +553,9 @@ eoingest_alter_job(PG_FUNCTION_ARGS)
 	args[25] = Int32GetDatum(def.parallelism);
 	nulls[26] = def.partitions ? ' ' : 'n';
 	args[26] = def.partitions ? PointerGetDatum(def.partitions) : (Datum) 0;
+	args[27] = CStringGetTextDatum(eoi_cdc_mode_name(def.cdc_mode));
+	nulls[28] = def.deleted_column ? ' ' : 'n';
+	args[28] = def.deleted_column ? CStringGetTextDatum(def.deleted_column) : (Datum) 0;
 
 	initStringInfo(&sql);
 	appendStringInfoString(&sql,
@@ -556,6 +586,8 @@ eoingest_alter_job(PG_FUNCTION_ARGS)
 						   " topic = $25,"
 						   " parallelism = $26,"
 						   " partitions = $27,"
+						   " cdc_mode = $28,"
+						   " deleted_column = $29,"
 						   " config_version = config_version + 1"
 						   " WHERE name = $1");
 	/* a start_job between check_not_running and here is refused too */
@@ -565,7 +597,7 @@ eoingest_alter_job(PG_FUNCTION_ARGS)
 	eoi_become_extension_owner(&saved);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute_with_args(sql.data, 27, types, args, nulls, false, 0) != SPI_OK_UPDATE_RETURNING)
+	if (SPI_execute_with_args(sql.data, 29, types, args, nulls, false, 0) != SPI_OK_UPDATE_RETURNING)
 		elog(ERROR, "could not update eoingest.jobs");
 	if (SPI_processed == 1)
 	{

@@ -50,6 +50,8 @@ typedef struct JobDefinition
 	const char *schema_registry;	/* avro: the registry's URLs, or NULL */
 	Jsonb	   *targets;		/* debezium: {"schema.table": target}, NULL or {}: none */
 	const char *transactions_s; /* debezium: batch, source */
+	const char *cdc_mode_s;		/* debezium: apply, history, soft_delete */
+	const char *deleted_column; /* soft_delete: the boolean column, NULL: the default */
 
 	/* set by check_definition */
 	EoiFormat	format;
@@ -57,6 +59,7 @@ typedef struct JobDefinition
 	EoiFormat	key_format;
 	const char *qualified_target;
 	EoiEnvelope envelope;
+	EoiCdcMode	cdc_mode;
 	Jsonb	   *qualified_targets;	/* targets with their names schema-qualified, or NULL */
 } JobDefinition;
 

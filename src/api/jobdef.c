@@ -26,6 +26,8 @@
 #include "apply/upsert.h"
 #include "base/pgcompat.h"
 #include "base/settings.h"
+#include "envelope/cdc.h"
+#include "format/decode.h"
 #include "kafka/policy.h"
 #include "kafka/positions.h"
 
@@ -415,6 +417,71 @@ check_envelope(JobDefinition *def)
 }
 
 /*
+ * cdc_mode: how envelope debezium applies an event.  history appends every
+ * event, so a mode that applies a batch again after a crash would append
+ * it twice, and has no key; soft_delete marks deleted rows in
+ * deleted_column ("__deleted", Debezium's name, by default).  Each target's
+ * columns are checked by check_cdc_mode_target.
+ */
+static void
+check_cdc_mode(JobDefinition *def)
+{
+	def->cdc_mode = eoi_parse_cdc_mode(def->cdc_mode_s);
+	if (def->deleted_column != NULL && def->cdc_mode != EOI_CDC_SOFT_DELETE)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("deleted_column applies to cdc_mode soft_delete, and the job has cdc_mode %s", def->cdc_mode_s),
+				 errhint("Pass cdc_mode => 'soft_delete', or leave deleted_column out.")));
+	if (def->cdc_mode == EOI_CDC_APPLY)
+		return;
+	if (def->envelope != EOI_ENVELOPE_DEBEZIUM)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("cdc_mode %s applies Debezium change events, and the job has envelope %s",
+						def->cdc_mode_s, def->envelope_s),
+				 errhint("Pass envelope => 'debezium', or leave cdc_mode out.")));
+	if (def->cdc_mode == EOI_CDC_SOFT_DELETE)
+	{
+		if (def->deleted_column == NULL)
+			def->deleted_column = eoi_cdc_default_deleted_column();
+		if (def->deleted_column[0] == '\0' || strlen(def->deleted_column) >= NAMEDATALEN)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("deleted_column must name a column"),
+					 errhint("Pass the name of a boolean column of the target, at most %d bytes.", NAMEDATALEN - 1)));
+		return;
+	}
+	if (def->mode != EOI_MODE_EXACTLY_ONCE && def->mode != EOI_MODE_TWO_PHASE)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("cdc_mode history needs mode exactly_once or two_phase, not %s", def->mode_s),
+				 errdetail("History appends a row for each change: a mode that applies a batch again after a crash would append its changes twice, one that skips it would lose them."),
+				 errhint("Use mode => 'exactly_once'.")));
+	if (def->key_columns != NIL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("cdc_mode history appends every change and has no key columns"),
+				 errhint("Leave key_columns out.")));
+}
+
+/* The columns cdc_mode fills itself must be in `target` (cdcmode.c). */
+static void
+check_cdc_mode_target(const JobDefinition *def, const char *target, const EoiMapping *mapping,
+					  List *key_columns)
+{
+	Relation	rel;
+	int			history[EOI_HISTORY_NCOLUMNS];
+	int			deleted;
+
+	if (def->cdc_mode == EOI_CDC_APPLY)
+		return;
+	rel = eoi_open_target(target, AccessShareLock);
+	eoi_cdc_mode_columns(rel, target, eoi_columns_for(rel, mapping, NULL), def->cdc_mode,
+						 def->deleted_column, key_columns, history, &deleted);
+	table_close(rel, NoLock);
+}
+
+/*
  * targets: a Debezium job's routing, {"schema.table": "target", ...}.  Each
  * target is checked as target is (a table of this database, not temporary,
  * not UNLOGGED in the exact modes, the privileges to insert, update and
@@ -488,7 +555,11 @@ check_targets(JobDefinition *def, const EoiMapping *mapping)
 			JsonbValue	kv;
 			JsonbValue	tv;
 
-			(void) check_upsert(qualified, mapping, EOI_FORMAT_JSON, NIL, "envelope debezium");
+			List	   *keys = NIL;
+
+			if (def->cdc_mode != EOI_CDC_HISTORY)
+				keys = check_upsert(qualified, mapping, EOI_FORMAT_JSON, NIL, "envelope debezium");
+			check_cdc_mode_target(def, qualified, mapping, keys);
 			kv.type = jbvString;
 			kv.val.string.val = key;
 			kv.val.string.len = strlen(key);
@@ -607,9 +678,12 @@ eoi_api_check_definition(JobDefinition *def)
 		check_transform_with_path(def->transform, def->search_path);
 
 	check_envelope(def);
+	check_cdc_mode(def);
 	check_targets(def, &mapping);
 	check_transactions(def);
-	if ((def->mode == EOI_MODE_UPSERT || def->envelope == EOI_ENVELOPE_DEBEZIUM) && def->target != NULL)
+	if (def->cdc_mode == EOI_CDC_HISTORY && def->target != NULL)
+		check_cdc_mode_target(def, def->qualified_target, &mapping, NIL);
+	else if ((def->mode == EOI_MODE_UPSERT || def->envelope == EOI_ENVELOPE_DEBEZIUM) && def->target != NULL)
 	{
 		Relation	rel = eoi_open_target(def->qualified_target, AccessShareLock);
 
@@ -626,6 +700,7 @@ eoi_api_check_definition(JobDefinition *def)
 		def->key_columns = check_upsert(def->qualified_target, &mapping, def->key_format,
 										def->key_columns,
 										def->envelope == EOI_ENVELOPE_DEBEZIUM ? "envelope debezium" : "mode upsert");
+		check_cdc_mode_target(def, def->qualified_target, &mapping, def->key_columns);
 	}
 	if (def->key_format_s == NULL)
 		def->key_format_s = "text";

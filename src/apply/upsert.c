@@ -327,7 +327,10 @@ eoi_upsert_build_upsert_sql(Relation rel, const char *target, EoiColumns *cols, 
 	appendStringInfoString(&sql, ") AS u(");
 	for (int c = 0; c < cols->ncolumns; c++)
 		appendStringInfo(&sql, "%s%s", c ? ", " : "", quote_identifier(cols->colnames[c]));
-	appendStringInfoString(&sql, ") ON CONFLICT (");
+	appendStringInfoChar(&sql, ')');
+	if (key_columns == NIL)
+		return sql.data;		/* an append (eoi_changes_begin_append) */
+	appendStringInfoString(&sql, " ON CONFLICT (");
 	foreach(lc, key_columns)
 		appendStringInfo(&sql, "%s%s", foreach_current_index(lc) ? ", " : "",
 						 quote_identifier(strVal(lfirst(lc))));
@@ -566,6 +569,28 @@ eoi_changes_begin(Relation rel, const char *target, EoiColumns *cols, EoiColumns
 	return cs;
 }
 
+/*
+ * A change set without a key (envelope debezium's cdc_mode history): each
+ * row added with eoi_changes_add_upsert is inserted, in the order added,
+ * none replaces another.  A value kept with eoi_unchanged_value is NULL.
+ */
+EoiChangeSet *
+eoi_changes_begin_append(Relation rel, const char *target, EoiColumns *cols)
+{
+	EoiChangeSet *cs = palloc0(sizeof(EoiChangeSet));
+
+	cs->rel = rel;
+	cs->target = target;
+	cs->cols = cols;
+	cs->append = true;
+	array_writer_init(&cs->values, cols->ncolumns);
+	cs->capacity = 64;
+	cs->ops = palloc(sizeof(Op) * cs->capacity);
+	cs->cxt = CurrentMemoryContext;
+	cs->message = -1;
+	return cs;
+}
+
 /* The ops added from now on come from message `message` of the batch. */
 void
 eoi_changes_at_message(EoiChangeSet *cs, int message)
@@ -625,7 +650,8 @@ eoi_changes_add_upsert(EoiChangeSet *cs)
 
 	op->is_delete = false;
 	op->row = cs->values.nrows - 1;
-	read_key(op, cs->ko, &cs->values, op->row, cs->keypos);
+	if (!cs->append)
+		read_key(op, cs->ko, &cs->values, op->row, cs->keypos);
 	MemoryContextSwitchTo(old);
 }
 
@@ -633,13 +659,38 @@ eoi_changes_add_upsert(EoiChangeSet *cs)
 void
 eoi_changes_add_delete(EoiChangeSet *cs)
 {
-	MemoryContext old = MemoryContextSwitchTo(cs->cxt);
-	Op		   *op = next_op(cs);
+	MemoryContext old;
+	Op		   *op;
 
+	Assert(!cs->append);
+	old = MemoryContextSwitchTo(cs->cxt);
+	op = next_op(cs);
 	op->is_delete = true;
 	op->row = cs->tombstones.nrows - 1;
 	read_key(op, cs->ko, &cs->tombstones, op->row, cs->all_keypos);
 	MemoryContextSwitchTo(old);
+}
+
+/* Insert the rows of an append set added since the last apply, in order. */
+static uint64
+apply_appends(EoiChangeSet *cs)
+{
+	int		   *rows = palloc(sizeof(int) * Max(cs->nops, 1));
+	int			n = cs->nops;
+	uint64		processed;
+
+	for (int i = 0; i < n; i++)
+		rows[i] = cs->ops[i].row;
+	cs->nops = 0;
+	if (n == 0)
+		return 0;
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	processed = eoi_upsert_execute_with_arrays(eoi_upsert_build_upsert_sql(cs->rel, cs->target, cs->cols, NIL, NULL),
+											   &cs->values, rows, n, cs->cols->ncolumns);
+	SPI_finish();
+	pfree(rows);
+	return processed;
 }
 
 /*
@@ -651,8 +702,8 @@ eoi_changes_add_delete(EoiChangeSet *cs)
  * them from the key's earlier upserts in the set where it can; the rows
  * that still keep some go their own way (upsertkeep.c).
  */
-uint64
-eoi_changes_apply(EoiChangeSet *cs)
+static uint64
+apply_keyed(EoiChangeSet *cs)
 {
 	int		   *upsert_rows = palloc(sizeof(int) * Max(cs->nops, 1));
 	Op		  **upsert_ops = palloc(sizeof(Op *) * Max(cs->nops, 1));
@@ -712,6 +763,16 @@ eoi_changes_apply(EoiChangeSet *cs)
 	pfree(delete_rows);
 	pfree(delete_ops);
 	return processed;
+}
+
+/*
+ * Apply the changes added since the last apply; returns the rows deleted,
+ * inserted and updated.
+ */
+uint64
+eoi_changes_apply(EoiChangeSet *cs)
+{
+	return cs->append ? apply_appends(cs) : apply_keyed(cs);
 }
 
 uint64

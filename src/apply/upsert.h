@@ -36,6 +36,7 @@ typedef struct EoiChangeSet EoiChangeSet;
 
 extern EoiChangeSet *eoi_changes_begin(Relation rel, const char *target, struct EoiColumns *cols,
 									   struct EoiColumns *keys, List *key_columns);
+extern EoiChangeSet *eoi_changes_begin_append(Relation rel, const char *target, struct EoiColumns *cols);
 extern struct EoiRowWriter *eoi_changes_row_writer(EoiChangeSet *cs);
 extern struct EoiRowWriter *eoi_changes_key_writer(EoiChangeSet *cs);
 extern void eoi_changes_add_upsert(EoiChangeSet *cs);

@@ -92,6 +92,7 @@ struct EoiChangeSet
 	int		   *nulled;			/* messages whose new rows took NULL for unchanged values */
 	int			nnulled;
 	int			nulled_capacity;
+	bool		append;			/* no key: every row is inserted, in order */
 };
 
 /* upsert.c */

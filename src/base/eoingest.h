@@ -15,7 +15,7 @@
 #include "utils/jsonb.h"
 
 /* The SQL objects this library expects (eoingest.control's default_version). */
-#define EOI_EXTENSION_VERSION "0.12"
+#define EOI_EXTENSION_VERSION "0.13"
 
 /* Settings: their variables (settings.c), registered by _PG_init (eoingest.c) */
 extern char *eoingest_database;
@@ -64,6 +64,14 @@ typedef enum EoiEnvelope
 	EOI_ENVELOPE_DEBEZIUM
 } EoiEnvelope;
 
+/* How envelope debezium applies a change event. */
+typedef enum EoiCdcMode
+{
+	EOI_CDC_APPLY,				/* the target holds the source's rows, by key */
+	EOI_CDC_HISTORY,			/* every event appended as a row */
+	EOI_CDC_SOFT_DELETE			/* as apply, a delete sets deleted_column */
+} EoiCdcMode;
+
 typedef enum EoiOnError
 {
 	EOI_ON_ERROR_FAIL,
@@ -108,6 +116,8 @@ typedef struct EoiJob
 	Jsonb	   *targets;		/* debezium: {"schema.table": qualified target}, or NULL */
 	bool		source_transactions;	/* debezium: commit at source transaction boundaries */
 	char	   *txn_topic;		/* with source_transactions: Debezium's transaction topic */
+	EoiCdcMode	cdc_mode;		/* debezium */
+	char	   *deleted_column;	/* EOI_CDC_SOFT_DELETE: the boolean column, else NULL */
 } EoiJob;
 
 /* An error as one line: message, detail, hint, context (errtext.c). */

@@ -399,12 +399,120 @@ add_after(CdcContext *cx, JsonbContainer *after, EventJson *ev, bool update, cha
 		eoi_decode_json_object(cx->cols, after, &cw.writer, cx->econtext);
 	}
 	check_key_fields(cx, cw.fields, cx->keypos, "the after image");
+	eoi_cdc_mode_write(cx, cw.inner, NULL, false);
 	cw.writer.end_row(&cw.writer);
 	*row = cw.fields;
 }
 
 /*
- * A truncate event deletes every row of the target, with DELETE rather than
+ * cdc_mode soft_delete: the row of key `key` (the key columns' text) is
+ * marked deleted, its other values kept (a row new to the target takes
+ * NULL for them, counted as upsertkeep.c counts them).
+ */
+static void
+add_soft_delete(CdcContext *cx, char **key)
+{
+	EoiRowWriter *w = eoi_changes_row_writer(cx->changes);
+
+	for (int c = 0; c < cx->cols->ncolumns; c++)
+	{
+		int			k;
+
+		for (k = 0; k < cx->keys->ncolumns && cx->keypos[k] != c; k++)
+			;
+		if (k < cx->keys->ncolumns)
+			w->field(w, c, key[k], strlen(key[k]));
+		else
+			w->field(w, c, eoi_unchanged_value, 0);
+	}
+	eoi_cdc_mode_write(cx, w, NULL, true);
+	w->end_row(w);
+	eoi_changes_add_upsert(cx->changes);
+}
+
+/*
+ * cdc_mode history: the event appended as a row: its after image (c, r,
+ * u), its before image or else its message key (d), no image (t), with
+ * the op, the source's commit time and LSN, and the Kafka coordinates.  An
+ * unchanged TOASTed value (Debezium's placeholder) is NULL in the row.
+ */
+static void
+add_history(CdcContext *cx, rd_kafka_message_t *msg, EventJson *ev, JsonbContainer *event, const char *op)
+{
+	CdcRoutes  *routes = cx->routes;
+	EoiRowWriter *w = eoi_changes_row_writer(cx->changes);
+	JsonbContainer *image = NULL;
+	JsonbContainer *schema = NULL;
+	int			kind = IMAGE_AFTER;
+	HistoryMeta meta;
+
+	if (strcmp(op, "c") == 0 || strcmp(op, "r") == 0 || strcmp(op, "u") == 0)
+	{
+		image = event ? eoi_cdc_json_get_object(event, "after") :
+			ev->after_text ? &eoi_cdc_parse_json(ev->after_text, ev->after_len)->root : NULL;
+		schema = ev->after_schema;
+		if (image == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("change event of op \"%s\" has no after image", op)));
+	}
+	else if (strcmp(op, "d") == 0)
+	{
+		image = event ? eoi_cdc_json_get_object(event, "before") :
+			ev->before_text ? &eoi_cdc_parse_json(ev->before_text, ev->before_len)->root : NULL;
+		schema = ev->before_schema;
+		kind = IMAGE_BEFORE;
+		if (image == NULL && msg->key != NULL && msg->key_len > 0)
+		{
+			EventJson	key;
+
+			eoi_cdc_split_message(routes, msg, true, &key);
+			image = eoi_cdc_payload_object(routes, &key);
+			schema = key.schema;
+			kind = IMAGE_KEY;
+		}
+		if (image == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("change event of op \"d\" has neither a before image nor a message key"),
+					 errhint("History keeps what a delete removed: the before image (REPLICA IDENTITY FULL gives every column), else the message key.")));
+	}
+	else if (strcmp(op, "t") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("change event has unknown op \"%s\"", op),
+				 errhint("A Debezium change event has op c, r, u, d or t.")));
+
+	if (image != NULL)
+	{
+		ConvertingWriter cw;
+
+		eoi_cdc_converting_writer_init(&cw, w, cx->col_codecs, cx->cols->ncolumns);
+		if (op[0] == 'u' && find_unchanged(cx, image))
+			cw.unchanged = cx->unchanged;
+		check_image_fields(cx, image);
+		image_codecs(cx, cx->cols, cx->col_codecs, &cx->col_codecs_tag,
+					 kind == IMAGE_KEY ? 0 : codecs_tag(ev, kind), schema, image);
+		eoi_decode_json_object(cx->cols, image, &cw.writer, cx->econtext);
+	}
+	else
+		for (int c = 0; c < cx->cols->ncolumns; c++)
+			w->field(w, c, NULL, 0);
+
+	event = event ? event : eoi_cdc_payload_object(routes, ev);
+	eoi_cdc_history_source(event ? eoi_cdc_json_get_object(event, "source") : NULL, &meta);
+	meta.op = op;
+	meta.topic = eoi_message_topic(routes->position->batch, routes->position->current);
+	meta.partition = msg->partition;
+	meta.offset = msg->offset;
+	eoi_cdc_mode_write(cx, w, &meta, false);
+	w->end_row(w);
+	eoi_changes_add_upsert(cx->changes);
+}
+
+/*
+ * A truncate event deletes every row of the target (soft_delete: marks
+ * every row deleted), with DELETE rather than
  * TRUNCATE: it stays in the batch's transaction like every other change,
  * takes no exclusive lock, and the target stays open for the rest of the
  * batch (TRUNCATE refuses a table in use by the session).
@@ -430,7 +538,15 @@ truncate_target(CdcContext *cx)
 	cx->position->current = current;
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute(psprintf("DELETE FROM %s", cx->target), false, 0) != SPI_OK_DELETE)
+	if (cx->deleted_col >= 0)
+	{
+		const char *deleted = quote_identifier(cx->job->deleted_column);
+
+		if (SPI_execute(psprintf("UPDATE %s SET %s = true WHERE %s IS NOT TRUE", cx->target, deleted, deleted),
+						false, 0) != SPI_OK_UPDATE)
+			elog(ERROR, "could not mark the rows of %s deleted", cx->target);
+	}
+	else if (SPI_execute(psprintf("DELETE FROM %s", cx->target), false, 0) != SPI_OK_DELETE)
 		elog(ERROR, "could not empty %s", cx->target);
 	SPI_finish();
 }
@@ -551,11 +667,14 @@ apply_event(CdcRoutes *routes, rd_kafka_message_t *msg)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("change event has no \"op\""),
 				 errhint("A Debezium change event has op c, r, u, d or t.")));
-	if (routes->replays != NULL && event_position(routes, &ev, op, &pos) &&
-		eoi_replay_filter_skip(routes->replays,
-							   eoi_message_topic(routes->position->batch, routes->position->current),
-							   msg->partition, &pos))
-		return false;			/* applied already: Debezium sent it again */
+	if (routes->replays != NULL && event_position(routes, &ev, op, &pos))
+	{
+		pos.fingerprint = eoi_source_event_fingerprint(op, msg->key, msg->key_len);
+		if (eoi_replay_filter_skip(routes->replays,
+								   eoi_message_topic(routes->position->batch, routes->position->current),
+								   msg->partition, &pos))
+			return false;		/* applied already: Debezium sent it again */
+	}
 	cx = route_event(routes, &ev);
 	eoi_changes_at_message(cx->changes, routes->position->current);
 	/* a snapshot read stands alone; a change belongs to a source transaction */
@@ -566,6 +685,11 @@ apply_event(CdcRoutes *routes, rd_kafka_message_t *msg)
 				 errmsg("change event of op \"%s\" has no transaction block, and job \"%s\" commits at source transaction boundaries",
 						op, routes->job->name),
 				 errhint("Set provide.transaction.metadata=true in the Debezium connector, or alter the job with transactions => 'batch'.")));
+	if (routes->job->cdc_mode == EOI_CDC_HISTORY)
+	{
+		add_history(cx, msg, &ev, event, op);
+		return true;
+	}
 	before = ev.has_parts ? NULL : eoi_cdc_json_get_object(event, "before");
 	after = ev.has_parts ? NULL : eoi_cdc_json_get_object(event, "after");
 
@@ -583,9 +707,20 @@ apply_event(CdcRoutes *routes, rd_kafka_message_t *msg)
 			eoi_changes_add_upsert(cx->changes);
 			return true;
 		}
-		/* an update that moves the row to another key deletes the old one */
+		/*
+		 * An update that moves the row to another key deletes the old one
+		 * (soft_delete: marks it, after the new row, which is the last one
+		 * written).
+		 */
 		eoi_cdc_converting_writer_init(&key, NULL, cx->before_key.codecs, cx->keys->ncolumns);
-		if (old_key(cx, msg, before, &ev, &key) && !same_key_text(cx, key.fields, row))
+		if (!old_key(cx, msg, before, &ev, &key) || same_key_text(cx, key.fields, row))
+			eoi_changes_add_upsert(cx->changes);
+		else if (cx->deleted_col >= 0)
+		{
+			eoi_changes_add_upsert(cx->changes);
+			add_soft_delete(cx, key.fields);
+		}
+		else
 		{
 			EoiRowWriter *kw = eoi_changes_key_writer(cx->changes);
 
@@ -593,19 +728,25 @@ apply_event(CdcRoutes *routes, rd_kafka_message_t *msg)
 				kw->field(kw, k, key.fields[k], strlen(key.fields[k]));
 			kw->end_row(kw);
 			eoi_changes_add_delete(cx->changes);
+			eoi_changes_add_upsert(cx->changes);
 		}
-		eoi_changes_add_upsert(cx->changes);
 	}
 	else if (strcmp(op, "d") == 0)
 	{
 		ConvertingWriter key;
+		bool		soft = cx->deleted_col >= 0;
 
-		eoi_cdc_converting_writer_init(&key, eoi_changes_key_writer(cx->changes), cx->before_key.codecs,
-							   cx->keys->ncolumns);
+		eoi_cdc_converting_writer_init(&key, soft ? NULL : eoi_changes_key_writer(cx->changes),
+									   cx->before_key.codecs, cx->keys->ncolumns);
 		if (!old_key(cx, msg, before, &ev, &key))
 			check_key_fields(cx, key.fields, NULL, "the before image or the message key");
-		key.writer.end_row(&key.writer);
-		eoi_changes_add_delete(cx->changes);
+		if (soft)
+			add_soft_delete(cx, key.fields);
+		else
+		{
+			key.writer.end_row(&key.writer);
+			eoi_changes_add_delete(cx->changes);
+		}
 	}
 	else if (strcmp(op, "t") == 0)
 		truncate_target(cx);
@@ -653,9 +794,10 @@ open_target(CdcRoutes *routes, const char *target)
 	 * below apply; format json's guess by magnitude must not run first.
 	 */
 	cx->mapping.timestamp_unit = EOI_TS_NONE;
-	/* with targets, each target's key is its primary key */
-	key_columns = job->targets != NULL ? eoi_primary_key_columns(cx->rel) : job->key_columns;
-	if (key_columns == NIL)
+	/* with targets, each target's key is its primary key; history has none */
+	key_columns = job->cdc_mode == EOI_CDC_HISTORY ? NIL :
+		job->targets != NULL ? eoi_primary_key_columns(cx->rel) : job->key_columns;
+	if (key_columns == NIL && job->cdc_mode != EOI_CDC_HISTORY)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_COLUMN_REFERENCE),
 				 errmsg("target \"%s\" of job \"%s\" has no primary key", target, job->name),
@@ -664,7 +806,10 @@ open_target(CdcRoutes *routes, const char *target)
 	cx->keys = eoi_columns_named(cx->rel, EOI_FORMAT_JSON, key_columns);
 	eoi_check_target_kind(cx->rel, job->mode);
 	eoi_check_target_unchanged(job, cx->rel, cx->cols);
-	cx->changes = eoi_changes_begin(cx->rel, target, cx->cols, cx->keys, key_columns);
+	eoi_cdc_mode_columns(cx->rel, target, cx->cols, job->cdc_mode, job->deleted_column, key_columns,
+						 cx->history, &cx->deleted_col);
+	cx->changes = key_columns == NIL ? eoi_changes_begin_append(cx->rel, target, cx->cols) :
+		eoi_changes_begin(cx->rel, target, cx->cols, cx->keys, key_columns);
 	cx->col_codecs = palloc0(sizeof(FieldCodec) * cx->cols->ncolumns);
 	cx->seen = palloc0(sizeof(bool) * Max(cx->cols->ncolumns, 1));
 	cx->unchanged = palloc0(sizeof(bool) * Max(cx->cols->ncolumns, 1));
@@ -796,9 +941,9 @@ count_nulled(CdcContext *cx, EoiBatch *batch)
 	}
 	pfree(sorted);
 	ereport(WARNING,
-			(errmsg("%d rows new to \"%s\" took NULL for the unchanged TOASTed values that Debezium did not send",
+			(errmsg("%d rows new to \"%s\" took NULL for values their change did not carry",
 					n, RelationGetRelationName(cx->rel)),
-			 errdetail("An update of a row the target did not have carried Debezium's placeholder instead of some values."),
+			 errdetail("An update of a row the target did not have carried Debezium's placeholder for an unchanged TOASTed value, or a delete (cdc_mode soft_delete) marked a row the target did not have."),
 			 errhint("Set REPLICA IDENTITY FULL on the source table so that Debezium sends every value, and snapshot the table again to fill them.")));
 }
 
@@ -859,7 +1004,9 @@ eoi_cdc_batch(const EoiJob *job, EoiBatch *batch)
 		processed += eoi_changes_apply(routes.contexts[i]->changes);
 	for (int i = 0; i < routes.ncontexts; i++)
 		count_nulled(routes.contexts[i], batch);
-	eoi_sink_supersede_dead_letters(job, batch, applied);
+	/* a history row replaces nothing: its dead letters stay replayable */
+	if (job->cdc_mode != EOI_CDC_HISTORY)
+		eoi_sink_supersede_dead_letters(job, batch, applied);
 	if (routes.replays != NULL)
 		eoi_replay_filter_end(routes.replays);
 	if (txn_end.lsn != 0 && eoi_batch_from_partitions(batch))

@@ -12,6 +12,27 @@
 #include "base/eoingest.h"
 #include "kafka/batch.h"
 
+#include "nodes/pg_list.h"
+#include "utils/relcache.h"
+
 extern uint64 eoi_cdc_batch(const EoiJob *job, EoiBatch *batch);
+
+/* The columns cdc_mode history fills in each row it appends (cdcmode.c). */
+typedef enum EoiHistoryColumn
+{
+	EOI_HISTORY_OP,
+	EOI_HISTORY_SOURCE_TS,
+	EOI_HISTORY_SOURCE_LSN,
+	EOI_HISTORY_TOPIC,
+	EOI_HISTORY_PARTITION,
+	EOI_HISTORY_OFFSET,
+	EOI_HISTORY_NCOLUMNS
+} EoiHistoryColumn;
+
+struct EoiColumns;
+extern void eoi_cdc_mode_columns(Relation rel, const char *target, struct EoiColumns *cols,
+								 EoiCdcMode mode, const char *deleted_column, List *key_columns,
+								 int *history, int *deleted);
+extern const char *eoi_cdc_default_deleted_column(void);
 
 #endif

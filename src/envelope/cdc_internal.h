@@ -20,6 +20,7 @@
 #include "apply/shape.h"
 #include "apply/target.h"
 #include "apply/upsert.h"
+#include "envelope/cdc.h"
 #include "envelope/cdcreplay.h"
 #include "format/decode.h"
 #include "format/jsonscan.h"
@@ -159,7 +160,20 @@ typedef struct CdcContext
 	KeyCodecs	message_key;	/* of the key columns in message keys */
 	EventPosition *position;	/* for errors: the event being applied */
 	struct CdcRoutes *routes;
+	int			history[EOI_HISTORY_NCOLUMNS];	/* cdc_mode history: its columns among cols */
+	int			deleted_col;	/* cdc_mode soft_delete: deleted_column among cols, else -1 */
 } CdcContext;
+
+/* What cdc_mode history writes beside a change's image (cdcmode.c). */
+typedef struct HistoryMeta
+{
+	const char *op;
+	const char *source_ts;		/* timestamptz text, or NULL */
+	const char *source_lsn;		/* pg_lsn text, or NULL */
+	const char *topic;
+	int32		partition;
+	int64		offset;
+} HistoryMeta;
 
 /* The targets of one batch: a context for each target it has events for. */
 typedef struct CdcRoutes
@@ -207,6 +221,10 @@ extern bool eoi_cdc_scan_members(CdcRoutes *routes, const char *data, size_t len
 extern void eoi_cdc_split_message(CdcRoutes *routes, rd_kafka_message_t *msg, bool key, EventJson *ev);
 extern JsonbContainer *eoi_cdc_payload_object(CdcRoutes *routes, EventJson *ev);
 extern void eoi_cdc_event_parts(CdcRoutes *routes, EventJson *ev);
+
+/* cdcmode.c */
+extern void eoi_cdc_history_source(JsonbContainer *source, HistoryMeta *meta);
+extern void eoi_cdc_mode_write(CdcContext *cx, EoiRowWriter *w, const HistoryMeta *meta, bool deleted);
 
 /* cdcconv.c */
 extern FieldCodec eoi_cdc_codec_from_schema(JsonbContainer *field, Oid coltype);

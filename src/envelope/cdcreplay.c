@@ -17,15 +17,21 @@
  * transaction.  Events of one source (name: the connector's logical name,
  * db: its database) come in commit order and the changes of one
  * transaction in LSN order, so along each partition the positions of one
- * source never go down; only the delete and the create that one key change
- * becomes share a position.  Several sources may write into one topic (a
- * routing transform merging shards): each has its own positions.
+ * source never go down.  Some events share a position: the delete and the
+ * create that one key change becomes, the rows of one multi-row insert (a
+ * COPY).  Several sources may write into one topic (a routing transform
+ * merging shards): each has its own positions.
  *
  * An event whose position is below the last one applied from its source and
  * partition, and whose commit time is no more than SOURCE_CLOCK_MARGIN
  * after that one's, was applied already: it is skipped (and counted).  An
- * event at the last position is applied again: nothing after it was, so
- * that changes nothing.  An event below the last position but committed
+ * event at the last position was applied already if its fingerprint (its
+ * op and message key) is one of those applied there: skipped too, so that
+ * cdc_mode history does not append it twice.  An event at the last
+ * position with another fingerprint, or none (no message key), is applied:
+ * at worst again, which leaves the final state as it was.  The
+ * fingerprints of at most MAX_AT_POSITION events of one position are kept.
+ * An event below the last position but committed
  * later than that starts a new history of the source: a new cluster, a
  * restore, or a failover to a standby that lost the old primary's last
  * transactions, whose LSNs start again lower.  It is applied, and its
@@ -41,7 +47,8 @@
  * first start), and events of a source beyond the first MAX_SOURCES of a
  * partition.
  *
- * The last positions are kept in eoingest.source_positions, the count of
+ * The last positions, with the fingerprints of the events applied at them,
+ * are kept in eoingest.source_positions, the count of
  * events skipped per partition in eoingest.offsets, read when a batch is
  * applied and written at its end, in its transaction: a batch, or a slice
  * of one tried while isolating a bad record, that rolls back leaves them as
@@ -52,6 +59,7 @@
 #include "postgres.h"
 
 #include "access/xlogdefs.h"
+#include "common/hashfn.h"
 #include "utils/timestamp.h"
 
 #include "envelope/cdcreplay.h"
@@ -63,6 +71,9 @@
 /* The most sources whose positions one partition keeps. */
 #define MAX_SOURCES 64
 
+/* The most fingerprints of events at one position a source keeps. */
+#define MAX_AT_POSITION 1000
+
 typedef struct ReplaySource
 {
 	char	   *topic;
@@ -71,6 +82,9 @@ typedef struct ReplaySource
 	char	   *db;
 	bool		known;			/* a position is stored, or was applied */
 	EoiSourcePosition last;		/* the last position applied */
+	uint32	   *at_last;		/* the fingerprints of the events applied there */
+	int			nat_last;
+	int			at_last_capacity;
 	bool		changed;		/* last differs from the stored one */
 	int64		skipped;		/* in this batch */
 	int64		histories;		/* new histories begun in this batch */
@@ -196,7 +210,49 @@ position_cmp(const EoiSourcePosition *a, const EoiSourcePosition *b)
 	return 0;
 }
 
+/*
+ * The fingerprint of a change event, which tells it from the others at its
+ * position: its op and its message key (a key change's delete and create
+ * differ in both, the rows of a multi-row insert in their keys).  0 for an
+ * event without a key: it cannot be told from another.
+ */
+uint32
+eoi_source_event_fingerprint(const char *op, const char *key, size_t key_len)
+{
+	uint32		h;
+
+	if (key == NULL || key_len == 0)
+		return 0;
+	h = hash_combine(hash_bytes((const unsigned char *) key, (int) Min(key_len, (size_t) PG_INT32_MAX)),
+					 hash_bytes((const unsigned char *) op, (int) strlen(op)));
+	return h != 0 ? h : 1;
+}
+
 /* ---- the filter ---- */
+
+static bool
+applied_at_last(const ReplaySource *s, uint32 fingerprint)
+{
+	for (int i = 0; i < s->nat_last; i++)
+		if (s->at_last[i] == fingerprint)
+			return true;
+	return false;
+}
+
+static void
+note_at_last(EoiReplayFilter *f, ReplaySource *s, uint32 fingerprint)
+{
+	if (fingerprint == 0 || s->nat_last >= MAX_AT_POSITION)
+		return;
+	if (s->nat_last >= s->at_last_capacity)
+	{
+		s->at_last_capacity = Max(s->at_last_capacity * 2, 4);
+		s->at_last = s->at_last == NULL ?
+			MemoryContextAlloc(f->cxt, sizeof(uint32) * s->at_last_capacity) :
+			repalloc(s->at_last, sizeof(uint32) * s->at_last_capacity);
+	}
+	s->at_last[s->nat_last++] = fingerprint;
+}
 
 static ReplaySource *
 add_source(EoiReplayFilter *f, const char *topic, int32 partition,
@@ -269,6 +325,8 @@ eoi_replay_filter_begin(const EoiJob *job)
 		s->last.commit_lsn = stored[i].commit_lsn;
 		s->last.lsn = stored[i].lsn;
 		s->last.commit_time = stored[i].commit_time;
+		for (int e = 0; e < stored[i].nevents; e++)
+			note_at_last(f, s, stored[i].events[e]);
 		s->known = true;
 	}
 	return f;
@@ -283,13 +341,20 @@ eoi_replay_filter_skip(EoiReplayFilter *filter, const char *topic, int32 partiti
 					   const EoiSourcePosition *pos)
 {
 	ReplaySource *s = find_source(filter, topic, partition, pos->name, pos->db);
+	int			cmp;
 
 	if (s == NULL)
 	{
 		filter->unkept++;
 		return false;
 	}
-	if (s->known && position_cmp(pos, &s->last) < 0)
+	cmp = s->known ? position_cmp(pos, &s->last) : 1;
+	if (cmp == 0 && pos->fingerprint != 0 && applied_at_last(s, pos->fingerprint))
+	{
+		s->skipped++;
+		return true;
+	}
+	if (cmp < 0)
 	{
 		if (pos->commit_time <= s->last.commit_time + SOURCE_CLOCK_MARGIN)
 		{
@@ -302,6 +367,9 @@ eoi_replay_filter_skip(EoiReplayFilter *filter, const char *topic, int32 partiti
 			s->began = *pos;
 		}
 	}
+	if (cmp != 0)
+		s->nat_last = 0;		/* a new position */
+	note_at_last(filter, s, pos->fingerprint);
 	s->last = *pos;
 	s->last.name = s->name;
 	s->last.db = s->db;
@@ -346,7 +414,8 @@ eoi_replay_filter_end(EoiReplayFilter *filter)
 		{
 			EoiOffsetSourcePosition pos = {
 				s->topic, s->partition, s->name, s->db,
-				s->last.commit_lsn, s->last.lsn, s->last.commit_time
+				s->last.commit_lsn, s->last.lsn, s->last.commit_time,
+				s->nat_last, s->at_last
 			};
 
 			eoi_offsets_store_source_position(filter->job, &pos);

@@ -29,6 +29,7 @@ typedef struct EoiSourcePosition
 	uint64		commit_lsn;
 	uint64		lsn;
 	TimestampTz commit_time;
+	uint32		fingerprint;	/* of the event at its position, 0: none (see cdcreplay.c) */
 } EoiSourcePosition;
 
 typedef struct EoiReplayFilter EoiReplayFilter;
@@ -36,6 +37,7 @@ typedef struct EoiReplayFilter EoiReplayFilter;
 extern bool eoi_parse_source_sequence(const char *text, size_t len, EoiSourcePosition *pos);
 extern bool eoi_parse_source_time(const char *text, size_t len, TimestampTz *time);
 extern bool eoi_source_name_usable(const char *name, size_t len);
+extern uint32 eoi_source_event_fingerprint(const char *op, const char *key, size_t key_len);
 
 extern EoiReplayFilter *eoi_replay_filter_begin(const EoiJob *job);
 extern bool eoi_replay_filter_skip(EoiReplayFilter *filter, const char *topic, int32 partition,

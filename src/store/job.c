@@ -157,6 +157,35 @@ eoi_envelope_name(EoiEnvelope envelope)
 	return envelope == EOI_ENVELOPE_DEBEZIUM ? "debezium" : "none";
 }
 
+EoiCdcMode
+eoi_parse_cdc_mode(const char *cdc_mode)
+{
+	if (strcmp(cdc_mode, "apply") == 0)
+		return EOI_CDC_APPLY;
+	if (strcmp(cdc_mode, "history") == 0)
+		return EOI_CDC_HISTORY;
+	if (strcmp(cdc_mode, "soft_delete") == 0)
+		return EOI_CDC_SOFT_DELETE;
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("unknown cdc_mode \"%s\"", cdc_mode),
+			 errhint("Choose apply (the target holds the source's rows), history (every change appended as a row) or soft_delete (a delete marks the row).")));
+}
+
+const char *
+eoi_cdc_mode_name(EoiCdcMode cdc_mode)
+{
+	switch (cdc_mode)
+	{
+		case EOI_CDC_HISTORY:
+			return "history";
+		case EOI_CDC_SOFT_DELETE:
+			return "soft_delete";
+		default:
+			return "apply";
+	}
+}
+
 /* on_truncate: true for 'truncate', false for 'refuse'. */
 bool
 eoi_parse_on_truncate(const char *on_truncate)
@@ -429,7 +458,7 @@ job_load(const char *where, Oid argtype, Datum arg)
 				   "       key_columns, key_format, offset_commit_interval_ms, max_message_bytes,"
 				   "       commit_to_kafka, partitions, config_version, batch_max_bytes,"
 				   "       columns, timestamp_unit, envelope, on_truncate, schema_registry,"
-				   "       targets, transactions"
+				   "       targets, transactions, cdc_mode, deleted_column"
 				   "  FROM eoingest.jobs WHERE %s", where);
 	ret = SPI_execute_with_args(sql, 1, argtypes, args, NULL, true, 1);
 	if (ret != SPI_OK_SELECT)
@@ -519,6 +548,8 @@ job_load(const char *where, Oid argtype, Datum arg)
 			job->txn_topic = job->source_transactions ? eoi_transaction_topic(job->topics) : NULL;
 			MemoryContextSwitchTo(old);
 		}
+		job->cdc_mode = eoi_parse_cdc_mode(text_column(tup, desc, 34, cxt));
+		job->deleted_column = text_column(tup, desc, 35, cxt);
 	}
 	SPI_finish();
 	eoi_restore_user(&saved);

@@ -16,6 +16,7 @@
 
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/pg_lsn.h"
 #include "utils/timestamp.h"
@@ -235,6 +236,25 @@ offsets_plan(SPIPlanPtr *plan, const char *query, int nargs, Oid *types)
 	return *plan;
 }
 
+
+/* last_events of a stored position, an int[] of fingerprints, into `pos`. */
+static void
+read_fingerprints(Datum array, bool isnull, MemoryContext cxt, EoiOffsetSourcePosition *pos)
+{
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n;
+
+	pos->nevents = 0;
+	pos->events = NULL;
+	if (isnull)
+		return;
+	deconstruct_array(DatumGetArrayTypeP(array), INT4OID, 4, true, TYPALIGN_INT, &elems, &nulls, &n);
+	pos->events = MemoryContextAlloc(cxt, sizeof(uint32) * Max(n, 1));
+	for (int i = 0; i < n; i++)
+		if (!nulls[i])
+			pos->events[pos->nevents++] = (uint32) DatumGetInt32(elems[i]);
+}
 /*
  * The source positions stored for the job's partitions, in the caller's
  * memory; returns how many.
@@ -250,7 +270,7 @@ eoi_offsets_read_source_positions(const EoiJob *job, EoiOffsetSourcePosition **p
 
 	offsets_spi_begin(&saved);
 	if (SPI_execute_with_args("SELECT topic, \"partition\", source_name, source_db,"
-							  "       commit_lsn, lsn, commit_time"
+							  "       commit_lsn, lsn, commit_time, last_events"
 							  "  FROM eoingest.source_positions"
 							  " WHERE job = $1",
 							  1, types, args, NULL, true, 0) != SPI_OK_SELECT)
@@ -271,6 +291,7 @@ eoi_offsets_read_source_positions(const EoiJob *job, EoiOffsetSourcePosition **p
 		pos->commit_lsn = DatumGetLSN(SPI_getbinval(tup, desc, 5, &isnull));
 		pos->lsn = DatumGetLSN(SPI_getbinval(tup, desc, 6, &isnull));
 		pos->commit_time = DatumGetTimestampTz(SPI_getbinval(tup, desc, 7, &isnull));
+		read_fingerprints(SPI_getbinval(tup, desc, 8, &isnull), isnull, caller, pos);
 	}
 	offsets_spi_end(&saved);
 	return n;
@@ -281,26 +302,35 @@ void
 eoi_offsets_store_source_position(const EoiJob *job, const EoiOffsetSourcePosition *position)
 {
 	static SPIPlanPtr plan = NULL;
-	Oid			types[8] = {TEXTOID, TEXTOID, INT4OID, TEXTOID, TEXTOID,
-	PG_LSNOID, PG_LSNOID, TIMESTAMPTZOID};
-	Datum		args[8] = {
-		CStringGetTextDatum(job->name), CStringGetTextDatum(position->topic),
-		Int32GetDatum(position->partition), CStringGetTextDatum(position->source_name),
-		CStringGetTextDatum(position->source_db),
-		LSNGetDatum((XLogRecPtr) position->commit_lsn), LSNGetDatum((XLogRecPtr) position->lsn),
-		TimestampTzGetDatum(position->commit_time)
-	};
+	Oid			types[9] = {TEXTOID, TEXTOID, INT4OID, TEXTOID, TEXTOID,
+	PG_LSNOID, PG_LSNOID, TIMESTAMPTZOID, INT4ARRAYOID};
+	Datum	   *events = palloc(sizeof(Datum) * Max(position->nevents, 1));
+	Datum		args[9];
 	EoiSavedUser saved;
+
+	for (int i = 0; i < position->nevents; i++)
+		events[i] = Int32GetDatum((int32) position->events[i]);
+	args[0] = CStringGetTextDatum(job->name);
+	args[1] = CStringGetTextDatum(position->topic);
+	args[2] = Int32GetDatum(position->partition);
+	args[3] = CStringGetTextDatum(position->source_name);
+	args[4] = CStringGetTextDatum(position->source_db);
+	args[5] = LSNGetDatum((XLogRecPtr) position->commit_lsn);
+	args[6] = LSNGetDatum((XLogRecPtr) position->lsn);
+	args[7] = TimestampTzGetDatum(position->commit_time);
+	args[8] = PointerGetDatum(construct_array(events, position->nevents, INT4OID, 4, true, TYPALIGN_INT));
 
 	offsets_spi_begin(&saved);
 	offsets_plan(&plan,
 				 "INSERT INTO eoingest.source_positions AS p"
-				 "       (job, topic, \"partition\", source_name, source_db, commit_lsn, lsn, commit_time)"
-				 " VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"
+				 "       (job, topic, \"partition\", source_name, source_db, commit_lsn, lsn, commit_time,"
+				 "        last_events)"
+				 " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"
 				 " ON CONFLICT (job, topic, \"partition\", source_name, source_db) DO UPDATE"
 				 "   SET commit_lsn = excluded.commit_lsn, lsn = excluded.lsn,"
-				 "       commit_time = excluded.commit_time, updated_at = pg_catalog.now()",
-				 8, types);
+				 "       commit_time = excluded.commit_time, last_events = excluded.last_events,"
+				 "       updated_at = pg_catalog.now()",
+				 9, types);
 	if (SPI_execute_plan(plan, args, NULL, false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "could not update eoingest.source_positions");
 	offsets_spi_end(&saved);

@@ -42,6 +42,8 @@ typedef struct EoiOffsetSourcePosition
 	uint64		commit_lsn;
 	uint64		lsn;
 	TimestampTz commit_time;
+	int			nevents;		/* the events applied at that position: */
+	uint32	   *events;			/* their fingerprints (cdcreplay.c) */
 } EoiOffsetSourcePosition;
 
 extern int	eoi_offsets_read_source_positions(const EoiJob *job,
