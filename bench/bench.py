@@ -250,13 +250,13 @@ def target_lines(summary, lat, paired=()):
     sinks = [s for s in summary if s["method"] == "connect_cdc" and s.get("rate")]
     if cdc and cdc_upsert:
         r = cdc["rate"] / cdc_upsert["rate"]
-        add("eoingest cdc envelope=debezium ≥ 0.5 × eoingest upsert of the same changes", r, 0.5,
+        add("eoingest cdc envelope=debezium ≥ 0.8 × eoingest upsert of the same changes", r, 0.8,
             f"{r:.2f} × upsert")
     if cdc and sinks:
         best = max(sinks, key=lambda s: s["rate"])
         r = cdc["rate"] / best["rate"]
-        add(f"eoingest cdc envelope=debezium ≥ 10 × Debezium JDBC sink, its best ({best['label']})",
-            r, 10, f"{r:.1f} × JDBC sink")
+        add(f"eoingest cdc envelope=debezium ≥ 20 × Debezium JDBC sink, its best ({best['label']})",
+            r, 20, f"{r:.1f} × JDBC sink")
     rss = [(s["rss_mb"], s["label"]) for s in summary if s["method"] == "eoingest" and s.get("rss_mb")
            and not s["options"]]
     if rss:
