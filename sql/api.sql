@@ -22,16 +22,16 @@ SELECT throws_ok(
     '42P01', 'target table "no_such_table" does not exist', 'missing target');
 SELECT throws_ok(
     format($$SELECT eoingest.create_job(name => 'api2', brokers => %L, topic => 'x', target => 'api_target', format => 'xml')$$, :'brokers'),
-    '22023', 'unknown format "xml"', 'unknown format');
+    '22023', 'unrecognized format "xml"', 'unknown format');
 SELECT throws_ok(
     format($$SELECT eoingest.create_job(name => 'api2', brokers => %L, topic => 'x', target => 'api_target', mode => 'twice')$$, :'brokers'),
-    '22023', 'unknown mode "twice"', 'unknown mode');
+    '22023', 'unrecognized mode "twice"', 'unknown mode');
 SELECT throws_ok(
     format($$SELECT eoingest.create_job(name => 'api2', brokers => %L, topic => 'x', target => 'api_target', start_offset => 'middle')$$, :'brokers'),
-    '22023', 'unknown start_offset "middle"', 'unknown start_offset');
+    '22023', 'unrecognized start_offset "middle"', 'unknown start_offset');
 SELECT throws_ok(
     format($$SELECT eoingest.create_job(name => 'api2', brokers => %L, topic => 'x', target => 'api_target', options => '{"no.such.property": 1}')$$, :'brokers'),
-    '22023', 'unknown Kafka client property "no.such.property"', 'unknown librdkafka property');
+    '22023', 'unrecognized Kafka client property "no.such.property"', 'unknown librdkafka property');
 SELECT throws_ok(
     format($$SELECT eoingest.create_job(name => 'api2', brokers => %L, topic => 'x', target => 'api_target', options => '{"fetch.wait.max.ms": "soon"}')$$, :'brokers'),
     '22023', 'invalid value for Kafka client property "fetch.wait.max.ms"', 'bad librdkafka value');

@@ -115,7 +115,7 @@ SELECT "offset", sqlstate, error FROM eoingest.dead_letters WHERE job = 'cdc_bad
 SELECT ok(test.wait_for($$SELECT array_agg(id) = '{3}' FROM cdc_trunc$$), 'truncate: the target is emptied, then 3 inserted');
 
 SELECT ok(test.wait_for($$SELECT state = 'failed' FROM eoingest.job_status WHERE name = 'cdc_fail'$$), 'fail: the job fails');
-SELECT ok((SELECT last_error LIKE '%unknown op "z"%offset 1%' FROM eoingest.job_status WHERE name = 'cdc_fail'),
+SELECT ok((SELECT last_error LIKE '%unrecognized op "z"%offset 1%' FROM eoingest.job_status WHERE name = 'cdc_fail'),
     'fail: with the error and the event''s position');
 SELECT is((SELECT count(*) FROM cdc_fail WHERE id = 3), 0::bigint, 'fail: nothing after the bad event is applied');
 

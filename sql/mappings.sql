@@ -96,7 +96,7 @@ SELECT results_eq($$SELECT t, d FROM map_ms ORDER BY id$$,
     'timestamp_unit milliseconds reads every number in milliseconds');
 SELECT throws_ok(
     format($$SELECT eoingest.create_job(name => 'map_bad', brokers => %L, topic => 'x', target => 'map_ms', format => 'json', timestamp_unit => 'weeks')$$, :'brokers'),
-    '22023', 'unknown timestamp_unit "weeks"', 'an unknown timestamp_unit is refused');
+    '22023', 'unrecognized timestamp_unit "weeks"', 'an unknown timestamp_unit is refused');
 
 -- CSV
 SELECT ok(test.wait_for($$SELECT next_offset = 5 FROM eoingest.offsets WHERE job = 'map_hdr'$$), 'header messages are consumed');

@@ -77,6 +77,6 @@ SELECT throws_ok(format($$SELECT eoingest.create_job(name => 'x', brokers => %L,
 SELECT throws_ok(format($$SELECT eoingest.create_job(name => 'x', brokers => %L, topic => 'x', target => 'kv', mode => 'upsert', key_columns => '{nope}')$$, :'brokers'),
     '42703', NULL, 'upsert key column that does not exist');
 SELECT throws_ok(format($$SELECT eoingest.create_job(name => 'x', brokers => %L, topic => 'x', target => 'kv', mode => 'upsert', key_format => 'xml')$$, :'brokers'),
-    '22023', 'unknown format "xml"', 'unknown key_format');
+    '22023', 'unrecognized format "xml"', 'unknown key_format');
 SELECT * FROM finish();
 SELECT eoingest.drop_job(name) FROM eoingest.jobs WHERE name IN ('upsert', 'tags', 'ik', 'nk', 'mk') ORDER BY name;

@@ -383,7 +383,7 @@ try_bulk(EoiChangeSet *cs, const int *rows, Op *const *ops, int nrows, bool prob
 	unprobed_relid = InvalidOid;
 	if (probe)
 		ereport(LOG,
-				(errmsg("eoingest: a concurrent writer inserted a key of the batch into \"%s\"; its rows go in with INSERT ... ON CONFLICT",
+				(errmsg("a concurrent writer inserted a key of the batch into \"%s\"; its rows go in with INSERT ... ON CONFLICT",
 						RelationGetRelationName(cs->rel)),
 				 errdetail_internal("%s", edata->message)));
 	FreeErrorData(edata);

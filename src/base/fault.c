@@ -25,7 +25,7 @@ fault_sleep(const char *point)
 	TimestampTz end = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), eoingest_fault_sleep_ms);
 
 	ereport(LOG,
-			(errmsg("eoingest: fault point \"%s\" reached, process %d sleeps for %d ms",
+			(errmsg("eoingest fault point \"%s\" reached, process %d sleeps for %d ms",
 					point, MyProcPid, eoingest_fault_sleep_ms)));
 	for (;;)
 	{
@@ -39,7 +39,7 @@ fault_sleep(const char *point)
 		CHECK_FOR_INTERRUPTS();
 	}
 	ereport(LOG,
-			(errmsg("eoingest: fault point \"%s\" passed, process %d goes on", point, MyProcPid)));
+			(errmsg("eoingest fault point \"%s\" passed, process %d goes on", point, MyProcPid)));
 }
 
 void
@@ -55,9 +55,9 @@ eoi_fault_fire(const char *point)
 	if (eoingest_fault_action == EOI_FAULT_ERROR)
 		ereport(ERROR,
 				(errcode(ERRCODE_INTERNAL_ERROR),
-				 errmsg("eoingest: fault point \"%s\" reached, raising an error", point)));
+				 errmsg("eoingest fault point \"%s\" reached, raising an error", point)));
 	ereport(LOG,
-			(errmsg("eoingest: fault point \"%s\" reached, killing process %d",
+			(errmsg("eoingest fault point \"%s\" reached, killing process %d",
 					point, MyProcPid)));
 	kill(MyProcPid, SIGKILL);
 	/* SIGKILL cannot be caught; don't go on in the meantime */

@@ -346,7 +346,7 @@ shown_reason(const char *base, const char *reason)
 	if (config.verbose)
 		return reason;
 	ereport(LOG,
-			(errmsg("eoingest: schema registry at %s could not be read: %s", base, reason)));
+			(errmsg("schema registry at %s could not be read: %s", base, reason)));
 	return "the reason is in the server log";
 }
 

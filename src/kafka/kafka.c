@@ -101,7 +101,7 @@ conf_set_or_error(rd_kafka_conf_t *conf, const char *name, const char *value)
 	if (res == RD_KAFKA_CONF_UNKNOWN)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("unknown Kafka client property \"%s\"", name),
+				 errmsg("unrecognized Kafka client property \"%s\"", name),
 				 errhint("options takes librdkafka consumer properties, see librdkafka's CONFIGURATION.md.")));
 	ereport(ERROR,
 			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),

@@ -57,10 +57,15 @@ eoi_kafka_pause(EoiKafka *kafka, const char *topic, int32 partition, bool pause)
 	rd_kafka_topic_partition_list_add(list, topic, partition);
 	err = pause ? rd_kafka_pause_partitions(kafka->rk, list) : rd_kafka_resume_partitions(kafka->rk, list);
 	rd_kafka_topic_partition_list_destroy(list);
+	if (err != RD_KAFKA_RESP_ERR_NO_ERROR && pause)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("could not pause partition %d of topic \"%s\": %s",
+						partition, topic, rd_kafka_err2str(err))));
 	if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
 		ereport(ERROR,
 				(errcode(ERRCODE_CONNECTION_FAILURE),
-				 errmsg("could not %s partition %d of topic \"%s\": %s", pause ? "pause" : "resume",
+				 errmsg("could not resume partition %d of topic \"%s\": %s",
 						partition, topic, rd_kafka_err2str(err))));
 }
 

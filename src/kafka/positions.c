@@ -338,7 +338,7 @@ eoi_check_start_offset(const char *start_offset)
 		FlushErrorState();
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("unknown start_offset \"%s\"", start_offset),
+				 errmsg("unrecognized start_offset \"%s\"", start_offset),
 				 errhint("Choose earliest, latest, a timestamp, or explicit offsets such as '{\"0\": 1200}'.")));
 	}
 	PG_END_TRY();

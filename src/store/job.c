@@ -70,7 +70,7 @@ eoi_parse_mode(const char *mode)
 	if (i < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("unknown mode \"%s\"", mode),
+				 errmsg("unrecognized mode \"%s\"", mode),
 				 errhint("Choose one of exactly_once, two_phase, upsert, at_least_once, at_most_once.")));
 	return (EoiMode) i;
 }
@@ -101,7 +101,7 @@ eoi_parse_format(const char *format)
 	if (i < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("unknown format \"%s\"", format),
+				 errmsg("unrecognized format \"%s\"", format),
 				 errhint("Choose one of text, csv, json, avro.")));
 	return (EoiFormat) i;
 }
@@ -114,7 +114,7 @@ eoi_parse_on_error(const char *on_error)
 	if (i < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("unknown on_error policy \"%s\"", on_error),
+				 errmsg("unrecognized on_error policy \"%s\"", on_error),
 				 errhint("Choose fail (stop the job on a bad record) or dead_letter.")));
 	return (EoiOnError) i;
 }
@@ -127,7 +127,7 @@ eoi_parse_timestamp_unit(const char *unit)
 	if (i < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("unknown timestamp_unit \"%s\"", unit),
+				 errmsg("unrecognized timestamp_unit \"%s\"", unit),
 				 errhint("Choose one of auto, seconds, milliseconds, microseconds, nanoseconds.")));
 	return (EoiTimestampUnit) i;
 }
@@ -147,7 +147,7 @@ eoi_parse_envelope(const char *envelope)
 		return EOI_ENVELOPE_DEBEZIUM;
 	ereport(ERROR,
 			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-			 errmsg("unknown envelope \"%s\"", envelope),
+			 errmsg("unrecognized envelope \"%s\"", envelope),
 			 errhint("Choose none (each message is a row) or debezium (each message is a change event).")));
 }
 
@@ -168,7 +168,7 @@ eoi_parse_cdc_mode(const char *cdc_mode)
 		return EOI_CDC_SOFT_DELETE;
 	ereport(ERROR,
 			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-			 errmsg("unknown cdc_mode \"%s\"", cdc_mode),
+			 errmsg("unrecognized cdc_mode \"%s\"", cdc_mode),
 			 errhint("Choose apply (the target holds the source's rows), history (every change appended as a row) or soft_delete (a delete marks the row).")));
 }
 
@@ -196,7 +196,7 @@ eoi_parse_on_truncate(const char *on_truncate)
 		return true;
 	ereport(ERROR,
 			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-			 errmsg("unknown on_truncate \"%s\"", on_truncate),
+			 errmsg("unrecognized on_truncate \"%s\"", on_truncate),
 			 errhint("Choose refuse (a truncate event is a bad record) or truncate (it truncates the target).")));
 }
 
@@ -209,7 +209,7 @@ eoi_parse_transactions(const char *transactions)
 		return true;
 	ereport(ERROR,
 			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-			 errmsg("unknown transactions \"%s\"", transactions),
+			 errmsg("unrecognized transactions \"%s\"", transactions),
 			 errhint("Choose batch (commits at batch boundaries) or source (commits at the source's transaction boundaries, from Debezium's transaction topic).")));
 }
 

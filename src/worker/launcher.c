@@ -185,8 +185,9 @@ fail_jobs_without_owner(void)
 		elog(ERROR, "could not check job owners: %s", SPI_result_code_string(ret));
 	if (SPI_processed > 0)
 		ereport(LOG,
-				(errmsg("eoingest: " UINT64_FORMAT " job(s) failed because their owner was dropped or lost LOGIN",
-						SPI_processed)));
+				(errmsg_plural("%d running job failed because its owner was dropped or lost LOGIN",
+							   "%d running jobs failed because their owner was dropped or lost LOGIN",
+							   (unsigned long) SPI_processed, (int) SPI_processed)));
 }
 
 /* Each running job's owner's worker limit, looked up once per owner. */
@@ -618,13 +619,14 @@ publish_waiting(EoiWaitingWorker *waiting, int nwaiting, int total_waiting, int 
 	if (total_waiting > logged_waiting && last_reason >= 0)
 		ereport(WARNING,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-				 errmsg("eoingest cannot start %d worker(s) of running jobs: %s",
-						total_waiting, reason[last_reason]),
+				 errmsg_plural("eoingest cannot start %d worker of running jobs: %s",
+							   "eoingest cannot start %d workers of running jobs: %s",
+							   total_waiting, total_waiting, reason[last_reason]),
 				 errdetail("They wait, in state \"waiting\" in eoingest.job_status, and start as soon as slots are free."),
 				 errhint("To run them all, %s.", hint[last_reason])));
 	else if (total_waiting == 0 && logged_waiting > 0)
 		ereport(LOG,
-				(errmsg("eoingest: no worker waits for a slot any more")));
+				(errmsg("no eoingest worker waits for a slot any more")));
 	logged_waiting = total_waiting;
 }
 
@@ -778,7 +780,7 @@ check_read_only(void)
 				 errhint("Turn default_transaction_read_only off; the jobs resume by themselves.")));
 	else if (was && !read_only)
 		ereport(LOG,
-				(errmsg("eoingest: the database is writable again, jobs resume")));
+				(errmsg("the database is writable again, eoingest jobs resume")));
 }
 
 /*
@@ -803,7 +805,7 @@ prune_dead_letters(void)
 	eoi_commit_work();
 	if (deleted > 0)
 		ereport(LOG,
-				(errmsg("eoingest: deleted %lld dead letters older than eoingest.dead_letter_retention (%d min)",
+				(errmsg("deleted %lld dead letters older than eoingest.dead_letter_retention (%d min)",
 						(long long) deleted, eoingest_dead_letter_retention)));
 	next_prune = deleted < PRUNE_LIMIT ?
 		TimestampTzPlusMilliseconds(GetCurrentTimestamp(), PRUNE_INTERVAL_MS) : 0;
@@ -908,7 +910,9 @@ tick_succeeded(void)
 {
 	if (failed_ticks > 0)
 		ereport(LOG,
-				(errmsg("eoingest launcher recovered after %d failed round(s)", failed_ticks)));
+				(errmsg_plural("eoingest launcher recovered after %d failed round",
+							   "eoingest launcher recovered after %d failed rounds",
+							   failed_ticks, failed_ticks)));
 	failed_ticks = 0;
 	if (last_tick_error != NULL)
 	{

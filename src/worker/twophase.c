@@ -225,9 +225,12 @@ finish_prepared(const char *gid, bool commit)
 		edata = CopyErrorData();
 		FlushErrorState();
 		AbortCurrentTransaction();
-		ereport(WARNING,
-				(errmsg("eoingest could not %s prepared transaction \"%s\": %s",
-						commit ? "commit" : "roll back", gid, edata->message)));
+		if (commit)
+			ereport(WARNING,
+					(errmsg("could not commit prepared transaction \"%s\": %s", gid, edata->message)));
+		else
+			ereport(WARNING,
+					(errmsg("could not roll back prepared transaction \"%s\": %s", gid, edata->message)));
 		FreeErrorData(edata);
 	}
 	PG_END_TRY();
@@ -255,11 +258,11 @@ resolve_job(int32 job_id, uint64 decided, uint64 keep_epoch, List *gids)
 			continue;
 		if (p->epoch <= decided)
 			ereport(LOG,
-					(errmsg("eoingest: committing in-doubt prepared transaction \"%s\" of decided epoch " UINT64_FORMAT,
+					(errmsg("committing in-doubt prepared transaction \"%s\" of decided epoch " UINT64_FORMAT,
 							p->gid, p->epoch)));
 		else
 			ereport(LOG,
-					(errmsg("eoingest: rolling back in-doubt prepared transaction \"%s\" (epoch " UINT64_FORMAT " was never decided)",
+					(errmsg("rolling back in-doubt prepared transaction \"%s\" (epoch " UINT64_FORMAT " was never decided)",
 							p->gid, p->epoch)));
 		finish_prepared(p->gid, p->epoch <= decided);
 	}
@@ -396,7 +399,7 @@ coord_abort_epoch(CoordState *st, EoiWorkerSlot **slots, int parallelism, const 
 	LWLockRelease(eoi_shared->lock);
 	st->abort_pending = false;
 	ereport(LOG,
-			(errmsg("eoingest: epoch " UINT64_FORMAT " of job %d rolled back: %s",
+			(errmsg("epoch " UINT64_FORMAT " of job %d rolled back: %s",
 					aborted, st->job_id, reason)));
 	wake_slots(slots, parallelism);
 }

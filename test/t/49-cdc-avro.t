@@ -135,7 +135,7 @@ check "cav_t's offset reaches the log end (10)" wait_until 60 "$at_end'cav_t'"
 is "$(sql "SELECT string_agg(id || ':' || coalesce(note, 'NULL'), ',' ORDER BY id) FROM cav")" \
   "2:updated,4:after truncate,30:moved" \
   "refused truncate: r, c, u, the key change 3 -> 30 (old key deleted), d, c after it; the tombstone skipped"
-is "$(sql "SELECT \"offset\" || ':' || sqlstate || ':' || (error LIKE '%unknown op \"x\"%' OR error LIKE '%refuses truncate%') FROM eoingest.dead_letters WHERE job = 'cav' ORDER BY \"offset\"" | tr '\n' ' ')" \
+is "$(sql "SELECT \"offset\" || ':' || sqlstate || ':' || (error LIKE '%unrecognized op \"x\"%' OR error LIKE '%refuses truncate%') FROM eoingest.dead_letters WHERE job = 'cav' ORDER BY \"offset\"" | tr '\n' ' ')" \
   "7:22023:true 8:22000:true " "the unknown op and the refused truncate are dead letters with their SQLSTATEs"
 is "$(sql "SELECT string_agg(id || ':' || coalesce(note, 'NULL'), ',' ORDER BY id) FROM cav_t") $(sql "SELECT string_agg(\"offset\"::text, ',') FROM eoingest.dead_letters WHERE job = 'cav_t'")" \
   "4:after truncate 7" "on_truncate => 'truncate' empties the target at the t event (two_phase); only the unknown op is a dead letter"

@@ -26,7 +26,7 @@ sql "SELECT pg_reload_conf()" >/dev/null
 check "with a retention of an hour the two older ones go, the recent one stays" wait_until 30 \
   "SELECT string_agg(\"offset\"::text, ',') = '2' FROM eoingest.dead_letters WHERE job = 'dl_ret'"
 check "the launcher says so" \
-  grep -q 'eoingest: deleted 2 dead letters older than eoingest.dead_letter_retention (60 min)' "$EOINGEST_RUN/pg.log"
+  grep -q 'deleted 2 dead letters older than eoingest.dead_letter_retention (60 min)' "$EOINGEST_RUN/pg.log"
 
 sql "ALTER SYSTEM RESET eoingest.dead_letter_retention" >/dev/null
 sql "SELECT pg_reload_conf()" >/dev/null
