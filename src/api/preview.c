@@ -11,6 +11,10 @@
  *	  the defaults of the columns the messages do not fill, constraints,
  *	  triggers, and which rows a key's later records replace.
  *
+ *	  With envelope debezium, each event's result is the change it makes
+ *	  (cdc.c's eoi_cdc_preview_event): its op and the rows it upserts,
+ *	  deletes or appends, as the text their columns will read.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -33,6 +37,7 @@
 #include "api/api_internal.h"
 #include "apply/target.h"
 #include "base/txn.h"
+#include "envelope/cdc.h"
 #include "format/decode.h"
 #include "kafka/kafka.h"
 #include "kafka/positions.h"
@@ -91,6 +96,8 @@ typedef struct PreviewStep
 	ExprContext *econtext;
 	MemoryContext scratch;		/* what decoding one message allocates */
 	rd_kafka_message_t *msg;
+	int			index;			/* its place among the messages read */
+	EoiCdcPreview *cdc;			/* envelope debezium: the dry run of its events */
 	Jsonb	   *row;			/* in scratch; NULL: the message makes no row */
 } PreviewStep;
 
@@ -160,12 +167,18 @@ check_previewable(const EoiJob *job)
 				 errmsg("eoingest.preview_job cannot preview job \"%s\": it has a transform", job->name),
 				 errdetail("A transform's rows exist only once its SQL runs over a batch."),
 				 errhint("Run the transform's query over eoingest.batch() in a transaction you roll back.")));
-	if (job->envelope != EOI_ENVELOPE_NONE)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("eoingest.preview_job cannot preview job \"%s\": it reads change events (envelope %s)",
-						job->name, eoi_envelope_name(job->envelope)),
-				 errhint("Read the topic with kcat or a job of envelope none into a scratch table.")));
+}
+
+/* Apply step->msg as a change event, nothing written; run in a subtransaction. */
+static void
+preview_event(void *arg)
+{
+	PreviewStep *step = arg;
+
+	step->row = NULL;
+	MemoryContextSwitchTo(step->scratch);	/* eoi_try_subxact switches back */
+	eoi_check_message_size(step->job, step->msg, rd_kafka_topic_name(step->msg->rkt));
+	step->row = eoi_cdc_preview_event(step->cdc, step->index);
 }
 
 /*
@@ -291,12 +304,18 @@ decode_messages(ReturnSetInfo *rsinfo, const EoiJob *job, PreviewRead *r)
 	EState	   *estate = CreateExecutorState();
 	Relation	rel;
 	PreviewStep step = {0};
+	EoiBatch	batch = {r->messages, r->n, NULL, job->format, job->key_format};
 
 	step.job = job;
 	eoi_become_job_owner(job, &saved);
-	rel = eoi_open_job_target(job, AccessShareLock);
-	step.cols = eoi_columns_for(rel, &mapping, estate);
-	step.writer = preview_writer(rel, step.cols, &step.desc);
+	rel = job->target != NULL ? eoi_open_job_target(job, AccessShareLock) : NULL;
+	if (job->envelope == EOI_ENVELOPE_DEBEZIUM)
+		step.cdc = eoi_cdc_preview_begin(job, &batch);
+	else
+	{
+		step.cols = eoi_columns_for(rel, &mapping, estate);
+		step.writer = preview_writer(rel, step.cols, &step.desc);
+	}
 	step.econtext = GetPerTupleExprContext(estate);
 	step.scratch = AllocSetContextCreate(CurrentMemoryContext, "eoingest preview message",
 										 ALLOCSET_DEFAULT_SIZES);
@@ -305,7 +324,8 @@ decode_messages(ReturnSetInfo *rsinfo, const EoiJob *job, PreviewRead *r)
 		ErrorData  *edata;
 
 		step.msg = r->messages[i];
-		edata = eoi_try_subxact(decode_one, &step);
+		step.index = i;
+		edata = eoi_try_subxact(step.cdc != NULL ? preview_event : decode_one, &step);
 		if (edata != NULL && (edata->sqlerrcode == ERRCODE_QUERY_CANCELED ||
 							  edata->sqlerrcode == ERRCODE_ADMIN_SHUTDOWN))
 			ReThrowError(edata);
@@ -316,7 +336,10 @@ decode_messages(ReturnSetInfo *rsinfo, const EoiJob *job, PreviewRead *r)
 		MemoryContextReset(step.scratch);
 		CHECK_FOR_INTERRUPTS();
 	}
-	table_close(rel, AccessShareLock);
+	if (step.cdc != NULL)
+		eoi_cdc_preview_end(step.cdc);
+	if (rel != NULL)
+		table_close(rel, AccessShareLock);
 	FreeExecutorState(estate);
 	eoi_restore_user(&saved);
 }

@@ -610,6 +610,76 @@ eoi_changes_nulled(EoiChangeSet *cs, const int **messages)
 	return cs->nnulled;
 }
 
+/* Push `name`: {column: text or null, ...} of row `row` of `aw`, leaving out the values kept. */
+static void
+describe_row(JsonbParseState **state, const char *name, ArrayWriter *aw, int row, EoiColumns *cols,
+			 bool kept_is_null)
+{
+	JsonbValue	v;
+
+	v.type = jbvString;
+	v.val.string.val = (char *) name;
+	v.val.string.len = strlen(name);
+	(void) pushJsonbValue(state, WJB_BEGIN_OBJECT, NULL);
+	(void) pushJsonbValue(state, WJB_KEY, &v);
+	(void) pushJsonbValue(state, WJB_BEGIN_OBJECT, NULL);
+	for (int c = 0; c < aw->ncols; c++)
+	{
+		char	   *cellv = cell(aw, row, c);
+
+		if (cellv == eoi_unchanged_value && !kept_is_null)
+			continue;
+		v.type = jbvString;
+		v.val.string.val = cols->colnames[c];
+		v.val.string.len = strlen(cols->colnames[c]);
+		(void) pushJsonbValue(state, WJB_KEY, &v);
+		if (cellv == NULL || cellv == eoi_unchanged_value)
+			v.type = jbvNull;
+		else
+		{
+			v.val.string.val = cellv;
+			v.val.string.len = strlen(cellv);
+		}
+		(void) pushJsonbValue(state, WJB_VALUE, &v);
+	}
+	(void) pushJsonbValue(state, WJB_END_OBJECT, NULL);
+	(void) pushJsonbValue(state, WJB_END_OBJECT, NULL);
+}
+
+/*
+ * A dry run (api/preview.c): the changes added since the last apply, in the
+ * order added, each an element pushed into the array `state` is building:
+ * {"upsert": {column: text, ...}} (a row inserted, or replacing the row of
+ * its key), {"delete": {key column: text, ...}}, or {"append": {...}} (a
+ * set without key).  A value the change keeps (eoi_unchanged_value) is
+ * left out of an upsert, and null in an append.  The texts are what the columns' input functions will read.
+ */
+void
+eoi_changes_describe(EoiChangeSet *cs, JsonbParseState **state)
+{
+	for (int i = 0; i < cs->nops; i++)
+	{
+		Op		   *op = &cs->ops[i];
+
+		if (op->is_delete)
+			describe_row(state, "delete", &cs->tombstones, op->row, cs->keys, false);
+		else
+			describe_row(state, cs->append ? "append" : "upsert", &cs->values, op->row, cs->cols,
+						 cs->append);
+	}
+}
+
+/* Forget the changes added since the last apply (a dry run's, or a failed message's). */
+void
+eoi_changes_forget(EoiChangeSet *cs)
+{
+	cs->nops = 0;
+	cs->values.nrows = 0;
+	cs->values.has_unchanged = false;
+	cs->tombstones.nrows = 0;
+	cs->nnulled = 0;
+}
+
 /* Where to decode a row to upsert; then eoi_changes_add_upsert(). */
 EoiRowWriter *
 eoi_changes_row_writer(EoiChangeSet *cs)

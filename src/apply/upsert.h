@@ -13,6 +13,7 @@
 #include "kafka/batch.h"
 
 #include "format/decode.h"
+#include "utils/jsonb.h"
 #include "utils/relcache.h"
 
 /* eoingest.upsert_path (hidden, for tests): bulk when the target allows, or always ON CONFLICT. */
@@ -44,6 +45,8 @@ extern void eoi_changes_add_delete(EoiChangeSet *cs);
 extern uint64 eoi_changes_apply(EoiChangeSet *cs);
 extern void eoi_changes_at_message(EoiChangeSet *cs, int message);
 extern int	eoi_changes_nulled(EoiChangeSet *cs, const int **messages);
+extern void eoi_changes_describe(EoiChangeSet *cs, JsonbParseState **state);
+extern void eoi_changes_forget(EoiChangeSet *cs);
 
 /*
  * A field written to a change set's row writer with this pointer as its

@@ -443,6 +443,7 @@ add_history(CdcContext *cx, rd_kafka_message_t *msg, EventJson *ev, JsonbContain
 	EoiRowWriter *w = eoi_changes_row_writer(cx->changes);
 	JsonbContainer *image = NULL;
 	JsonbContainer *schema = NULL;
+	JsonbContainer *source = NULL;
 	int			kind = IMAGE_AFTER;
 	HistoryMeta meta;
 
@@ -480,7 +481,7 @@ add_history(CdcContext *cx, rd_kafka_message_t *msg, EventJson *ev, JsonbContain
 	else if (strcmp(op, "t") != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("change event has unknown op \"%s\"", op),
+				 errmsg("change event has unrecognized op \"%s\"", op),
 				 errhint("A Debezium change event has op c, r, u, d or t.")));
 
 	if (image != NULL)
@@ -499,8 +500,12 @@ add_history(CdcContext *cx, rd_kafka_message_t *msg, EventJson *ev, JsonbContain
 		for (int c = 0; c < cx->cols->ncolumns; c++)
 			w->field(w, c, NULL, 0);
 
-	event = event ? event : eoi_cdc_payload_object(routes, ev);
-	eoi_cdc_history_source(event ? eoi_cdc_json_get_object(event, "source") : NULL, &meta);
+	/* the source block: of the parsed event, or parsed alone from its text */
+	if (event != NULL)
+		source = eoi_cdc_json_get_object(event, "source");
+	else if (ev->source_text != NULL)
+		source = &eoi_cdc_parse_json(ev->source_text, ev->source_len)->root;
+	eoi_cdc_history_source(source, &meta);
 	meta.op = op;
 	meta.topic = eoi_message_topic(routes->position->batch, routes->position->current);
 	meta.partition = msg->partition;
@@ -528,6 +533,12 @@ truncate_target(CdcContext *cx)
 				 errmsg("change event truncates the source table, and job \"%s\" refuses truncate events",
 						cx->job->name),
 				 errhint("To let truncate events empty the target, alter the job with on_truncate => 'truncate'; then replay this dead letter.")));
+	if (cx->routes->dry_run)
+	{
+		cx->routes->truncated = cx->target;
+		return;
+	}
+
 	/*
 	 * The changes before the truncate go first, and are deleted with the
 	 * rest; an error in them is not the truncate event's.
@@ -667,6 +678,7 @@ apply_event(CdcRoutes *routes, rd_kafka_message_t *msg)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("change event has no \"op\""),
 				 errhint("A Debezium change event has op c, r, u, d or t.")));
+	routes->op = op;
 	if (routes->replays != NULL && event_position(routes, &ev, op, &pos))
 	{
 		pos.fingerprint = eoi_source_event_fingerprint(op, msg->key, msg->key_len);
@@ -753,7 +765,7 @@ apply_event(CdcRoutes *routes, rd_kafka_message_t *msg)
 	else
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("change event has unknown op \"%s\"", op),
+				 errmsg("change event has unrecognized op \"%s\"", op),
 				 errhint("A Debezium change event has op c, r, u, d or t.")));
 	return true;
 }
@@ -785,7 +797,7 @@ open_target(CdcRoutes *routes, const char *target)
 	cx->target = target;
 	cx->position = routes->position;
 	cx->routes = routes;
-	cx->rel = eoi_open_job_target(tjob, RowExclusiveLock);
+	cx->rel = eoi_open_job_target(tjob, routes->dry_run ? AccessShareLock : RowExclusiveLock);
 	cx->econtext = GetPerTupleExprContext(routes->estate);
 	cx->mapping = eoi_job_mapping(job);
 	/*
@@ -1016,4 +1028,131 @@ eoi_cdc_batch(const EoiJob *job, EoiBatch *batch)
 	for (int i = 0; i < routes.ncontexts; i++)
 		table_close(routes.contexts[i]->rel, NoLock);
 	return processed;
+}
+
+/* ---- a dry run (api/preview.c) ---- */
+
+struct EoiCdcPreview
+{
+	CdcRoutes	routes;
+	EventPosition position;
+};
+
+/*
+ * Begin a dry run of the change events of `batch`, as the job's owner.
+ * Every target is opened now: one opened in a message's subtransaction
+ * would be closed with it.  Events are applied as if new: the replay
+ * filter is not consulted.
+ */
+EoiCdcPreview *
+eoi_cdc_preview_begin(const EoiJob *job, EoiBatch *batch)
+{
+	EoiCdcPreview *p = palloc0(sizeof(EoiCdcPreview));
+	CdcRoutes  *routes = &p->routes;
+
+	p->position.batch = batch;
+	p->position.current = -1;
+	routes->job = job;
+	routes->position = &p->position;
+	routes->estate = CreateExecutorState();
+	routes->cxt = CurrentMemoryContext;
+	routes->dry_run = true;
+	if (job->targets == NULL)
+		(void) open_target(routes, job->target);
+	else
+	{
+		JsonbIterator *it = JsonbIteratorInit(&job->targets->root);
+		JsonbValue	v;
+		JsonbIteratorToken tok;
+
+		while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+		{
+			char	   *target;
+			bool		open = false;
+
+			if (tok != WJB_VALUE || v.type != jbvString)
+				continue;
+			target = pnstrdup(v.val.string.val, v.val.string.len);
+			for (int i = 0; i < routes->ncontexts; i++)
+				open |= (strcmp(routes->contexts[i]->target, target) == 0);
+			if (!open)
+				(void) open_target(routes, target);
+		}
+	}
+	return p;
+}
+
+/*
+ * What message `message` would change: {"op": ..., "changes": [...]} (see
+ * eoi_changes_describe; a truncate is {"truncate": target}), or NULL for
+ * one that changes nothing (a tombstone, a message of the transaction
+ * topic).  Errors are the message's, as the job would raise them.
+ */
+Jsonb *
+eoi_cdc_preview_event(EoiCdcPreview *p, int message)
+{
+	CdcRoutes  *routes = &p->routes;
+	EoiBatch   *batch = p->position.batch;
+	rd_kafka_message_t *msg = batch->messages[message];
+	ErrorContextCallback errcb;
+	JsonbParseState *state = NULL;
+	JsonbValue	v;
+	bool		applied;
+
+	if (msg->payload == NULL ||
+		(routes->job->txn_topic != NULL &&
+		 strcmp(eoi_message_topic(batch, message), routes->job->txn_topic) == 0))
+		return NULL;
+	/* what an earlier message left, had it failed half-way */
+	for (int i = 0; i < routes->ncontexts; i++)
+		eoi_changes_forget(routes->contexts[i]->changes);
+	routes->op = NULL;
+	routes->truncated = NULL;
+	p->position.current = message;
+	errcb.callback = event_error_callback;
+	errcb.arg = &p->position;
+	errcb.previous = error_context_stack;
+	error_context_stack = &errcb;
+	applied = apply_event(routes, msg);
+	error_context_stack = errcb.previous;
+	p->position.current = -1;
+	if (!applied)
+		return NULL;
+
+	(void) pushJsonbValue(&state, WJB_BEGIN_OBJECT, NULL);
+	v.type = jbvString;
+	v.val.string.val = "op";
+	v.val.string.len = 2;
+	(void) pushJsonbValue(&state, WJB_KEY, &v);
+	v.val.string.val = (char *) routes->op;
+	v.val.string.len = strlen(routes->op);
+	(void) pushJsonbValue(&state, WJB_VALUE, &v);
+	if (routes->truncated != NULL)
+	{
+		v.val.string.val = "truncate";
+		v.val.string.len = strlen("truncate");
+		(void) pushJsonbValue(&state, WJB_KEY, &v);
+		v.val.string.val = (char *) routes->truncated;
+		v.val.string.len = strlen(routes->truncated);
+		(void) pushJsonbValue(&state, WJB_VALUE, &v);
+	}
+	v.val.string.val = "changes";
+	v.val.string.len = strlen("changes");
+	(void) pushJsonbValue(&state, WJB_KEY, &v);
+	(void) pushJsonbValue(&state, WJB_BEGIN_ARRAY, NULL);
+	for (int i = 0; i < routes->ncontexts; i++)
+	{
+		eoi_changes_describe(routes->contexts[i]->changes, &state);
+		eoi_changes_forget(routes->contexts[i]->changes);
+	}
+	(void) pushJsonbValue(&state, WJB_END_ARRAY, NULL);
+	return JsonbValueToJsonb(pushJsonbValue(&state, WJB_END_OBJECT, NULL));
+}
+
+void
+eoi_cdc_preview_end(EoiCdcPreview *p)
+{
+	FreeExecutorState(p->routes.estate);
+	for (int i = 0; i < p->routes.ncontexts; i++)
+		table_close(p->routes.contexts[i]->rel, NoLock);
 }

@@ -13,9 +13,17 @@
 #include "kafka/batch.h"
 
 #include "nodes/pg_list.h"
+#include "utils/jsonb.h"
 #include "utils/relcache.h"
 
 extern uint64 eoi_cdc_batch(const EoiJob *job, EoiBatch *batch);
+
+/* A dry run of change events (api/preview.c): what each would change. */
+typedef struct EoiCdcPreview EoiCdcPreview;
+
+extern EoiCdcPreview *eoi_cdc_preview_begin(const EoiJob *job, EoiBatch *batch);
+extern Jsonb *eoi_cdc_preview_event(EoiCdcPreview *preview, int message);
+extern void eoi_cdc_preview_end(EoiCdcPreview *preview);
 
 /* The columns cdc_mode history fills in each row it appends (cdcmode.c). */
 typedef enum EoiHistoryColumn

@@ -190,6 +190,9 @@ typedef struct CdcRoutes
 	char	   *scratch;		/* jsonscan.c's, for the wrapper's keys */
 	size_t		scratch_size;
 	EoiReplayFilter *replays;	/* NULL for dead letters being replayed */
+	bool		dry_run;		/* a preview: nothing is written */
+	const char *op;				/* dry run: the op of the event last applied */
+	const char *truncated;		/* dry run: the target its truncate event empties */
 } CdcRoutes;
 /*
  * The members of an object that one scan looks for (jsonscan.c hands each

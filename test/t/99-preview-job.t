@@ -3,11 +3,12 @@
 # workers would, decodes each as the job does and returns its row or its
 # error with the position, and writes nothing, moves no offset; a running
 # job's stored offsets are where it starts; the owner only; a transform is
-# refused with a hint; bad arguments are refused.
+# refused with a hint; bad arguments are refused.  With envelope debezium,
+# each event's op and the changes it would make.
 set -euo pipefail
 . "$(dirname "$0")/../lib/tap.sh"
 
-plan 12
+plan 15
 sql "CREATE EXTENSION IF NOT EXISTS eoingest" >/dev/null 2>&1
 topic=pv_$$
 eoi-kafka create-topic "$topic" 1 >/dev/null
@@ -61,6 +62,43 @@ sql "CREATE ROLE pv_other_$$ LOGIN; GRANT USAGE ON SCHEMA eoingest TO pv_other_$
 out=$(psql -XAtq -U "pv_other_$$" -c "SELECT * FROM eoingest.preview_job('pv')" 2>&1 || true)
 case "$out" in *'must be owner of eoingest job "pv"'*) ok 0 "another role may not preview the job" ;; *) ok 1 "another role may not preview the job"; diag "$out" ;; esac
 
+# envelope debezium: each event's op and the changes it makes, nothing written (test/cdc/modes.events:
+# r, c, u with an unchanged TOASTed value, c, u moving key 3 to 30, d, a tombstone, d by message key, d,
+# c; then an event of an unrecognized op)
+dtopic=pvd_$$
+eoi-kafka create-topic "$dtopic" 1 >/dev/null
+eoi-kafka produce -K -z -p 0 "$dtopic" <"$(dirname "$0")/../cdc/modes.events" >/dev/null
+printf '{"id":7}\t{"before":null,"after":{"id":7},"op":"x"}\n' | eoi-kafka produce -K -z -p 0 "$dtopic" >/dev/null
+sql "CREATE TABLE pv_d (id int PRIMARY KEY, name text, note text);
+     CREATE TABLE pv_h (id int, name text, note text, __op text, __source_ts timestamptz, __source_lsn pg_lsn,
+                        __topic text, __partition int, __offset bigint);
+     SELECT eoingest.create_job(name => 'pvd', brokers => '$KAFKA_BROKERS', topic => '$dtopic', target => 'pv_d',
+            format => 'json', envelope => 'debezium');
+     SELECT eoingest.create_job(name => 'pvh', brokers => '$KAFKA_BROKERS', topic => '$dtopic', target => 'pv_h',
+            format => 'json', envelope => 'debezium', cdc_mode => 'history')" >/dev/null
+is "$(sql "SELECT string_agg(\"offset\" || ' ' || coalesce(decoded::text, sqlstate, '-'), E'\n' ORDER BY \"offset\")
+             FROM eoingest.preview_job('pvd', messages => 20, timeout => '2 s')")" \
+'0 {"op": "r", "changes": [{"upsert": {"id": "1", "name": "a", "note": "n1"}}]}
+1 {"op": "c", "changes": [{"upsert": {"id": "2", "name": "b", "note": "n2"}}]}
+2 {"op": "u", "changes": [{"upsert": {"id": "1", "name": "a2"}}]}
+3 {"op": "c", "changes": [{"upsert": {"id": "3", "name": "c", "note": "n3"}}]}
+4 {"op": "u", "changes": [{"delete": {"id": "3"}}, {"upsert": {"id": "30", "name": "c moved", "note": "n3"}}]}
+5 {"op": "d", "changes": [{"delete": {"id": "2"}}]}
+6 -
+7 {"op": "d", "changes": [{"delete": {"id": "30"}}]}
+8 {"op": "d", "changes": [{"delete": {"id": "4"}}]}
+9 {"op": "c", "changes": [{"upsert": {"id": "5", "name": "e", "note": "n5"}}]}
+10 22023' \
+  "envelope debezium: each event's op and changes (a kept TOASTed value left out), a tombstone none, a bad op its error"
+is "$(sql "SELECT string_agg(\"offset\" || ' ' || coalesce((decoded->'changes'->0->'append')::text, '-'), E'\n' ORDER BY \"offset\")
+             FROM eoingest.preview_job('pvh', messages => 3, timeout => '2 s')")" \
+'0 {"id": "1", "__op": "r", "name": "a", "note": "n1", "__topic": "'$dtopic'", "__offset": "0", "__partition": "0", "__source_ts": "2023-11-14 22:13:20+00", "__source_lsn": "0/64"}
+1 {"id": "2", "__op": "c", "name": "b", "note": "n2", "__topic": "'$dtopic'", "__offset": "1", "__partition": "0", "__source_ts": "2023-11-14 22:13:21+00", "__source_lsn": "0/C8"}
+2 {"id": "1", "__op": "u", "name": "a2", "note": null, "__topic": "'$dtopic'", "__offset": "2", "__partition": "0", "__source_ts": "2023-11-14 22:13:22+00", "__source_lsn": "0/12C"}' \
+  "cdc_mode history: the row each event appends, a kept TOASTed value null"
+is "$(sql "SELECT (SELECT count(*) FROM pv_d) + (SELECT count(*) FROM pv_h) + (SELECT count(*) FROM eoingest.offsets WHERE job IN ('pvd', 'pvh'))")" \
+  "0" "envelope debezium: nothing written, no offset stored"
+
 sql "SELECT eoingest.create_job(name => 'pvt', brokers => '$KAFKA_BROKERS', topic => '$topic',
             transform => 'INSERT INTO pv_t SELECT NULL, \"offset\", 0 FROM eoingest.batch()')" >/dev/null
 out=$(sql "SELECT * FROM eoingest.preview_job('pvt')" 2>&1 || true)
@@ -72,5 +110,6 @@ out=$(sql "SELECT * FROM eoingest.preview_job('nope')" 2>&1 || true)
 case "$out" in *'eoingest job "nope" does not exist'*) ok 0 "an unknown job is refused" ;; *) ok 1 "an unknown job is refused"; diag "$out" ;; esac
 
 sql "SELECT eoingest.drop_job('pv'); SELECT eoingest.drop_job('pvj'); SELECT eoingest.drop_job('pvt');
-     DROP TABLE pv_t, pv_j; DROP OWNED BY pv_other_$$; DROP ROLE pv_other_$$" >/dev/null 2>&1
+     SELECT eoingest.drop_job('pvd'); SELECT eoingest.drop_job('pvh');
+     DROP TABLE pv_t, pv_j, pv_d, pv_h; DROP OWNED BY pv_other_$$; DROP ROLE pv_other_$$" >/dev/null 2>&1
 done_testing
