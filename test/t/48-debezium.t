@@ -16,7 +16,9 @@
 # reader polls its targets: no poll may see a state that breaks the source's per-transaction invariants,
 # not even while Debezium sends part of the stream again after Connect's SIGKILL (eoingest skips it).
 # A fifth job keeps dbz_b's history (cdc_mode => 'history') in dbz_b_hist: the last change of each key
-# since the last truncate is the source's row, and no change is there twice.
+# since the last truncate is the source's row, and no change is there twice. A sixth keeps dbz_a with
+# soft deletes (cdc_mode => 'soft_delete') in dbz_a_soft: its rows not marked deleted are the source's, and
+# no row marked deleted is in the source.
 # EOINGEST_LONG=1: a longer workload ($DBZ_SECONDS) with more kills.
 set -euo pipefail
 . "$(dirname "$0")/../lib/tap.sh"
@@ -52,7 +54,7 @@ trap cleanup EXIT
 trap 'exit 1' INT TERM
 
 "$EOINGEST_TEST_DIR/connect.sh" fetch debezium-postgres >/dev/null
-plan 35
+plan 39
 
 # ---- the source: a fresh cluster with wal_level = logical, the tables, a publication, a snapshot's worth of rows
 src_pg stop-immediate >/dev/null 2>&1 || true
@@ -70,7 +72,7 @@ src "ALTER TABLE dbz_b REPLICA IDENTITY FULL;
 
 # ---- the target, the topics and the jobs
 sql "CREATE EXTENSION IF NOT EXISTS eoingest" >/dev/null 2>&1
-sql "DROP TABLE IF EXISTS dbz_a, dbz_b, dbz_t, dbz_a_plain, dbz_acct, dbz_xfer, dbz_b_hist CASCADE; DROP TYPE IF EXISTS dbz_mood" >/dev/null
+sql "DROP TABLE IF EXISTS dbz_a, dbz_b, dbz_t, dbz_a_plain, dbz_acct, dbz_xfer, dbz_b_hist, dbz_a_soft CASCADE; DROP TYPE IF EXISTS dbz_mood" >/dev/null
 sql - <"$work/schema.sql" >/dev/null
 sql "CREATE TABLE dbz_a_plain (LIKE dbz_a INCLUDING ALL)" >/dev/null
 # dbz_b's change log, and the rows it says dbz_b holds now: each key's last change after the last truncate
@@ -82,7 +84,10 @@ sql "CREATE TABLE dbz_b_hist (LIKE dbz_a, __op text, __source_ts timestamptz, __
          FROM (SELECT DISTINCT ON (id) * FROM dbz_b_hist
                 WHERE __offset > coalesce((SELECT max(__offset) FROM dbz_b_hist WHERE __op = 't'), -1)
                 ORDER BY id, __offset DESC) last
-        WHERE __op <> 'd'" >/dev/null
+        WHERE __op <> 'd';
+     CREATE TABLE dbz_a_soft (LIKE dbz_a INCLUDING ALL, __deleted boolean NOT NULL DEFAULT false);
+     CREATE VIEW dbz_a_soft_now AS
+       SELECT id, amount, big, ts, ts0, d, t, u, j, b, ints, texts, m, f8, flag, note FROM dbz_a_soft WHERE NOT __deleted" >/dev/null
 eoi-kafka create-topic dbz.public.dbz_a 3 >/dev/null
 eoi-kafka create-topic dbz.public.dbz_b 1 >/dev/null
 eoi-kafka create-topic dbz.public.dbz_t 1 >/dev/null
@@ -109,7 +114,10 @@ sql "SELECT eoingest.create_job(name => 'dbz_a', brokers => '$KAFKA_BROKERS', to
      SELECT eoingest.create_job(name => 'dbz_h', brokers => '$KAFKA_BROKERS', topic => 'dbz.public.dbz_b',
         target => 'dbz_b_hist', format => 'json', envelope => 'debezium', cdc_mode => 'history', on_error => 'fail',
         batch_size => 200, batch_timeout_ms => 200);
-     SELECT eoingest.start_job('dbz_x'); SELECT eoingest.start_job('dbz_h');
+     SELECT eoingest.create_job(name => 'dbz_s', brokers => '$KAFKA_BROKERS', topic => 'dbz.public.dbz_a',
+        target => 'dbz_a_soft', format => 'json', envelope => 'debezium', cdc_mode => 'soft_delete', on_error => 'fail',
+        batch_size => 200, batch_timeout_ms => 200);
+     SELECT eoingest.start_job('dbz_x'); SELECT eoingest.start_job('dbz_h'); SELECT eoingest.start_job('dbz_s');
      SELECT eoingest.start_job('dbz_a'); SELECT eoingest.start_job('dbz_b'); SELECT eoingest.start_job('dbz_t');
      SELECT eoingest.start_job('dbz_p')" >/dev/null
 
@@ -260,6 +268,7 @@ check "dbz_b's offsets reach the log end" wait_until 180 "$(offsets_at_end dbz_b
 check "dbz_t's offsets reach the log end" wait_until 60 "$(offsets_at_end dbz_t dbz.public.dbz_t)"
 check "dbz_p's offsets reach the log end of every partition" wait_until 180 "$(offsets_at_end dbz_p dbzp.public.dbz_a)"
 check "dbz_h's offsets reach the log end" wait_until 180 "$(offsets_at_end dbz_h dbz.public.dbz_b)"
+check "dbz_s's offsets reach the log end of every partition" wait_until 180 "$(offsets_at_end dbz_s dbz.public.dbz_a)"
 check "dbz_x's offsets reach the log end of every partition of its three topics" wait_until 180 \
   "$(offsets_at_end dbz_x dbz.transaction dbz.public.dbz_acct dbz.public.dbz_xfer)"
 is "$(sql "SELECT count(*) FROM dbz_t WHERE big = '__debezium_unavailable_value'")" 0 \
@@ -268,7 +277,7 @@ is "$(sql "SELECT count(*) FROM eoingest.dead_letters WHERE job = 'dbz_t'") $(sq
   "0 0 $(src "SELECT string_agg(id || ':' || n || ':' || md5(big), ',' ORDER BY id) FROM dbz_t")" \
   "dbz_t: the two updates that leave the TOASTed value unchanged keep it; the copy is the source, no dead letter"
 
-failed=$(sql "SELECT string_agg(name || ': ' || coalesce(last_error, ''), '; ') FROM eoingest.job_status WHERE name IN ('dbz_a', 'dbz_b', 'dbz_t', 'dbz_p', 'dbz_x', 'dbz_h') AND state = 'failed'")
+failed=$(sql "SELECT string_agg(name || ': ' || coalesce(last_error, ''), '; ') FROM eoingest.job_status WHERE name IN ('dbz_a', 'dbz_b', 'dbz_t', 'dbz_p', 'dbz_x', 'dbz_h', 'dbz_s') AND state = 'failed'")
 [ -z "$failed" ] || diag "failed: $failed"
 
 # ---- every column of every row
@@ -277,7 +286,7 @@ dump() {
   shift
   PGTZ=UTC psql -XAtq -v ON_ERROR_STOP=1 "$@" -c "COPY (SELECT * FROM $tbl ORDER BY id) TO STDOUT"
 }
-for pair in dbz_a:dbz_a dbz_b:dbz_b dbz_a:dbz_a_plain dbz_acct:dbz_acct dbz_xfer:dbz_xfer dbz_b:dbz_b_hist_now; do
+for pair in dbz_a:dbz_a dbz_b:dbz_b dbz_a:dbz_a_plain dbz_acct:dbz_acct dbz_xfer:dbz_xfer dbz_b:dbz_b_hist_now dbz_a:dbz_a_soft_now; do
   tbl=${pair#*:}
   dump "${pair%%:*}" -p "$DBZ_SRC_PORT" | sort >"$run/$tbl.source"
   dump "$tbl" | sort >"$run/$tbl.target"
@@ -295,14 +304,16 @@ dups=$(sql "SELECT string_agg(__op || ' ' || coalesce(id::text, '-') || ' at ' |
 [ -z "$dups" ] || diag "dbz_b_hist twice: $dups"
 is "$(sql "SELECT count(*) FROM (SELECT FROM dbz_b_hist GROUP BY __source_lsn, __op, id HAVING count(*) > 1) x")" 0 \
   "dbz_b_hist: no change twice, though the workers were killed and Debezium sent part of the stream again ($(sql "SELECT string_agg(__op || ' ' || n, ', ' ORDER BY __op) FROM (SELECT __op, count(*) n FROM dbz_b_hist GROUP BY 1) x"))"
-states=$(sql "SELECT string_agg(DISTINCT state, ',') FROM eoingest.job_status WHERE name IN ('dbz_a', 'dbz_b', 'dbz_p', 'dbz_x', 'dbz_h')")
-is "$(sql "SELECT count(*) FROM eoingest.dead_letters WHERE job IN ('dbz_a', 'dbz_b', 'dbz_p', 'dbz_x', 'dbz_h')") $states" \
-  "0 running" "no dead letters, the five jobs running"
+is "$(sql "SELECT count(*) FILTER (WHERE __deleted) > 0 AND count(*) FILTER (WHERE __deleted AND id IN (SELECT id FROM dbz_a)) = 0 FROM dbz_a_soft")" t \
+  "dbz_a_soft: rows marked deleted ($(sql "SELECT count(*) FROM dbz_a_soft WHERE __deleted")), none of them in the source"
+states=$(sql "SELECT string_agg(DISTINCT state, ',') FROM eoingest.job_status WHERE name IN ('dbz_a', 'dbz_b', 'dbz_p', 'dbz_x', 'dbz_h', 'dbz_s')")
+is "$(sql "SELECT count(*) FROM eoingest.dead_letters WHERE job IN ('dbz_a', 'dbz_b', 'dbz_p', 'dbz_x', 'dbz_h', 'dbz_s')") $states" \
+  "0 running" "no dead letters, the six jobs running"
 [ "$states" = running ] ||
   diag "$(sql "SELECT name || ' ' || worker || ' ' || state || ': ' || coalesce(last_error, '') FROM eoingest.job_status
-               WHERE name IN ('dbz_a', 'dbz_b', 'dbz_p', 'dbz_x', 'dbz_h') AND state <> 'running'")"
+               WHERE name IN ('dbz_a', 'dbz_b', 'dbz_p', 'dbz_x', 'dbz_h', 'dbz_s') AND state <> 'running'")"
 
 diag "48-debezium: $((SECONDS)) s in all"
-sql "SELECT eoingest.drop_job('dbz_a'); SELECT eoingest.drop_job('dbz_b'); SELECT eoingest.drop_job('dbz_t'); SELECT eoingest.drop_job('dbz_p'); SELECT eoingest.drop_job('dbz_x'); SELECT eoingest.drop_job('dbz_h')" >/dev/null
-sql "DROP TABLE dbz_a, dbz_b, dbz_t, dbz_a_plain, dbz_acct, dbz_xfer, dbz_b_hist CASCADE; DROP TYPE dbz_mood; DROP FUNCTION dbz_x_reader(float8)" >/dev/null
+sql "SELECT eoingest.drop_job('dbz_a'); SELECT eoingest.drop_job('dbz_b'); SELECT eoingest.drop_job('dbz_t'); SELECT eoingest.drop_job('dbz_p'); SELECT eoingest.drop_job('dbz_x'); SELECT eoingest.drop_job('dbz_h'); SELECT eoingest.drop_job('dbz_s')" >/dev/null
+sql "DROP TABLE dbz_a, dbz_b, dbz_t, dbz_a_plain, dbz_acct, dbz_xfer, dbz_b_hist, dbz_a_soft CASCADE; DROP TYPE dbz_mood; DROP FUNCTION dbz_x_reader(float8)" >/dev/null
 done_testing
