@@ -68,6 +68,20 @@ SELECT lives_ok($$SELECT eoingest.drop_job('api')$$, 'drop_job');
 SELECT is((SELECT count(*) FROM eoingest.jobs WHERE name = 'api'), 0::bigint, 'job is gone');
 
 SELECT * FROM finish();
+
+-- durability: sync (default) or async, but not async in mode two_phase.
+\set VERBOSITY terse
+SELECT eoingest.create_job(name => 'api_async', brokers => :'brokers', topic => 'x', target => 'api_target',
+                           durability => 'later');
+SELECT eoingest.create_job(name => 'api_async', brokers => :'brokers', topic => 'x', target => 'api_target',
+                           durability => 'async', mode => 'two_phase');
+SELECT eoingest.create_job(name => 'api_async', brokers => :'brokers', topic => 'x', target => 'api_target',
+                           durability => 'async');
+SELECT eoingest.alter_job('api_async', mode => 'two_phase');
+SELECT eoingest.alter_job('api_async', durability => 'sync');
+SELECT durability FROM eoingest.job_definitions WHERE name = 'api_async';
+SELECT eoingest.drop_job('api_async');
+\set VERBOSITY default
 DROP TABLE api_target;
 
 -- Jobs live in the database named by eoingest.database only.

@@ -1,7 +1,8 @@
 -- eoingest 0.12 -> 0.13: envelope debezium can keep the history of every
 -- change (cdc_mode => 'history') or mark deleted rows instead of deleting
 -- them (cdc_mode => 'soft_delete', deleted_column); an event sent again at
--- the last position applied is skipped too.
+-- the last position applied is skipped too; a job's commits may skip the
+-- wait for their WAL flush (durability => 'async').
 \echo Use "ALTER EXTENSION eoingest UPDATE TO '0.13'" to load this file. \quit
 
 -- The grants on the functions this update drops and creates again, which
@@ -31,6 +32,15 @@ COMMENT ON COLUMN @extschema@.jobs.cdc_mode IS
     'envelope debezium: apply (the target holds the rows), history (every change appended), soft_delete (a delete sets deleted_column).';
 COMMENT ON COLUMN @extschema@.jobs.deleted_column IS
     'cdc_mode soft_delete: the boolean column a delete sets and a change of the key clears.';
+
+-- durability => 'async': the worker commits with synchronous_commit off.
+-- A batch's rows and offsets still commit together, so a crash loses the
+-- last batches' rows and offsets at once, and the job reads them again.
+ALTER TABLE @extschema@.jobs
+    ADD COLUMN durability text NOT NULL DEFAULT 'sync'
+        CHECK (durability OPERATOR(pg_catalog.=) ANY (ARRAY['sync', 'async']));
+COMMENT ON COLUMN @extschema@.jobs.durability IS
+    'sync: each commit waits for its WAL flush; async: it does not (synchronous_commit off), and a crash makes the job read the last batches again.';
 
 -- Some change events share a source position (a key change's delete and
 -- create, the rows of one COPY).  Each position kept also keeps the
@@ -77,7 +87,8 @@ CREATE FUNCTION @extschema@.create_job(
     targets           jsonb DEFAULT NULL,
     transactions      text DEFAULT 'batch',
     cdc_mode          text DEFAULT 'apply',
-    deleted_column    text DEFAULT NULL)
+    deleted_column    text DEFAULT NULL,
+    durability        text DEFAULT 'sync')
 RETURNS void
 LANGUAGE C VOLATILE
 AS 'MODULE_PATHNAME', 'eoingest_create_job';
@@ -117,7 +128,8 @@ CREATE FUNCTION @extschema@.alter_job(
     parallelism       integer DEFAULT NULL,
     partitions        integer[] DEFAULT NULL,
     cdc_mode          text DEFAULT NULL,
-    deleted_column    text DEFAULT NULL)
+    deleted_column    text DEFAULT NULL,
+    durability        text DEFAULT NULL)
 RETURNS void
 LANGUAGE C VOLATILE
 AS 'MODULE_PATHNAME', 'eoingest_alter_job';
@@ -137,7 +149,7 @@ SELECT j.name, pg_catalog.pg_get_userbyid(j.owner) AS owner, j.brokers, j.topic,
        j.offset_commit_interval_ms, j.max_message_bytes, j.commit_to_kafka, j.partitions,
        j.state, j.last_error, j.created_at,
        j.batch_max_bytes, j.columns, j.timestamp_unit, j.envelope, j.on_truncate,
-       j.schema_registry, j.targets, j.transactions, j.cdc_mode, j.deleted_column
+       j.schema_registry, j.targets, j.transactions, j.cdc_mode, j.deleted_column, j.durability
   FROM @extschema@.jobs j
  WHERE pg_catalog.pg_has_role(j.owner, 'USAGE')
     OR pg_catalog.pg_has_role('pg_monitor', 'USAGE');

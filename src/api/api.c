@@ -79,9 +79,10 @@ eoingest_create_job(PG_FUNCTION_ARGS)
 	Jsonb	   *targets = (v04_txn && !PG_ARGISNULL(26)) ? PG_GETARG_JSONB_P(26) : NULL;
 	char	   *transactions_s = v04_txn ? eoi_api_required_text(fcinfo, 27, "transactions") : "batch";
 	/* ... nor cdc_mode and deleted_column (before 0.13) */
-	bool		v13 = PG_NARGS() > 29;
+	bool		v13 = PG_NARGS() > 30;
 	char	   *cdc_mode_s = v13 ? eoi_api_required_text(fcinfo, 28, "cdc_mode") : "apply";
 	char	   *deleted_column = v13 ? eoi_api_optional_text(fcinfo, 29) : NULL;
+	char	   *durability_s = v13 ? eoi_api_required_text(fcinfo, 30, "durability") : "sync";
 	EoiSavedUser saved;
 	/* The transform's names resolve as they do for the caller now. */
 	const char *search_path = pstrdup(GetConfigOption("search_path", false, false));
@@ -113,6 +114,7 @@ eoingest_create_job(PG_FUNCTION_ARGS)
 	def.transactions_s = transactions_s;
 	def.cdc_mode_s = cdc_mode_s;
 	def.deleted_column = deleted_column;
+	def.durability_s = durability_s;
 	eoi_api_check_definition(&def);
 	qualified_target = (char *) def.qualified_target;
 	key_columns = def.key_columns;
@@ -127,12 +129,13 @@ eoingest_create_job(PG_FUNCTION_ARGS)
 				 errmsg("eoingest job \"%s\" already exists", name),
 				 errhint("Choose another name, or drop the existing job with eoingest.drop_job('%s').", name)));
 	{
-		Oid			types[32] = {TEXTOID, OIDOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
+		Oid			types[33] = {TEXTOID, OIDOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
 			TEXTOID, TEXTOID, INT4OID, INT4OID, INT4OID, JSONBOID, TEXTOID, INT4OID,
 			TEXTARRAYOID, TEXTOID, INT4OID, TEXTOID, INT4OID, BOOLOID, INT4ARRAYOID, INT4OID,
-		TEXTARRAYOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, TEXTOID, TEXTOID, TEXTOID};
-		Datum		args[32];
-		char		nulls[32];
+			TEXTARRAYOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, TEXTOID, TEXTOID, TEXTOID,
+		TEXTOID};
+		Datum		args[33];
+		char		nulls[33];
 		/* Called through the 0.1 definition, there is no commit_to_kafka. */
 		bool		v02 = PG_NARGS() > 18;
 
@@ -186,6 +189,7 @@ eoingest_create_job(PG_FUNCTION_ARGS)
 		args[30] = CStringGetTextDatum(eoi_cdc_mode_name(def.cdc_mode));
 		args[31] = def.deleted_column ? CStringGetTextDatum(def.deleted_column) : (Datum) 0;
 		nulls[31] = def.deleted_column ? ' ' : 'n';
+		args[32] = CStringGetTextDatum(durability_s);
 
 		if (SPI_execute_with_args(psprintf("INSERT INTO eoingest.jobs (name, owner, brokers, topic, target,"
 										   " format, mode, transform, start_offset, batch_size, batch_timeout_ms,"
@@ -198,11 +202,11 @@ eoingest_create_job(PG_FUNCTION_ARGS)
 										   v04_envelope ? ", envelope, on_truncate" : "",
 										   v04_registry ? ", schema_registry" : "",
 										   v04_txn ? ", targets, transactions" : "",
-										   v13 ? ", cdc_mode, deleted_column" : "",
+										   v13 ? ", cdc_mode, deleted_column, durability" : "",
 										   v02 ? ", $21, $22" : "", v03 ? ", $23" : "", v04 ? ", $24, $25" : "",
 										   v04_envelope ? ", $26, $27" : "", v04_registry ? ", $28" : "",
-										   v04_txn ? ", $29, $30" : "", v13 ? ", $31, $32" : ""),
-								  v13 ? 32 : v04_txn ? 30 : v04_registry ? 28 : v04_envelope ? 27 : v04 ? 25 : v03 ? 23 : v02 ? 22 : 20,
+										   v04_txn ? ", $29, $30" : "", v13 ? ", $31, $32, $33" : ""),
+								  v13 ? 33 : v04_txn ? 30 : v04_registry ? 28 : v04_envelope ? 27 : v04 ? 25 : v03 ? 23 : v02 ? 22 : 20,
 								  types, args, nulls, false, 0) != SPI_OK_INSERT)
 			elog(ERROR, "could not insert into eoingest.jobs");
 	}
@@ -293,6 +297,7 @@ stored_definition(const EoiJob *job)
 	def.transactions_s = eoi_transactions_name(job->source_transactions);
 	def.cdc_mode_s = eoi_cdc_mode_name(job->cdc_mode);
 	def.deleted_column = job->deleted_column;
+	def.durability_s = job->durability_async ? "async" : "sync";
 	return def;
 }
 
@@ -365,15 +370,16 @@ eoingest_alter_job(PG_FUNCTION_ARGS)
 	EoiJob	   *job;
 	JobDefinition def;
 	StringInfoData sql;
-	Datum		args[29];
-	Oid			types[29] = {TEXTOID, INT4OID, INT4OID, JSONBOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
+	Datum		args[30];
+	Oid			types[30] = {TEXTOID, INT4OID, INT4OID, JSONBOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
 		TEXTOID, TEXTARRAYOID, INT4OID, TEXTARRAYOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, TEXTOID,
-	TEXTOID, TEXTOID, INT4OID, INT4OID, INT4OID, BOOLOID, TEXTOID, INT4OID, INT4ARRAYOID, TEXTOID, TEXTOID};
-	char		nulls[29] = "                             ";
+		TEXTOID, TEXTOID, INT4OID, INT4OID, INT4OID, BOOLOID, TEXTOID, INT4OID, INT4ARRAYOID, TEXTOID, TEXTOID,
+	TEXTOID};
+	char		nulls[30] = "                              ";
 	/* brokers ... partitions (0.12): eleven, 16 to 26 */
 	bool		v12 = PG_NARGS() > 26;
-	/* cdc_mode and deleted_column (0.13): the last two */
-	bool		v13 = PG_NARGS() > 28;
+	/* cdc_mode, deleted_column and durability (0.13): the last three */
+	bool		v13 = PG_NARGS() > 29;
 	/* what only a job that is not running may change: its topics, parallelism, partitions */
 	bool		moves_partitions = v12 && (!PG_ARGISNULL(24) || !PG_ARGISNULL(25) || !PG_ARGISNULL(26));
 	/* targets and transactions (0.5): the two before */
@@ -506,6 +512,8 @@ eoingest_alter_job(PG_FUNCTION_ARGS)
 	}
 	if (v13 && !PG_ARGISNULL(28))
 		def.deleted_column = text_to_cstring(PG_GETARG_TEXT_PP(28));
+	if (v13 && !PG_ARGISNULL(29))
+		def.durability_s = text_to_cstring(PG_GETARG_TEXT_PP(29));
 
 	/*
 	 * Checked as the owner's worker will run it (target privileges), and as
@@ -556,6 +564,7 @@ eoingest_alter_job(PG_FUNCTION_ARGS)
 	args[27] = CStringGetTextDatum(eoi_cdc_mode_name(def.cdc_mode));
 	nulls[28] = def.deleted_column ? ' ' : 'n';
 	args[28] = def.deleted_column ? CStringGetTextDatum(def.deleted_column) : (Datum) 0;
+	args[29] = CStringGetTextDatum(def.durability_s);
 
 	initStringInfo(&sql);
 	appendStringInfoString(&sql,
@@ -588,6 +597,7 @@ eoingest_alter_job(PG_FUNCTION_ARGS)
 						   " partitions = $27,"
 						   " cdc_mode = $28,"
 						   " deleted_column = $29,"
+						   " durability = $30,"
 						   " config_version = config_version + 1"
 						   " WHERE name = $1");
 	/* a start_job between check_not_running and here is refused too */
@@ -597,7 +607,7 @@ eoingest_alter_job(PG_FUNCTION_ARGS)
 	eoi_become_extension_owner(&saved);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute_with_args(sql.data, 29, types, args, nulls, false, 0) != SPI_OK_UPDATE_RETURNING)
+	if (SPI_execute_with_args(sql.data, 30, types, args, nulls, false, 0) != SPI_OK_UPDATE_RETURNING)
 		elog(ERROR, "could not update eoingest.jobs");
 	if (SPI_processed == 1)
 	{

@@ -52,6 +52,7 @@ typedef struct JobDefinition
 	const char *transactions_s; /* debezium: batch, source */
 	const char *cdc_mode_s;		/* debezium: apply, history, soft_delete */
 	const char *deleted_column; /* soft_delete: the boolean column, NULL: the default */
+	const char *durability_s;	/* sync, async */
 
 	/* set by check_definition */
 	EoiFormat	format;

@@ -464,6 +464,22 @@ check_cdc_mode(JobDefinition *def)
 				 errhint("Leave key_columns out.")));
 }
 
+/*
+ * durability => 'async': commits do not wait for their WAL flush.  A crash
+ * loses the last batches' rows and offsets together, and the job reads them
+ * again.  two_phase gains nothing: PREPARE TRANSACTION is always flushed.
+ */
+static void
+check_durability(JobDefinition *def)
+{
+	if (eoi_parse_durability(def->durability_s) && def->mode == EOI_MODE_TWO_PHASE)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("durability async does not apply to mode two_phase"),
+				 errdetail("PREPARE TRANSACTION always waits for its WAL to be flushed."),
+				 errhint("Use mode => 'exactly_once' with durability => 'async', or durability => 'sync'.")));
+}
+
 /* The columns cdc_mode fills itself must be in `target` (cdcmode.c). */
 static void
 check_cdc_mode_target(const JobDefinition *def, const char *target, const EoiMapping *mapping,
@@ -679,6 +695,7 @@ eoi_api_check_definition(JobDefinition *def)
 
 	check_envelope(def);
 	check_cdc_mode(def);
+	check_durability(def);
 	check_targets(def, &mapping);
 	check_transactions(def);
 	if (def->cdc_mode == EOI_CDC_HISTORY && def->target != NULL)

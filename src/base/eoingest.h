@@ -118,6 +118,7 @@ typedef struct EoiJob
 	char	   *txn_topic;		/* with source_transactions: Debezium's transaction topic */
 	EoiCdcMode	cdc_mode;		/* debezium */
 	char	   *deleted_column;	/* EOI_CDC_SOFT_DELETE: the boolean column, else NULL */
+	bool		durability_async;	/* commits do not wait for their WAL flush */
 } EoiJob;
 
 /* An error as one line: message, detail, hint, context (errtext.c). */

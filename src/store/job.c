@@ -186,6 +186,20 @@ eoi_cdc_mode_name(EoiCdcMode cdc_mode)
 	}
 }
 
+/* durability: true for 'async', false for 'sync'. */
+bool
+eoi_parse_durability(const char *durability)
+{
+	if (strcmp(durability, "sync") == 0)
+		return false;
+	if (strcmp(durability, "async") == 0)
+		return true;
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("unrecognized durability \"%s\"", durability),
+			 errhint("Choose sync (each batch's commit waits for its WAL flush) or async (it does not; a crash loses the last batches' rows and offsets together, and the job reads them again).")));
+}
+
 /* on_truncate: true for 'truncate', false for 'refuse'. */
 bool
 eoi_parse_on_truncate(const char *on_truncate)
@@ -458,7 +472,7 @@ job_load(const char *where, Oid argtype, Datum arg)
 				   "       key_columns, key_format, offset_commit_interval_ms, max_message_bytes,"
 				   "       commit_to_kafka, partitions, config_version, batch_max_bytes,"
 				   "       columns, timestamp_unit, envelope, on_truncate, schema_registry,"
-				   "       targets, transactions, cdc_mode, deleted_column"
+				   "       targets, transactions, cdc_mode, deleted_column, durability"
 				   "  FROM eoingest.jobs WHERE %s", where);
 	ret = SPI_execute_with_args(sql, 1, argtypes, args, NULL, true, 1);
 	if (ret != SPI_OK_SELECT)
@@ -550,6 +564,7 @@ job_load(const char *where, Oid argtype, Datum arg)
 		}
 		job->cdc_mode = eoi_parse_cdc_mode(text_column(tup, desc, 34, cxt));
 		job->deleted_column = text_column(tup, desc, 35, cxt);
+		job->durability_async = eoi_parse_durability(text_column(tup, desc, 36, cxt));
 	}
 	SPI_finish();
 	eoi_restore_user(&saved);

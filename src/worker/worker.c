@@ -336,6 +336,9 @@ load_job(int32 job_id)
 	/* The transform's unqualified names resolve as they did at create_job. */
 	SetConfigOption("search_path", eoi_worker.job->search_path, PGC_USERSET, PGC_S_SESSION);
 	apply_lock_timeout();
+	/* durability => 'async': a batch's commit does not wait for its WAL to be flushed */
+	if (eoi_worker.job->durability_async)
+		SetConfigOption("synchronous_commit", "off", PGC_USERSET, PGC_S_SESSION);
 	pgstat_report_appname(psprintf("eoingest %s/%d", eoi_worker.job->name, eoi_worker.index));
 }
 
