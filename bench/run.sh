@@ -529,6 +529,7 @@ eoi_once() {
     upsert_*) real_mode=upsert extra=", key_columns => ARRAY['ts']" ;;
   esac
   [ "$fmt" = avro ] && extra+=", schema_registry => '$BENCH_REGISTRY'"
+  [ -n "$VARIANT_DURABILITY" ] && extra+=", durability => '$VARIANT_DURABILITY'"
   local target="'$table'"
   if [ -n "${VARIANT_TRANSFORM:-}" ]; then
     target=NULL extra+=", transform => \$eoi\$$VARIANT_TRANSFORM\$eoi\$"
@@ -649,6 +650,7 @@ SQL
 
 # ---- variants ----
 VARIANT_OPTIONS=''   # eoingest: the job's options (librdkafka properties), '' for none
+VARIANT_DURABILITY=''  # eoingest: the job's durability ('async'), '' for the default
 VARIANT_INSERT_PATH=''  # eoingest: the insert_path the run takes ('copy'; set by bench_insert_path), for its label and id
 RAW_COLUMNS="variant label group method format parts pk mode batch par options run status rows seconds server_cpu client_cpu proc_cpu broker_cpu other_cpu wal rss_anon_kb hwm_kb note"
 printf '%s\n' "${RAW_COLUMNS// /$'\t'}" >"$RAW"
@@ -657,7 +659,7 @@ printf '%s\n' "${RAW_COLUMNS// /$'\t'}" >"$RAW"
 variant() {
   local group=$1 label=$2 method=$3 fmt=$4 parts=$5 pk=$6 mode=$7 batch=$8 par=$9
   shift 10
-  local id="$method:$mode:$fmt:p$parts:$pk:b$batch:w$par${VARIANT_OPTIONS:+:$VARIANT_OPTIONS}${VARIANT_INSERT_PATH:+:$VARIANT_INSERT_PATH}" run rate
+  local id="$method:$mode:$fmt:p$parts:$pk:b$batch:w$par${VARIANT_OPTIONS:+:$VARIANT_OPTIONS}${VARIANT_INSERT_PATH:+:$VARIANT_INSERT_PATH}${VARIANT_DURABILITY:+:$VARIANT_DURABILITY}" run rate
   if [ -n "$ONLY" ] && ! [[ "$label$(pk_tag "$pk")" =~ $ONLY ]]; then return; fi
   log "$label$(pk_tag "$pk")"
   for ((run = 1; run <= RUNS; run++)); do
@@ -729,6 +731,7 @@ eoi_variant() { # MODE FORMAT PARTS PK BATCH PAR [CONFLICTS [OPTIONS LABEL]]
   [ "$parts" != 4 ] && label+=" ($parts-partition topic)"
   [ -n "$VARIANT_OPTIONS" ] && label+=" ${9:-with options}"
   [ "$VARIANT_INSERT_PATH" = copy ] && label+=" through COPY's text"
+  [ -n "$VARIANT_DURABILITY" ] && label+=" durability=$VARIANT_DURABILITY"
   variant "(d) eoingest" "$label" eoingest "$fmt" "$parts" "$pk" "$mode" "$batch" "$par" -- \
     eoi_once "$(topic_name "$fmt" "$parts")" "$(table_for "$pk")" "$fmt" "$mode" "$batch" "$par" "$conflicts"
   VARIANT_OPTIONS=''
@@ -762,6 +765,14 @@ PREFETCH_B='{"queued.min.messages": 1000000, "queued.max.messages.kbytes": 32768
 PREFETCH_A_LABEL='+ queued.min.messages=1M'
 PREFETCH_B_LABEL='+ queued.min.messages=1M, 32 MB'
 
+# durability => 'async' beside the default, where the flush wait weighs: batches of 10,000 and 1,000.
+eoi_durability_variants() {
+  VARIANT_DURABILITY=async
+  eoi_variant exactly_once csv 4 no 10000 1
+  eoi_variant exactly_once csv 4 no 1000 1
+  VARIANT_DURABILITY=''
+}
+
 run_eoingest() {
   local pk batch par mode batches=(1000 10000 100000) pars=(1 2) pks=(no yes)
   if [ "$QUICK" = 1 ]; then
@@ -778,6 +789,7 @@ run_eoingest() {
     eoi_variant exactly_once csv 1 no 10000 1
     eoi_variant exactly_once csv 4 no 10000 1 0 "$PREFETCH_B" "$PREFETCH_B_LABEL"
     eoi_partitioned_variants
+    eoi_durability_variants
     return
   fi
   # exactly_once: the whole matrix.
@@ -814,6 +826,7 @@ run_eoingest() {
     eoi_variant exactly_once csv 1 "$pk" 10000 1
   done
   eoi_partitioned_variants
+  eoi_durability_variants
 }
 
 # ---- the peers (--peers): Kafka Connect + Debezium's JDBC sink, and eoingest, on the wrapped topic ----
