@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The layering of src/: each folder is a layer, and a file includes headers
-# only of its own folder and of the folders below it (DESIGN.md, "Layers").
+# only of its own folder and of the folders below it (CONTRIBUTING.md, the layering rule).
 # Reads every #include "..." of src/*/*.c and src/*/*.h; prints each
 # offending line and exits 1 when a file includes a header of a higher
 # folder, or names a project header without its folder where that header is

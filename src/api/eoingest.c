@@ -205,7 +205,7 @@ eoi_define_settings(void)
 
 	DefineCustomEnumVariable("eoingest.upsert_path",
 							 "How mode upsert and envelope debezium write a batch's rows: bulk or on_conflict.",
-							 "bulk looks the batch's keys up in the key's index, inserts the new rows as tuples and sends the existing ones through INSERT ... ON CONFLICT when the target allows it (src/apply/upsertbulk.c says when), with the statement for the whole batch as the fallback; on_conflict always uses INSERT ... ON CONFLICT.",
+							 "bulk looks the batch's keys up in the key's index, inserts the new rows as tuples and updates the existing ones in place when the target allows it (src/apply/upsertbulk.c says when), with INSERT ... ON CONFLICT for the whole batch as the fallback; on_conflict always uses INSERT ... ON CONFLICT.",
 							 &eoingest_upsert_path,
 							 EOI_UPSERT_PATH_BULK, upsert_path_options,
 							 PGC_SUSET,

@@ -16,7 +16,7 @@
  *	u		the after image replaces the row of the old key: the key of the
  *			before image, else of the message key, else of the after image.
  *			When the old key differs from the new one, the old row is deleted.
- *			A u whose key is not in the target inserts the row (see README).
+ *			A u whose key is not in the target inserts the row (docs/cdc.md).
  *	d		deletes the row of the before image's key, else the message key's.
  *	t		truncates the target if the job allows it (on_truncate), else is
  *			an error of the record.

@@ -71,7 +71,7 @@ static const char *const default_properties[][2] = {
  * prefetch queue faster, and with 2.14.2 wake_starved_fetcher's seek does
  * not make up for it: bench/run.sh's exactly_once, 1 worker, ran at
  * 330k-351k rows/s against 806k-897k with Debian's 2.0.2 and the seek;
- * with 1, 10 or 100 ms here, 704k-966k (see README, Performance).
+ * with 1, 10 or 100 ms here, 704k-966k (see bench/HISTORY.md).
  */
 #define DEFAULT_FETCH_QUEUE_BACKOFF_MS	"10"
 

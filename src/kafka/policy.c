@@ -19,7 +19,8 @@
  * eoingest.allowed_brokers limits the hosts a job makes the server connect
  * to (the bootstrap brokers, and an OAUTHBEARER token endpoint).
  *
- * README, Security, documents the classes; the table below is the list.
+ * docs/security.md documents the classes, docs/kafka-properties.md lists
+ * them; the table below is the list.
  *
  *-------------------------------------------------------------------------
  */
@@ -253,7 +254,7 @@ check_property(const char *name, int needs, Oid owner, const char *why)
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("permission denied to set Kafka client property \"%s\"", name),
 				 errdetail("eoingest lets only superusers set properties that load code into the server or that it does not know to be safe."),
-				 errhint("Leave the property out, or ask a superuser to own the job. README, Security, lists the properties every role may set.")));
+				 errhint("Leave the property out, or ask a superuser to own the job. docs/kafka-properties.md lists the properties every role may set.")));
 	if (needs & EOI_PROP_READ)
 		require_role(name, owner, ROLE_PG_READ_SERVER_FILES, "pg_read_server_files",
 					 why ? why : "It makes the server read a file with the server's rights.");

@@ -20,8 +20,8 @@
  *	  than this server's is refused too (a copy restored from elsewhere).
  *
  * Without commit_to_kafka nothing outside the old primary records the
- * promotion, and the guard cannot see it: README's "High availability"
- * gives the fencing steps for that case.
+ * promotion, and the guard cannot see it: docs/operations.md, "High
+ * availability", gives the fencing steps for that case.
  *
  *-------------------------------------------------------------------------
  */
