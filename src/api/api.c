@@ -595,11 +595,11 @@ eoingest_alter_job(PG_FUNCTION_ARGS)
 						   " topic = $25,"
 						   " parallelism = $26,"
 						   " partitions = $27,"
-						   " cdc_mode = $28,"
-						   " deleted_column = $29,"
-						   " durability = $30,"
-						   " config_version = config_version + 1"
-						   " WHERE name = $1");
+						   " config_version = config_version + 1");
+	/* through the 0.13 definition only: the extension has the columns */
+	if (v13)
+		appendStringInfoString(&sql, ", cdc_mode = $28, deleted_column = $29, durability = $30");
+	appendStringInfoString(&sql, " WHERE name = $1");
 	/* a start_job between check_not_running and here is refused too */
 	if (moves_partitions)
 		appendStringInfoString(&sql, " AND state <> 'running'");
@@ -607,7 +607,7 @@ eoingest_alter_job(PG_FUNCTION_ARGS)
 	eoi_become_extension_owner(&saved);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute_with_args(sql.data, 30, types, args, nulls, false, 0) != SPI_OK_UPDATE_RETURNING)
+	if (SPI_execute_with_args(sql.data, v13 ? 30 : 27, types, args, nulls, false, 0) != SPI_OK_UPDATE_RETURNING)
 		elog(ERROR, "could not update eoingest.jobs");
 	if (SPI_processed == 1)
 	{

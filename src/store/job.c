@@ -9,6 +9,7 @@
 #include "postgres.h"
 
 #include "access/xlog.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_authid.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
@@ -19,6 +20,7 @@
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/jsonb.h"
+#include "utils/lsyscache.h"
 
 #include "store/job.h"
 
@@ -420,6 +422,20 @@ text_array_to_list(Datum d, bool isnull, MemoryContext cxt)
 }
 
 /*
+ * Does eoingest.jobs have column `name`?  The library is the newest
+ * version, the installed extension may be older until ALTER EXTENSION
+ * UPDATE: jobs are read (start_job, stop_job, job_status) but not run then.
+ */
+bool
+eoi_jobs_have_column(const char *name)
+{
+	Oid			nsp = get_namespace_oid("eoingest", true);
+	Oid			relid = OidIsValid(nsp) ? get_relname_relid("jobs", nsp) : InvalidOid;
+
+	return OidIsValid(relid) && get_attnum(relid, name) != InvalidAttrNumber;
+}
+
+/*
  * Read job `job_id`, allocated in the caller's memory context.  Must be
  * called inside a transaction with a snapshot.  Returns NULL when the job
  * does not exist and missing_ok.
@@ -472,8 +488,11 @@ job_load(const char *where, Oid argtype, Datum arg)
 				   "       key_columns, key_format, offset_commit_interval_ms, max_message_bytes,"
 				   "       commit_to_kafka, partitions, config_version, batch_max_bytes,"
 				   "       columns, timestamp_unit, envelope, on_truncate, schema_registry,"
-				   "       targets, transactions, cdc_mode, deleted_column, durability"
-				   "  FROM eoingest.jobs WHERE %s", where);
+				   "       targets, transactions, %s"
+				   "  FROM eoingest.jobs WHERE %s",
+				   /* before 0.13: their defaults */
+				   eoi_jobs_have_column("durability") ? "cdc_mode, deleted_column, durability" :
+				   "'apply', NULL::text, 'sync'", where);
 	ret = SPI_execute_with_args(sql, 1, argtypes, args, NULL, true, 1);
 	if (ret != SPI_OK_SELECT)
 		elog(ERROR, "could not read eoingest.jobs: %s", SPI_result_code_string(ret));

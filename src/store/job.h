@@ -26,6 +26,7 @@ extern const char *eoi_envelope_name(EoiEnvelope envelope);
 extern bool eoi_parse_on_truncate(const char *on_truncate);
 extern EoiCdcMode eoi_parse_cdc_mode(const char *cdc_mode);
 extern bool eoi_parse_durability(const char *durability);
+extern bool eoi_jobs_have_column(const char *name);
 extern const char *eoi_cdc_mode_name(EoiCdcMode cdc_mode);
 extern bool eoi_parse_transactions(const char *transactions);
 extern const char *eoi_transactions_name(bool source);
