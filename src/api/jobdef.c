@@ -807,9 +807,10 @@ check_can_start_mode(int32 job_id, const char *name, Oid owner, EoiMode mode, in
 	if (max_prepared_xacts < parallelism + others)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("two_phase job \"%s\" needs %d prepared transactions and the running two_phase jobs need %d more, but max_prepared_transactions is %d",
-						name, parallelism, others, max_prepared_xacts),
-				 errdetail("Each worker of a two_phase job holds a prepared transaction at the end of every checkpoint epoch."),
+				 errmsg("two_phase job \"%s\" needs %d more prepared transactions than max_prepared_transactions allows",
+						name, parallelism + others - max_prepared_xacts),
+				 errdetail("The job needs %d, the running two_phase jobs %d more, and max_prepared_transactions is %d. Each worker of a two_phase job holds a prepared transaction at the end of every checkpoint epoch.",
+						   parallelism, others, max_prepared_xacts),
 				 errhint("Set max_prepared_transactions to at least %d (plus what other clients use) and restart the server, or stop another two_phase job first.",
 						 parallelism + others)));
 }

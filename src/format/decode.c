@@ -221,7 +221,8 @@ eoi_json_unframe(const char **data, size_t *len)
 	if (*len < 5)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
-				 errmsg("JSON message of %zu bytes starts with byte 0 but is too short for Confluent's JSON Schema framing (magic byte 0 and a 4-byte schema id)", *len)));
+				 errmsg("JSON message of %zu bytes is too short for Confluent's JSON Schema framing", *len),
+				 errdetail("It starts with byte 0, which begins Confluent's framing: the magic byte 0 and a 4-byte schema id.")));
 	*data += 5;
 	*len -= 5;
 }

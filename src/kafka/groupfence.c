@@ -49,8 +49,10 @@ eoi_fence_check(const EoiJob *job, EoiKafka *kafka, const EoiPosition *positions
 							there.timeline, positions[i].topic, positions[i].partition));
 		if (there.system_id != here.system_id)
 			ereport(LOG,
-					(errmsg("eoingest job \"%s\": the consumer group's offset for topic \"%s\" partition %d was committed by another database cluster (system identifier " UINT64_FORMAT ")",
-							job->name, positions[i].topic, positions[i].partition, there.system_id),
+					(errmsg("consumer group offset of eoingest job \"%s\" was committed by another database cluster",
+							job->name),
+					 errdetail("The offset for topic \"%s\" partition %d carries system identifier " UINT64_FORMAT ".",
+							   positions[i].topic, positions[i].partition, there.system_id),
 					 errhint("If that server still runs a job on this topic with the same group, both ingest the topic.")));
 	}
 }

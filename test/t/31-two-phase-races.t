@@ -181,7 +181,7 @@ sql "CREATE TABLE tp_second (part int, off bigint, value text)" >/dev/null
 sql "SELECT eoingest.create_job(name => 'tp_second', brokers => '$KAFKA_BROKERS', topic => '$topic',
        mode => 'two_phase', parallelism => 1, target => 'tp_second', format => 'csv')" >/dev/null
 err=$(sql "SELECT eoingest.start_job('tp_second')" 2>&1 || true)
-like "$err" 'the running two_phase jobs need 2 more' \
+like "$err" 'the running two_phase jobs 2 more' \
   "start_job counts the other running two_phase jobs against max_prepared_transactions"
 sql "SELECT eoingest.drop_job('tp_second'); DROP TABLE tp_second" >/dev/null
 

@@ -381,7 +381,7 @@ check "JSON Schema records of JSONSerializer arrive through format json" \
 is "$(sql "SELECT string_agg(id || '=' || name, ' ' ORDER BY id) FROM js")" "1=one é 2=two" \
   "the JSON after the 5-byte prefix fills the columns by key"
 like "$(sql "SELECT error FROM eoingest.dead_letters WHERE job = 'js'")" \
-  "JSON message of 2 bytes starts with byte 0 but is too short for Confluent's JSON Schema framing" \
+  "JSON message of 2 bytes is too short for Confluent's JSON Schema framing DETAIL: It starts with byte 0" \
   "a frame shorter than the prefix is a record error that names the framing"
 # Debezium with Confluent's JsonSchemaConverter: key and value framed
 sql "CREATE TABLE js_cdc (id int PRIMARY KEY, name text)" >/dev/null
