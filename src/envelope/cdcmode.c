@@ -78,6 +78,14 @@ check_column_type(Relation rel, const char *target, const char *name, const char
 				 errhint("ALTER TABLE %s ALTER COLUMN %s TYPE %s;", target, quote_identifier(name), type)));
 }
 
+/* Add `name` to the list `names`, and the clause that fixes it to `clauses`. */
+static void
+add_fix(StringInfo names, StringInfo clauses, const char *name, const char *clause)
+{
+	appendStringInfo(names, "%s%s", names->len ? ", " : "", name);
+	appendStringInfo(clauses, "%s%s", clauses->len ? ", " : "", clause);
+}
+
 /*
  * A history row of a delete has only the fields of the before image (the
  * key's, without REPLICA IDENTITY FULL), one of a truncate none: the data
@@ -101,9 +109,8 @@ check_history_nullable(Relation rel, const char *target, EoiColumns *cols, const
 			ours |= (history[i] == c);
 		if (ours || !att->attnotnull)
 			continue;
-		appendStringInfo(&names, "%s%s", names.len ? ", " : "", quote_identifier(cols->colnames[c]));
-		appendStringInfo(&alter, "%sALTER COLUMN %s DROP NOT NULL", alter.len ? ", " : "",
-						 quote_identifier(cols->colnames[c]));
+		add_fix(&names, &alter, quote_identifier(cols->colnames[c]),
+				psprintf("ALTER COLUMN %s DROP NOT NULL", quote_identifier(cols->colnames[c])));
 	}
 	if (names.len > 0)
 		ereport(ERROR,
@@ -139,9 +146,8 @@ eoi_cdc_mode_columns(Relation rel, const char *target, EoiColumns *cols, EoiCdcM
 			history[i] = column_position(cols, HistoryColumns[i].name);
 			if (history[i] >= 0)
 				continue;
-			appendStringInfo(&missing, "%s%s", missing.len ? ", " : "", HistoryColumns[i].name);
-			appendStringInfo(&add, "%sADD COLUMN %s %s", add.len ? ", " : "", HistoryColumns[i].name,
-							 HistoryColumns[i].type);
+			add_fix(&missing, &add, HistoryColumns[i].name,
+					psprintf("ADD COLUMN %s %s", HistoryColumns[i].name, HistoryColumns[i].type));
 		}
 		if (missing.len > 0)
 			ereport(ERROR,
