@@ -375,6 +375,23 @@ image_is_plain(CdcContext *cx, const EventJson *ev, bool update)
 }
 
 /*
+ * Decode a parsed image into the target's columns through `cw`: each of its
+ * fields must be a column; the codecs come from its struct schema (tagged
+ * `tag`, 0: for this image only) or the target; an update's fields that
+ * hold Debezium's placeholder keep the row's value (find_unchanged).
+ */
+static void
+decode_image(CdcContext *cx, ConvertingWriter *cw, JsonbContainer *image,
+			 JsonbContainer *struct_schema, int tag, bool update)
+{
+	if (update && find_unchanged(cx, image))
+		cw->unchanged = cx->unchanged;
+	check_image_fields(cx, image);
+	image_codecs(cx, cx->cols, cx->col_codecs, &cx->col_codecs_tag, tag, struct_schema, image);
+	eoi_decode_json_object(cx->cols, image, &cw->writer, cx->econtext);
+}
+
+/*
  * The after image as the row to upsert; its fields are kept in *row.  The
  * columns of an update's image that hold Debezium's placeholder keep the
  * row's value (find_unchanged).
@@ -391,12 +408,7 @@ add_after(CdcContext *cx, JsonbContainer *after, EventJson *ev, bool update, cha
 	{
 		if (after == NULL)
 			after = &eoi_cdc_parse_json(ev->after_text, ev->after_len)->root;
-		if (update && find_unchanged(cx, after))
-			cw.unchanged = cx->unchanged;
-		check_image_fields(cx, after);
-		image_codecs(cx, cx->cols, cx->col_codecs, &cx->col_codecs_tag, codecs_tag(ev, IMAGE_AFTER),
-					 ev->after_schema, after);
-		eoi_decode_json_object(cx->cols, after, &cw.writer, cx->econtext);
+		decode_image(cx, &cw, after, ev->after_schema, codecs_tag(ev, IMAGE_AFTER), update);
 	}
 	check_key_fields(cx, cw.fields, cx->keypos, "the after image");
 	eoi_cdc_mode_write(cx, cw.inner, NULL, false);
@@ -489,12 +501,7 @@ add_history(CdcContext *cx, rd_kafka_message_t *msg, EventJson *ev, JsonbContain
 		ConvertingWriter cw;
 
 		eoi_cdc_converting_writer_init(&cw, w, cx->col_codecs, cx->cols->ncolumns);
-		if (op[0] == 'u' && find_unchanged(cx, image))
-			cw.unchanged = cx->unchanged;
-		check_image_fields(cx, image);
-		image_codecs(cx, cx->cols, cx->col_codecs, &cx->col_codecs_tag,
-					 kind == IMAGE_KEY ? 0 : codecs_tag(ev, kind), schema, image);
-		eoi_decode_json_object(cx->cols, image, &cw.writer, cx->econtext);
+		decode_image(cx, &cw, image, schema, kind == IMAGE_KEY ? 0 : codecs_tag(ev, kind), op[0] == 'u');
 	}
 	else
 		for (int c = 0; c < cx->cols->ncolumns; c++)
@@ -843,6 +850,16 @@ open_target(CdcRoutes *routes, const char *target)
 	return cx;
 }
 
+/* The context opened for `target`, or NULL. */
+static CdcContext *
+find_context(CdcRoutes *routes, const char *target)
+{
+	for (int i = 0; i < routes->ncontexts; i++)
+		if (strcmp(routes->contexts[i]->target, target) == 0)
+			return routes->contexts[i];
+	return NULL;
+}
+
 /*
  * The context of the event's target: the job's target, or the one that
  * targets maps the event's source table (source.schema.table) to.
@@ -874,9 +891,8 @@ route_event(CdcRoutes *routes, EventJson *ev)
 				 errhint("Map the table to a target with eoingest.alter_job(%s, targets => ...), then replay its dead letters with eoingest.replay_dead_letters().",
 						 quote_literal_cstr(routes->job->name))));
 	target = pnstrdup(v.val.string.val, v.val.string.len);
-	for (int i = 0; i < routes->ncontexts; i++)
-		if (strcmp(routes->contexts[i]->target, target) == 0)
-			return routes->contexts[i];
+	if ((cx = find_context(routes, target)) != NULL)
+		return cx;
 	/* what the contexts hold lives as long as the batch, not the event */
 	old = MemoryContextSwitchTo(routes->cxt);
 	cx = open_target(routes, pstrdup(target));
@@ -1068,14 +1084,11 @@ eoi_cdc_preview_begin(const EoiJob *job, EoiBatch *batch)
 		while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
 		{
 			char	   *target;
-			bool		open = false;
 
 			if (tok != WJB_VALUE || v.type != jbvString)
 				continue;
 			target = pnstrdup(v.val.string.val, v.val.string.len);
-			for (int i = 0; i < routes->ncontexts; i++)
-				open |= (strcmp(routes->contexts[i]->target, target) == 0);
-			if (!open)
+			if (find_context(routes, target) == NULL)
 				(void) open_target(routes, target);
 		}
 	}

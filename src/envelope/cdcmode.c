@@ -223,19 +223,15 @@ parse_int64(const char *text, int64 *n)
 void
 eoi_cdc_history_source(JsonbContainer *source, HistoryMeta *meta)
 {
+	char	   *ts_ms = source_number(source, "ts_ms");
+	TimestampTz ts;
 	int64		n;
 
 	meta->source_ts = NULL;
 	meta->source_lsn = NULL;
-	/* milliseconds since 1970, within timestamptz's range */
-	if (parse_int64(source_number(source, "ts_ms"), &n) &&
-		n > INT64CONST(-210866803200000) && n < INT64CONST(9000000000000000))
-	{
-		TimestampTz ts = (n - (int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * SECS_PER_DAY * 1000) * 1000;
-
-		if (IS_VALID_TIMESTAMP(ts))
-			meta->source_ts = DatumGetCString(DirectFunctionCall1(timestamptz_out, TimestampTzGetDatum(ts)));
-	}
+	/* read as the replay filter reads it (cdcreplay.c) */
+	if (ts_ms != NULL && eoi_parse_source_time(ts_ms, strlen(ts_ms), &ts))
+		meta->source_ts = DatumGetCString(DirectFunctionCall1(timestamptz_out, TimestampTzGetDatum(ts)));
 	if (parse_int64(source_number(source, "lsn"), &n) && n >= 0)
 		meta->source_lsn = psprintf("%X/%X", (uint32) ((uint64) n >> 32), (uint32) n);
 }
