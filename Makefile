@@ -33,6 +33,7 @@ OBJS = \
 	src/format/avrocheck.o \
 	src/format/registry.o \
 	src/format/wirenum.o \
+	src/format/connect.o \
 	src/apply/attempt.o \
 	src/apply/sink.o \
 	src/apply/direct.o \
@@ -68,7 +69,7 @@ OBJS = \
 
 DATA = $(wildcard sql/eoingest--*.sql)
 
-REGRESS = setup api formats mappings transform upsert deadletters batchbytes operations multitopic cdc cdctxn cdcschemas cdcreplay cdcmodes
+REGRESS = setup api formats mappings transform upsert deadletters batchbytes operations multitopic cdc cdctxn cdcschemas cdcreplay cdcmodes connectjson
 REGRESS_OPTS = --use-existing
 
 PG_CPPFLAGS = -I$(srcdir)/src -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare

@@ -22,6 +22,7 @@
 #   EOINGEST_TEST_TIMEOUT=N  seconds allowed for each of installcheck and prove (default 3000)
 #   EOINGEST_TAP_TESTS       TAP files to run instead of each pass's own (space separated)
 #   EOINGEST_SKIP_REGRESS=1  skip make installcheck
+#   EOINGEST_REGRESS="setup mappings"  run these regression tests only (setup first)
 set -euo pipefail
 TEST_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
@@ -269,7 +270,7 @@ if [ "$have_makefile" -eq 1 ] && [ "${EOINGEST_SKIP_REGRESS:-0}" != 1 ] && grep 
   step "regression tests (make installcheck)"
   mkdir -p "$REGRESS_OUT"
   if ! timeout -k 10 "$TEST_TIMEOUT" make -s PG_CONFIG="$PG_CONFIG" installcheck \
-      EXTRA_REGRESS_OPTS="--outputdir=$REGRESS_OUT ${EXTRA_REGRESS_OPTS:-}"; then
+      ${EOINGEST_REGRESS:+REGRESS="$EOINGEST_REGRESS"} EXTRA_REGRESS_OPTS="--outputdir=$REGRESS_OUT ${EXTRA_REGRESS_OPTS:-}"; then
     echo "run-all: regression tests FAILED (diffs: $REGRESS_OUT/regression.diffs)"
     failed=1
   fi

@@ -63,7 +63,7 @@
  * image's schema, 0 if it is not cached.
  */
 static void
-image_codecs(CdcContext *cx, EoiColumns *cols, FieldCodec *codecs, int *tag, int want,
+image_codecs(CdcContext *cx, EoiColumns *cols, EoiFieldCodec *codecs, int *tag, int want,
 			 JsonbContainer *struct_schema, JsonbContainer *image)
 {
 	TupleDesc	desc = RelationGetDescr(cx->rel);
@@ -73,7 +73,7 @@ image_codecs(CdcContext *cx, EoiColumns *cols, FieldCodec *codecs, int *tag, int
 	{
 		/* avro.c wrote each value as the column type reads it */
 		if (*tag != -1)
-			memset(codecs, 0, sizeof(FieldCodec) * cols->ncolumns);	/* CONV_NONE */
+			memset(codecs, 0, sizeof(EoiFieldCodec) * cols->ncolumns);	/* CONV_NONE */
 		*tag = -1;
 		return;
 	}
@@ -82,15 +82,15 @@ image_codecs(CdcContext *cx, EoiColumns *cols, FieldCodec *codecs, int *tag, int
 	for (int c = 0; c < cols->ncolumns; c++)
 	{
 		Form_pg_attribute att = TupleDescAttr(desc, attnameAttNum(cx->rel, cols->colnames[c], false) - 1);
-		JsonbContainer *field = eoi_cdc_schema_field(struct_schema, cols->colnames[c]);
+		JsonbContainer *field = eoi_connect_schema_field(struct_schema, cols->colnames[c]);
 		JsonbValue	v;
 
 		if (field != NULL)
-			codecs[c] = eoi_cdc_codec_from_schema(field, att->atttypid);
+			codecs[c] = eoi_connect_codec(field, att->atttypid);
 		else
 		{
 			codecs[c] = eoi_cdc_codec_from_column(att->atttypid, att->atttypmod,
-										  eoi_cdc_json_get(image, cols->colnames[c], &v));
+										  eoi_connect_member(image, cols->colnames[c], &v));
 			from_schema = false;
 		}
 	}
@@ -582,9 +582,9 @@ source_member(JsonbContainer *source, const char *name, enum jbvType type)
 {
 	JsonbValue	v;
 
-	if (eoi_cdc_json_get(source, name, &v) == NULL || v.type != type)
+	if (eoi_connect_member(source, name, &v) == NULL || v.type != type)
 		return NULL;
-	return eoi_cdc_json_get_string(source, name);
+	return eoi_connect_member_string(source, name);
 }
 
 /*
@@ -679,7 +679,7 @@ apply_event(CdcRoutes *routes, rd_kafka_message_t *msg)
 				 errmsg("change event is not a JSON object"),
 				 errhint("With envelope debezium every message is a Debezium change event, with the schema wrapper or without.")));
 	}
-	op = ev.has_parts ? ev.op : eoi_cdc_json_get_string(event, "op");
+	op = ev.has_parts ? ev.op : eoi_connect_member_string(event, "op");
 	if (op == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -829,11 +829,11 @@ open_target(CdcRoutes *routes, const char *target)
 						 cx->history, &cx->deleted_col);
 	cx->changes = key_columns == NIL ? eoi_changes_begin_append(cx->rel, target, cx->cols) :
 		eoi_changes_begin(cx->rel, target, cx->cols, cx->keys, key_columns);
-	cx->col_codecs = palloc0(sizeof(FieldCodec) * cx->cols->ncolumns);
+	cx->col_codecs = palloc0(sizeof(EoiFieldCodec) * cx->cols->ncolumns);
 	cx->seen = palloc0(sizeof(bool) * Max(cx->cols->ncolumns, 1));
 	cx->unchanged = palloc0(sizeof(bool) * Max(cx->cols->ncolumns, 1));
-	cx->before_key.codecs = palloc0(sizeof(FieldCodec) * Max(cx->keys->ncolumns, 1));
-	cx->message_key.codecs = palloc0(sizeof(FieldCodec) * Max(cx->keys->ncolumns, 1));
+	cx->before_key.codecs = palloc0(sizeof(EoiFieldCodec) * Max(cx->keys->ncolumns, 1));
+	cx->message_key.codecs = palloc0(sizeof(EoiFieldCodec) * Max(cx->keys->ncolumns, 1));
 	cx->keypos = palloc(sizeof(int) * Max(cx->keys->ncolumns, 1));
 	for (int k = 0; k < cx->keys->ncolumns; k++)
 		for (int c = 0; c < cx->cols->ncolumns; c++)

@@ -22,33 +22,9 @@
 #include "apply/upsert.h"
 #include "envelope/cdc.h"
 #include "envelope/cdcreplay.h"
+#include "format/connect.h"
 #include "format/decode.h"
 #include "format/jsonscan.h"
-
-/* How a field's JSON value encodes the column's value. */
-typedef enum Conversion
-{
-	CONV_NONE,					/* the value's text is the column's input */
-	CONV_DAYS,					/* days since 1970-01-01 */
-	CONV_TIME_MS,				/* time of day in ms, us, ns */
-	CONV_TIME_US,
-	CONV_TIME_NS,
-	CONV_TIMESTAMP_MS,			/* since the epoch, a local date-time as UTC */
-	CONV_TIMESTAMP_US,
-	CONV_TIMESTAMP_NS,
-	CONV_INTERVAL_US,			/* io.debezium.time.MicroDuration */
-	CONV_DECIMAL,				/* base64 big-endian two's complement, scale */
-	CONV_VARIABLE_DECIMAL,		/* {"scale": s, "value": base64} */
-	CONV_BYTES,					/* base64 */
-	CONV_BITS					/* base64, little-endian bits, length */
-} Conversion;
-
-typedef struct FieldCodec
-{
-	Conversion	conv;
-	int			param;			/* CONV_DECIMAL: scale; CONV_BITS: length */
-	bool		zoned;			/* timestamps into timestamptz: at UTC */
-} FieldCodec;
 
 /*
  * A row writer that converts each field as its codec says, keeps the text
@@ -59,7 +35,7 @@ typedef struct ConvertingWriter
 {
 	EoiRowWriter writer;
 	EoiRowWriter *inner;		/* NULL: only keep the fields */
-	FieldCodec *codecs;
+	EoiFieldCodec *codecs;
 	char	  **fields;			/* the text written per column, NULL for NULL */
 	int			ncolumns;
 	const bool *unchanged;		/* columns to pass on as eoi_unchanged_value, or NULL */
@@ -136,7 +112,7 @@ typedef struct EventJson
  */
 typedef struct KeyCodecs
 {
-	FieldCodec *codecs;
+	EoiFieldCodec *codecs;
 	int			tag;
 } KeyCodecs;
 
@@ -152,7 +128,7 @@ typedef struct CdcContext
 	int		   *keypos;			/* the key columns among cols */
 	EoiChangeSet *changes;
 	ExprContext *econtext;
-	FieldCodec *col_codecs;
+	EoiFieldCodec *col_codecs;
 	int			col_codecs_tag;	/* CODECS_TAG of col_codecs, 0: none kept */
 	bool	   *seen;			/* image_is_plain's, a flag per column */
 	bool	   *unchanged;		/* add_after's: the columns an update left unsent */
@@ -214,10 +190,7 @@ typedef struct MemberScan
 } MemberScan;
 
 /* cdcjson.c */
-extern JsonbValue *eoi_cdc_json_get(JsonbContainer *object, const char *name, JsonbValue *v);
 extern JsonbContainer *eoi_cdc_json_get_object(JsonbContainer *object, const char *name);
-extern char *eoi_cdc_json_get_string(JsonbContainer *object, const char *name);
-extern JsonbContainer *eoi_cdc_schema_field(JsonbContainer *struct_schema, const char *name);
 extern Jsonb *eoi_cdc_parse_json(const char *data, size_t len);
 extern bool eoi_cdc_scan_object(CdcRoutes *routes, const char *data, size_t len, EoiJsonFieldFn field, void *arg);
 extern bool eoi_cdc_scan_members(CdcRoutes *routes, const char *data, size_t len, MemberScan *ms);
@@ -230,8 +203,7 @@ extern void eoi_cdc_history_source(JsonbContainer *source, HistoryMeta *meta);
 extern void eoi_cdc_mode_write(CdcContext *cx, EoiRowWriter *w, const HistoryMeta *meta, bool deleted);
 
 /* cdcconv.c */
-extern FieldCodec eoi_cdc_codec_from_schema(JsonbContainer *field, Oid coltype);
-extern FieldCodec eoi_cdc_codec_from_column(Oid coltype, int32 typmod, JsonbValue *v);
-extern void eoi_cdc_converting_writer_init(ConvertingWriter *cw, EoiRowWriter *inner, FieldCodec *codecs, int ncolumns);
+extern EoiFieldCodec eoi_cdc_codec_from_column(Oid coltype, int32 typmod, JsonbValue *v);
+extern void eoi_cdc_converting_writer_init(ConvertingWriter *cw, EoiRowWriter *inner, EoiFieldCodec *codecs, int ncolumns);
 
 #endif

@@ -18,46 +18,19 @@
 
 /* ---- JSON helpers ---- */
 
-/* The value of key `name` of `object`, or NULL; a JSON null counts as absent. */
-JsonbValue *
-eoi_cdc_json_get(JsonbContainer *object, const char *name, JsonbValue *v)
-{
-	if (object == NULL || !JsonContainerIsObject(object))
-		return NULL;
-	if (getKeyJsonValueFromContainer(object, name, strlen(name), v) == NULL ||
-		v->type == jbvNull)
-		return NULL;
-	return v;
-}
-
 /* The object at key `name` of `object`, or NULL if it is absent or null. */
 JsonbContainer *
 eoi_cdc_json_get_object(JsonbContainer *object, const char *name)
 {
 	JsonbValue	v;
 
-	if (eoi_cdc_json_get(object, name, &v) == NULL)
+	if (eoi_connect_member(object, name, &v) == NULL)
 		return NULL;
 	if (v.type != jbvBinary || !JsonContainerIsObject(v.val.binary.data))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
 				 errmsg("\"%s\" of the change event is not an object", name)));
 	return v.val.binary.data;
-}
-
-/* The string at key `name`, as a palloc'd C string, or NULL. */
-char *
-eoi_cdc_json_get_string(JsonbContainer *object, const char *name)
-{
-	JsonbValue	v;
-
-	if (eoi_cdc_json_get(object, name, &v) == NULL)
-		return NULL;
-	if (v.type == jbvString)
-		return pnstrdup(v.val.string.val, v.val.string.len);
-	if (v.type == jbvNumeric)
-		return DatumGetCString(DirectFunctionCall1(numeric_out, NumericGetDatum(v.val.numeric)));
-	return NULL;
 }
 
 /*
@@ -82,33 +55,6 @@ unwrap(Jsonb *jb, JsonbContainer **schema)
 		return eoi_cdc_json_get_object(root, "payload");
 	}
 	return root;
-}
-
-/* The field schema named `name` in a struct schema's "fields", or NULL. */
-JsonbContainer *
-eoi_cdc_schema_field(JsonbContainer *struct_schema, const char *name)
-{
-	JsonbValue	v;
-	JsonbContainer *fields;
-	int			n;
-
-	if (struct_schema == NULL || eoi_cdc_json_get(struct_schema, "fields", &v) == NULL ||
-		v.type != jbvBinary || !JsonContainerIsArray(v.val.binary.data))
-		return NULL;
-	fields = v.val.binary.data;
-	n = JsonContainerSize(fields);
-	for (int i = 0; i < n; i++)
-	{
-		JsonbValue *f = getIthJsonbValueFromContainer(fields, i);
-		char	   *fname;
-
-		if (f == NULL || f->type != jbvBinary || !JsonContainerIsObject(f->val.binary.data))
-			continue;
-		fname = eoi_cdc_json_get_string(f->val.binary.data, "field");
-		if (fname != NULL && strcmp(fname, name) == 0)
-			return f->val.binary.data;
-	}
-	return NULL;
 }
 
 /* ---- messages ---- */
@@ -177,8 +123,8 @@ static void
 set_schema(EventJson *ev, JsonbContainer *schema)
 {
 	ev->schema = schema;
-	ev->before_schema = eoi_cdc_schema_field(schema, "before");
-	ev->after_schema = eoi_cdc_schema_field(schema, "after");
+	ev->before_schema = eoi_connect_schema_field(schema, "before");
+	ev->after_schema = eoi_connect_schema_field(schema, "after");
 }
 
 static void

@@ -197,7 +197,7 @@ source_number(JsonbContainer *source, const char *name)
 {
 	JsonbValue	v;
 
-	if (source == NULL || eoi_cdc_json_get(source, name, &v) == NULL || v.type != jbvNumeric)
+	if (source == NULL || eoi_connect_member(source, name, &v) == NULL || v.type != jbvNumeric)
 		return NULL;
 	return DatumGetCString(DirectFunctionCall1(numeric_out, NumericGetDatum(v.val.numeric)));
 }
