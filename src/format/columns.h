@@ -49,6 +49,7 @@ typedef struct EoiColumns
 	StringInfo	json_scratch;
 	char	   *json_scan;		/* json: jsonscan.c's scratch, reused */
 	size_t		json_scan_size;
+	struct EoiConnectCache *connect;	/* json: Connect's schemas (connect.c) */
 	const char *what;			/* for errors: "the target has" */
 	EoiCsvField *csv_fields;	/* csv: decode_csv's buffers, reused */
 	char	   *csv_scratch;

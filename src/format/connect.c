@@ -190,7 +190,8 @@ base64_field(const char *s, int *len, const char *what)
 	if (*len < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
-				 errmsg("invalid base64 %s \"%s\"", what, s)));
+				 errmsg("invalid base64 %s \"%s\"", what, s),
+				 errhint("Kafka Connect writes bytes, Decimal and Bits values as base64 text.")));
 	return bytes;
 }
 
@@ -368,4 +369,122 @@ eoi_connect_convert(const EoiFieldCodec *fc, char *s)
 				s : bits_text(s, fc->param);
 	}
 	return s;
+}
+
+/* ---- the codecs of a target's columns ---- */
+
+/*
+ * The field of a struct schema that fills column `jc`: the field of
+ * exactly its name, or else one that spells it ignoring case when the
+ * column takes such keys (decodejson.c matches a payload's keys so).
+ */
+static JsonbContainer *
+column_field(JsonbContainer *fields, const EoiJsonColumn *jc)
+{
+	JsonbContainer *folded = NULL;
+	int			n = JsonContainerSize(fields);
+
+	for (int i = 0; i < n; i++)
+	{
+		JsonbValue *f = getIthJsonbValueFromContainer(fields, i);
+		JsonbValue	name;
+
+		if (f == NULL || f->type != jbvBinary || !JsonContainerIsObject(f->val.binary.data) ||
+			eoi_connect_member(f->val.binary.data, "field", &name) == NULL ||
+			name.type != jbvString)
+			continue;
+		if (name.val.string.len == jc->name_len &&
+			memcmp(name.val.string.val, jc->name, jc->name_len) == 0)
+			return f->val.binary.data;
+		if (folded == NULL && jc->fold_case &&
+			eoi_spells_name(name.val.string.val, name.val.string.len, jc->name))
+			folded = f->val.binary.data;
+	}
+	return folded;
+}
+
+/*
+ * The codecs of the columns from a wrapper's value schema (a struct's
+ * fields), or NULL when every column reads its field's JSON value as it is
+ * (no schema, no struct, or no field of a logical type or bytes).
+ */
+EoiFieldCodec *
+eoi_connect_column_codecs(EoiColumns *cols, JsonbContainer *schema)
+{
+	EoiFieldCodec *codecs = NULL;
+	JsonbValue	v;
+	char	   *type = eoi_connect_member_string(schema, "type");
+
+	if (type == NULL || strcmp(type, "struct") != 0 ||
+		eoi_connect_member(schema, "fields", &v) == NULL ||
+		v.type != jbvBinary || !JsonContainerIsArray(v.val.binary.data))
+		return NULL;
+	for (int c = 0; c < cols->ncolumns; c++)
+	{
+		JsonbContainer *field = column_field(v.val.binary.data, &cols->json[c]);
+		EoiFieldCodec fc;
+
+		if (field == NULL)
+			continue;
+		fc = eoi_connect_codec(field, cols->typids[c]);
+		if (fc.conv == CONV_NONE)
+			continue;
+		if (codecs == NULL)
+			codecs = palloc0(sizeof(EoiFieldCodec) * cols->ncolumns);
+		codecs[c] = fc;
+	}
+	return codecs;
+}
+
+/*
+ * The same for a schema's JSON text, from the batch's cache: JsonConverter
+ * repeats one schema in every message, so it is parsed the first time it
+ * comes.  The cache holds a few schemas; beyond them the oldest goes, so a
+ * stream of distinct schemas is parsed message by message in bounded
+ * memory.
+ */
+EoiFieldCodec *
+eoi_connect_cached_codecs(EoiColumns *cols, const char *text, size_t len)
+{
+	EoiConnectCache *cache = cols->connect;
+	EoiConnectSchema *s;
+	MemoryContext old;
+
+	if (cache == NULL)
+		cache = cols->connect = MemoryContextAllocZero(GetMemoryChunkContext(cols),
+													  sizeof(EoiConnectCache));
+	for (int i = 0; i < cache->n; i++)
+	{
+		s = &cache->schemas[i];
+		if (s->len == len && memcmp(s->text, text, len) == 0)
+			return s->codecs;
+	}
+	if (cache->n < EOI_CONNECT_SCHEMAS)
+		s = &cache->schemas[cache->n++];
+	else
+	{
+		s = &cache->schemas[cache->next];
+		cache->next = (cache->next + 1) % EOI_CONNECT_SCHEMAS;
+		pfree(s->text);
+		if (s->codecs != NULL)
+			pfree(s->codecs);
+	}
+	old = MemoryContextSwitchTo(GetMemoryChunkContext(cols));
+	s->text = pnstrdup(text, len);
+	s->len = len;
+	s->codecs = NULL;
+	MemoryContextSwitchTo(old);
+	/* parsed in the caller's memory, the codecs kept in the cache's */
+	{
+		Jsonb	   *jb = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(s->text)));
+		EoiFieldCodec *codecs = JB_ROOT_IS_OBJECT(jb) ? eoi_connect_column_codecs(cols, &jb->root) : NULL;
+
+		if (codecs != NULL)
+		{
+			s->codecs = MemoryContextAlloc(GetMemoryChunkContext(cols),
+										   sizeof(EoiFieldCodec) * cols->ncolumns);
+			memcpy(s->codecs, codecs, sizeof(EoiFieldCodec) * cols->ncolumns);
+		}
+	}
+	return s->codecs;
 }

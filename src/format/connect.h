@@ -16,6 +16,8 @@
 
 #include "utils/jsonb.h"
 
+#include "format/columns.h"
+
 /* How a field's JSON value encodes the column's value. */
 typedef enum EoiConversion
 {
@@ -48,5 +50,29 @@ extern JsonbContainer *eoi_connect_schema_field(JsonbContainer *struct_schema, c
 
 extern EoiFieldCodec eoi_connect_codec(JsonbContainer *field, Oid coltype);
 extern char *eoi_connect_convert(const EoiFieldCodec *fc, char *s);
+
+/*
+ * Format json's cache of the wrapper's schemas in a batch, by their text
+ * (EoiColumns.connect): the codecs of the target's columns, NULL when none
+ * converts.
+ */
+#define EOI_CONNECT_SCHEMAS 8
+
+typedef struct EoiConnectSchema
+{
+	char	   *text;
+	size_t		len;
+	EoiFieldCodec *codecs;
+} EoiConnectSchema;
+
+typedef struct EoiConnectCache
+{
+	EoiConnectSchema schemas[EOI_CONNECT_SCHEMAS];
+	int			n;
+	int			next;			/* full: the one to replace */
+} EoiConnectCache;
+
+extern EoiFieldCodec *eoi_connect_column_codecs(EoiColumns *cols, JsonbContainer *schema);
+extern EoiFieldCodec *eoi_connect_cached_codecs(EoiColumns *cols, const char *text, size_t len);
 
 #endif

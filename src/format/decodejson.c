@@ -32,6 +32,7 @@
 #include "utils/memutils.h"
 #include "utils/rel.h"
 
+#include "format/connect.h"
 #include "format/decodejson.h"
 #include "format/jsonscan.h"
 
@@ -94,18 +95,6 @@ eoi_json_columns_prepare(EoiColumns *cols, Relation rel, EState *estate)
 				cols->defaults[c] = ExecPrepareExpr(expression_planner((Expr *) expr), estate);
 		}
 	}
-}
-
-static void
-write_json_value(EoiColumns *cols, int col, EoiRowWriter *writer, JsonbValue *v)
-{
-	StringInfo	text = cols->json_text;
-
-	resetStringInfo(text);
-	if (eoi_json_value_text(&cols->json[col], cols->timestamp_unit, v, text, cols->json_scratch))
-		writer->field(writer, col, text->data, text->len);
-	else
-		writer->field(writer, col, NULL, 0);
 }
 
 /* ---- json keys that match no column ---- */
@@ -185,6 +174,57 @@ report_unmatched_key(EoiColumns *cols, const char *key, int len, const char *sha
 				 errhint("Rename the key or the column, or use a transform to map it.")));
 }
 
+/* ---- the keys of a message ---- */
+
+/*
+ * What the scan (and jsonb's way, for the wrapper) found of a message's
+ * keys besides its columns.
+ */
+typedef struct KeyMatchState
+{
+	EoiColumns *cols;
+	int			next;			/* where exact_column looks first */
+	int			nkeys;			/* distinct keys, as far as the wrapper's go */
+	bool		has_schema;		/* "schema" and "payload", not yet reported */
+	bool		has_payload;
+	EoiJsonToken schema;
+	EoiJsonToken payload;
+} KeyMatchState;
+
+/*
+ * The members of Kafka Connect's wrapper: kept, and reported as keys that
+ * match no column only once the message is known not to be a wrapper.  A
+ * repeated one replaces the earlier (jsonb keeps the last).
+ */
+static bool
+wrapper_member(KeyMatchState *st, const char *key, size_t key_len, const EoiJsonToken *value)
+{
+	if (key_len == 6 && memcmp(key, "schema", 6) == 0)
+	{
+		st->nkeys += !st->has_schema;
+		st->has_schema = true;
+		st->schema = *value;
+		return true;
+	}
+	if (key_len == 7 && memcmp(key, "payload", 7) == 0)
+	{
+		st->nkeys += !st->has_payload;
+		st->has_payload = true;
+		st->payload = *value;
+		return true;
+	}
+	return false;
+}
+
+/* jsonb's way: a member of the wrapper, kept unreported as the scan does. */
+static bool
+defer_wrapper_member(KeyMatchState *st, const JsonbValue *key)
+{
+	EoiJsonToken none = {EOI_JSON_NULL};
+
+	return wrapper_member(st, key->val.string.val, key->val.string.len, &none);
+}
+
 /* ---- json ---- */
 
 static bool
@@ -239,7 +279,7 @@ fold_case_column(EoiColumns *cols, const JsonbValue *key, const char **shadowed)
  * column are an error (which one was meant?); the rest are reported.
  */
 static void
-match_other_keys(EoiColumns *cols, JsonbContainer *root)
+match_other_keys(EoiColumns *cols, JsonbContainer *root, KeyMatchState *defer)
 {
 	JsonbIterator *it = JsonbIteratorInit(root);
 	JsonbValue	key;
@@ -262,7 +302,8 @@ match_other_keys(EoiColumns *cols, JsonbContainer *root)
 		c = fold_case_column(cols, &key, &shadowed);
 		if (c < 0)
 		{
-			report_unmatched_key(cols, key.val.string.val, key.val.string.len, shadowed);
+			if (defer == NULL || shadowed != NULL || !defer_wrapper_member(defer, &key))
+				report_unmatched_key(cols, key.val.string.val, key.val.string.len, shadowed);
 			continue;
 		}
 		if (cols->json_slots[c].found)
@@ -313,12 +354,6 @@ fold_column(EoiColumns *cols, const char *key, size_t len)
 	return -1;
 }
 
-typedef struct KeyMatchState
-{
-	EoiColumns *cols;
-	int			next;			/* where exact_column looks first */
-} KeyMatchState;
-
 /*
  * One key of the message, as match_exact_keys and match_other_keys would
  * take it: a later duplicate replaces an earlier one (jsonb keeps the
@@ -338,14 +373,20 @@ scan_field(void *arg, const char *key, size_t key_len, const EoiJsonToken *value
 		slot = &cols->json_slots[c];
 		slot->token = *value;
 		slot->found = slot->exact = true;
+		st->nkeys++;
 		return true;
 	}
 	c = fold_column(cols, key, key_len);
 	if (c < 0)
 	{
-		report_unmatched_key(cols, key, (int) key_len, NULL);
+		if (!wrapper_member(st, key, key_len, value))
+		{
+			st->nkeys++;
+			report_unmatched_key(cols, key, (int) key_len, NULL);
+		}
 		return true;
 	}
+	st->nkeys++;
 	slot = &cols->json_slots[c];
 	if (slot->fold_found &&
 		(slot->key_len != (int) key_len || memcmp(slot->key, key, key_len) != 0))
@@ -383,10 +424,10 @@ reserve_scan_buffer(EoiColumns *cols, size_t len)
  * column ignoring case, whose error jsonb's way raises.
  */
 static bool
-scan_json(EoiColumns *cols, const char *value, size_t len)
+scan_json(EoiColumns *cols, const char *value, size_t len, KeyMatchState *st)
 {
-	KeyMatchState	st = {cols, 0};
-
+	memset(st, 0, sizeof(KeyMatchState));
+	st->cols = cols;
 	if (len > SCAN_MAX_MESSAGE)
 		return false;
 	for (int c = 0; c < cols->ncolumns; c++)
@@ -396,7 +437,7 @@ scan_json(EoiColumns *cols, const char *value, size_t len)
 		slot->found = slot->exact = slot->fold_found = slot->fold_keys = false;
 	}
 	if (!eoi_json_scan_object(value, len, reserve_scan_buffer(cols, len),
-							  GetDatabaseEncoding() == PG_UTF8, scan_field, &st))
+							  GetDatabaseEncoding() == PG_UTF8, scan_field, st))
 		return false;
 	for (int c = 0; c < cols->ncolumns; c++)
 	{
@@ -417,9 +458,28 @@ scan_json(EoiColumns *cols, const char *value, size_t len)
 	return true;
 }
 
+/*
+ * The text of a token as Connect's encodings are read: a string's
+ * contents, a number's or a nested value's JSON text.
+ */
+static char *
+token_text(const EoiJsonToken *t)
+{
+	switch (t->kind)
+	{
+		case EOI_JSON_TRUE:
+			return pstrdup("true");
+		case EOI_JSON_FALSE:
+			return pstrdup("false");
+		default:
+			return pnstrdup(t->data, t->len);
+	}
+}
+
 /* Column c's value from its token: a datum when the writer takes one. */
 static void
-write_json_token(EoiColumns *cols, int c, EoiRowWriter *writer, const EoiJsonToken *t)
+write_json_token(EoiColumns *cols, int c, EoiRowWriter *writer, const EoiJsonToken *t,
+				 const EoiFieldCodec *codecs)
 {
 	const EoiJsonColumn *jc = &cols->json[c];
 	StringInfo	text = cols->json_text;
@@ -427,6 +487,12 @@ write_json_token(EoiColumns *cols, int c, EoiRowWriter *writer, const EoiJsonTok
 
 	if (t->kind == EOI_JSON_NULL)
 		writer->field(writer, c, NULL, 0);
+	else if (codecs != NULL && codecs[c].conv != CONV_NONE)
+	{
+		char	   *s = eoi_connect_convert(&codecs[c], token_text(t));
+
+		writer->field(writer, c, s, strlen(s));
+	}
 	else if (writer->datum != NULL &&
 			 eoi_json_token_datum(jc, cols->timestamp_unit, cols->typids[c], cols->typmods[c], t, &d))
 		writer->datum(writer, c, d);
@@ -442,16 +508,211 @@ write_json_token(EoiColumns *cols, int c, EoiRowWriter *writer, const EoiJsonTok
 	}
 }
 
+/* The text of a jsonb scalar or container as Connect's encodings are read. */
+static char *
+jsonb_value_text(JsonbValue *v)
+{
+	switch (v->type)
+	{
+		case jbvString:
+			return pnstrdup(v->val.string.val, v->val.string.len);
+		case jbvNumeric:
+			return DatumGetCString(DirectFunctionCall1(numeric_out, NumericGetDatum(v->val.numeric)));
+		case jbvBool:
+			return pstrdup(v->val.boolean ? "true" : "false");
+		case jbvBinary:
+			return JsonbToCString(NULL, v->val.binary.data, v->val.binary.len);
+		default:
+			return NULL;
+	}
+}
+
+static void
+write_json_value(EoiColumns *cols, int col, EoiRowWriter *writer, JsonbValue *v,
+				 const EoiFieldCodec *codecs)
+{
+	StringInfo	text = cols->json_text;
+
+	if (v->type != jbvNull && codecs != NULL && codecs[col].conv != CONV_NONE)
+	{
+		char	   *s = eoi_connect_convert(&codecs[col], jsonb_value_text(v));
+
+		writer->field(writer, col, s, strlen(s));
+		return;
+	}
+	resetStringInfo(text);
+	if (eoi_json_value_text(&cols->json[col], cols->timestamp_unit, v, text, cols->json_scratch))
+		writer->field(writer, col, text->data, text->len);
+	else
+		writer->field(writer, col, NULL, 0);
+}
+
+/* ---- what fills no column, and Kafka Connect's wrapper ---- */
+
+static int
+columns_found(EoiColumns *cols)
+{
+	int			found = 0;
+
+	for (int c = 0; c < cols->ncolumns; c++)
+		found += cols->json_slots[c].found;
+	return found;
+}
+
+/*
+ * A message none of whose keys fills a column is no row of defaults: it is
+ * the record's error (a typo in every key, another producer's messages, a
+ * wrapper the job does not read).  `payload`: the keys were those of
+ * Kafka Connect's wrapper's payload.
+ */
+static void
+fills_no_column(EoiColumns *cols, bool empty, bool payload)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_DATA_EXCEPTION),
+			 cols->is_key ?
+			 errmsg("JSON message key fills no key column of \"%s\"", cols->relname) :
+			 errmsg("JSON message fills no column of \"%s\"", cols->relname),
+			 empty ?
+			 (payload ? errdetail("The payload of its Kafka Connect wrapper is an empty object.") :
+			  errdetail("It is an empty object.")) :
+			 (payload ? errdetail("None of the keys of its Kafka Connect wrapper's payload names a column, even ignoring case.") :
+			  errdetail("None of its keys names a column, even ignoring case.")),
+			 errhint("Format json puts each key into the column of its name; rename the keys or the columns, or map them with a transform.")));
+}
+
+static void
+null_payload(EoiColumns *cols)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+			 errmsg("Kafka Connect wrapper of a JSON message for \"%s\" has a null payload", cols->relname),
+			 errdetail("JsonConverter writes a null value so when its schema is optional; format json makes rows of a struct's fields only."),
+			 errhint("Produce a null message value (a tombstone) to delete a key in mode upsert.")));
+}
+
+static void
+payload_not_object(EoiColumns *cols)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
+			 errmsg("Kafka Connect wrapper of a JSON message for \"%s\" has a payload that is not an object", cols->relname),
+			 errdetail("Format json puts the fields of a struct's payload into the columns of their names."),
+			 errhint("Read other payloads with a transform over value_json->'payload', or with format text.")));
+}
+
+/*
+ * Kafka Connect's JsonConverter with schemas.enable=true wraps every value
+ * as {"schema": <schema or null>, "payload": <value>}.  Such a message is
+ * read as its payload, the schema's logical types (Decimal, Date, Time,
+ * Timestamp) and bytes saying how each field's value reads, when its keys
+ * are exactly those two and neither fills a column.
+ */
+static bool
+is_wrapper_scan(const KeyMatchState *st)
+{
+	return st->nkeys == 2 && st->has_schema && st->has_payload &&
+		(st->schema.kind == EOI_JSON_NULL ||
+		 (st->schema.kind == EOI_JSON_NESTED && st->schema.data[0] == '{'));
+}
+
+static bool
+is_wrapper_jsonb(EoiColumns *cols, JsonbContainer *root, JsonbValue *schema, JsonbValue *payload)
+{
+	return JsonContainerSize(root) == 2 && columns_found(cols) == 0 &&
+		getKeyJsonValueFromContainer(root, "schema", 6, schema) != NULL &&
+		getKeyJsonValueFromContainer(root, "payload", 7, payload) != NULL &&
+		(schema->type == jbvNull ||
+		 (schema->type == jbvBinary && JsonContainerIsObject(schema->val.binary.data)));
+}
+
+/* Report the wrapper's members of a message that is not a wrapper. */
+static void
+report_wrapper_keys(EoiColumns *cols, const KeyMatchState *st)
+{
+	if (st->has_schema)
+		report_unmatched_key(cols, "schema", 6, NULL);
+	if (st->has_payload)
+		report_unmatched_key(cols, "payload", 7, NULL);
+}
+
+#define WRAPPER_HEAD "{\"schema\":"
+#define WRAPPER_MIDDLE ",\"payload\":"
+
+static bool
+is_json_space(char c)
+{
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+/*
+ * A wrapper as JsonConverter writes it, around a schema of the batch's
+ * cache: {"schema":<cached>,"payload":{...}}.  Then only the payload is
+ * left to scan (*payload, *payload_len): the schema's text is known to be
+ * valid JSON, and the scan of the payload checks the rest.  False if the
+ * message is not of this shape.
+ */
+static bool
+known_wrapper(EoiColumns *cols, const char *data, size_t len,
+			  EoiFieldCodec **codecs, const char **payload, size_t *payload_len)
+{
+	EoiConnectCache *cache = cols->connect;
+	size_t		head = strlen(WRAPPER_HEAD);
+	size_t		middle = strlen(WRAPPER_MIDDLE);
+
+	if (cache == NULL || len < head || memcmp(data, WRAPPER_HEAD, head) != 0)
+		return false;
+	while (len > 0 && is_json_space(data[len - 1]))
+		len--;
+	if (data[len - 1] != '}')
+		return false;
+	for (int i = 0; i < cache->n; i++)
+	{
+		const EoiConnectSchema *s = &cache->schemas[i];
+		const char *p;
+		const char *end = data + len - 1;	/* the wrapper's closing brace */
+
+		if (head + s->len + middle >= len || memcmp(data + head, s->text, s->len) != 0 ||
+			memcmp(data + head + s->len, WRAPPER_MIDDLE, middle) != 0)
+			continue;
+		p = data + head + s->len + middle;
+		while (p < end && is_json_space(*p))
+			p++;
+		while (end > p && is_json_space(end[-1]))
+			end--;
+		if (p == end || *p != '{' || end[-1] != '}')
+			return false;
+		*codecs = s->codecs;
+		*payload = p;
+		*payload_len = end - p;
+		return true;
+	}
+	return false;
+}
+
+/* What a JSON text is to the decoder. */
+typedef enum JsonText
+{
+	JSON_MESSAGE,				/* a message's value or key: may be a wrapper */
+	JSON_PAYLOAD,				/* a wrapper's payload */
+	JSON_IMAGE					/* an object inside a message (a change event's image) */
+} JsonText;
+
 /*
  * Format json through jsonb (eoingest.json_decode = jsonb, and the
  * messages the scan declines): the message parsed by jsonb_in, its keys
- * read back from the jsonb.
+ * read back from the jsonb; a wrapper's payload read so, with `codecs`
+ * (found here when the wrapper is).
  */
 static void
 decode_json_jsonb(EoiColumns *cols, const char *value, size_t len, EoiRowWriter *writer,
-				  ExprContext *econtext)
+				  ExprContext *econtext, const EoiFieldCodec *codecs, JsonText what)
 {
 	Jsonb	   *jb;
+	JsonbContainer *root;
+	JsonbValue	schema;
+	JsonbValue	payload;
+	KeyMatchState deferred = {cols};
 
 	jb = DatumGetJsonbP(DirectFunctionCall1(jsonb_in,
 											CStringGetDatum(pnstrdup(value, len))));
@@ -460,37 +721,110 @@ decode_json_jsonb(EoiColumns *cols, const char *value, size_t len, EoiRowWriter 
 				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
 				 errmsg("JSON message is not an object"),
 				 errhint("Format json maps the keys of an object to columns; use a transform for other shapes.")));
-	eoi_decode_json_object(cols, &jb->root, writer, econtext);
+	root = &jb->root;
+	if (match_exact_keys(cols, root) < (int) JsonContainerSize(root))
+		match_other_keys(cols, root, what == JSON_MESSAGE ? &deferred : NULL);
+	if (what == JSON_MESSAGE && is_wrapper_jsonb(cols, root, &schema, &payload))
+	{
+		if (payload.type == jbvNull)
+			null_payload(cols);
+		if (payload.type != jbvBinary || !JsonContainerIsObject(payload.val.binary.data))
+			payload_not_object(cols);
+		if (schema.type == jbvBinary)
+			codecs = eoi_connect_column_codecs(cols, schema.val.binary.data);
+		root = payload.val.binary.data;
+		what = JSON_PAYLOAD;
+		if (match_exact_keys(cols, root) < (int) JsonContainerSize(root))
+			match_other_keys(cols, root, NULL);
+	}
+	else
+		report_wrapper_keys(cols, &deferred);
+	if (what != JSON_IMAGE && columns_found(cols) == 0)
+		fills_no_column(cols, JsonContainerSize(root) == 0, what == JSON_PAYLOAD);
+	for (int c = 0; c < cols->ncolumns; c++)
+	{
+		if (cols->json_slots[c].found)
+			write_json_value(cols, c, writer, &cols->json_slots[c].value, codecs);
+		else
+			eoi_write_default(cols, c, writer, econtext);
+	}
 }
 
 /*
- * Format json: the scan's tokens when it reads the message, converted in
- * the columns' order after the whole message is read, as jsonb's way
- * converts (so that the first error is the same one); jsonb's way else.
+ * Read the JSON text with the scan; false when it declines and jsonb's way
+ * is to read it.
  */
-void
-eoi_decode_json(EoiColumns *cols, const char *value, size_t len, EoiRowWriter *writer,
-			ExprContext *econtext)
+static bool
+scan_message(EoiColumns *cols, const char *value, size_t len, KeyMatchState *st)
 {
-	if (eoingest_json_decode == EOI_JSON_DECODE_JSONB || !scan_json(cols, value, len))
+	if (eoingest_json_decode != EOI_JSON_DECODE_JSONB && scan_json(cols, value, len, st))
+		return true;
+	if (eoingest_json_decode == EOI_JSON_DECODE_SCAN_ONLY)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_EXCEPTION),
+				 errmsg("JSON message declined by the scan (eoingest.json_decode = scan_only)"),
+				 errhint("Set eoingest.json_decode to scan (the default) to read such messages through jsonb.")));
+	return false;
+}
+
+/*
+ * Format json: the scan's tokens when it reads the text, converted in the
+ * columns' order after the whole text is read, as jsonb's way converts (so
+ * that the first error is the same one); jsonb's way else.  A message in
+ * Kafka Connect's wrapper is read as its payload; a message (or payload)
+ * that fills no column is an error.
+ */
+static void
+decode_json(EoiColumns *cols, const char *value, size_t len, EoiRowWriter *writer,
+			ExprContext *econtext, JsonText what)
+{
+	KeyMatchState st;
+	EoiFieldCodec *codecs = NULL;
+
+	if (what == JSON_MESSAGE && eoingest_json_decode != EOI_JSON_DECODE_JSONB &&
+		known_wrapper(cols, value, len, &codecs, &value, &len))
+		what = JSON_PAYLOAD;
+	if (!scan_message(cols, value, len, &st))
 	{
-		if (eoingest_json_decode == EOI_JSON_DECODE_SCAN_ONLY)
-			ereport(ERROR,
-					(errcode(ERRCODE_DATA_EXCEPTION),
-					 errmsg("JSON message declined by the scan (eoingest.json_decode = scan_only)"),
-					 errhint("Set eoingest.json_decode to scan (the default) to read such messages through jsonb.")));
-		decode_json_jsonb(cols, value, len, writer, econtext);
+		decode_json_jsonb(cols, value, len, writer, econtext, codecs, what);
 		return;
 	}
+	if (what == JSON_MESSAGE && columns_found(cols) == 0 && is_wrapper_scan(&st))
+	{
+		if (st.payload.kind == EOI_JSON_NULL)
+			null_payload(cols);
+		if (st.payload.kind != EOI_JSON_NESTED || st.payload.data[0] != '{')
+			payload_not_object(cols);
+		if (st.schema.kind == EOI_JSON_NESTED)
+			codecs = eoi_connect_cached_codecs(cols, st.schema.data, st.schema.len);
+		value = st.payload.data;
+		len = st.payload.len;
+		what = JSON_PAYLOAD;
+		if (!scan_message(cols, value, len, &st))
+		{
+			decode_json_jsonb(cols, value, len, writer, econtext, codecs, what);
+			return;
+		}
+	}
+	report_wrapper_keys(cols, &st);
+	if (what != JSON_IMAGE && columns_found(cols) == 0)
+		fills_no_column(cols, st.nkeys == 0, what == JSON_PAYLOAD);
 	/* For tests: which way a message was read. */
 	EOI_FAULT_POINT("json-scan");
 	for (int c = 0; c < cols->ncolumns; c++)
 	{
 		if (cols->json_slots[c].found)
-			write_json_token(cols, c, writer, &cols->json_slots[c].token);
+			write_json_token(cols, c, writer, &cols->json_slots[c].token, codecs);
 		else
 			eoi_write_default(cols, c, writer, econtext);
 	}
+}
+
+void
+eoi_decode_json(EoiColumns *cols, const char *value, size_t len, EoiRowWriter *writer,
+				ExprContext *econtext)
+{
+	decode_json(cols, value, len, writer, econtext, JSON_MESSAGE);
 }
 
 /*
@@ -504,12 +838,12 @@ eoi_decode_json_object(EoiColumns *cols, JsonbContainer *object, EoiRowWriter *w
 {
 	/* The usual message has a key for a column each: no need to look further. */
 	if (match_exact_keys(cols, object) < (int) JsonContainerSize(object))
-		match_other_keys(cols, object);
+		match_other_keys(cols, object, NULL);
 
 	for (int c = 0; c < cols->ncolumns; c++)
 	{
 		if (cols->json_slots[c].found)
-			write_json_value(cols, c, writer, &cols->json_slots[c].value);
+			write_json_value(cols, c, writer, &cols->json_slots[c].value, NULL);
 		else
 			eoi_write_default(cols, c, writer, econtext);
 	}
@@ -524,5 +858,5 @@ void
 eoi_decode_json_text(EoiColumns *cols, const char *text, size_t len, EoiRowWriter *writer,
 					 ExprContext *econtext)
 {
-	eoi_decode_json(cols, text, len, writer, econtext);
+	decode_json(cols, text, len, writer, econtext, JSON_IMAGE);
 }
