@@ -31,8 +31,9 @@ sql "SELECT eoingest.create_job(name => 'connect_json', brokers => '$KAFKA_BROKE
 produce 0 "$half" BASE64 false
 check "the first records arrive" wait_until 120 "SELECT count(*) > 0 FROM connect_json"
 pid=$(sql "SELECT pid FROM eoingest.job_status WHERE name = 'connect_json' AND pid IS NOT NULL")
+rows=$(sql "SELECT count(*) FROM connect_json")
 kill -9 "$pid"
-diag "worker $pid SIGKILLed after $(sql "SELECT count(*) FROM connect_json" 2>/dev/null || echo '?') rows"
+diag "worker $pid SIGKILLed at $rows rows or more"
 produce "$half" "$half" NUMERIC true
 check "all $total records arrive" wait_until 300 "SELECT count(*) >= $total FROM connect_json"
 
