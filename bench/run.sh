@@ -927,7 +927,7 @@ connect_once() {
   connect_log_errors
 }
 
-# eoingest on the same bytes: format json decodes each wrapped value once, the transform takes its payload.
+# eoingest on the same bytes: through a transform over the payload, and format json reading the wrapper.
 WRAPPED_ROW="p->>'id', (p->>'ts')::bigint, (p->>'temperature')::double precision
   FROM (SELECT value_json->'payload' AS p FROM eoingest.batch()) b"
 run_peers() {
@@ -943,6 +943,11 @@ run_peers() {
   variant "$group" "eoingest upsert b=10000 par=1 wrapped (transform ON CONFLICT)" eoingest_wrapped \
     connect 4 yes upsert 10000 1 -- eoi_once "$topic" bench_pk json exactly_once 10000 1
   VARIANT_TRANSFORM=''
+  # format json reads the wrapper itself: no transform.
+  variant "$group" "eoingest exactly_once b=10000 par=1 wrapped (format json)" eoingest_wrapped \
+    connect 4 no exactly_once 10000 1 -- eoi_once "$topic" bench_nopk json exactly_once 10000 1
+  variant "$group" "eoingest upsert b=10000 par=1 wrapped (format json)" eoingest_wrapped \
+    connect 4 yes upsert 10000 1 -- eoi_once "$topic" bench_pk json upsert 10000 1
   if [ -z "$ONLY" ] || [[ "Kafka Connect" =~ $ONLY ]] || [[ "Connect" =~ $ONLY ]]; then
     connect_sh fetch debezium-jdbc
   fi
