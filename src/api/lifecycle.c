@@ -396,7 +396,9 @@ eoingest_drop_job(PG_FUNCTION_ARGS)
 		forget_consumer_group(job);
 	if (letters > 0)
 		ereport(NOTICE,
-				(errmsg("dropped " INT64_FORMAT " dead letters of job \"%s\"", letters, name)));
+				(errmsg_plural("dropped " INT64_FORMAT " dead letter of job \"%s\"",
+							   "dropped " INT64_FORMAT " dead letters of job \"%s\"",
+							   (unsigned long) letters, letters, name)));
 	PG_RETURN_VOID();
 }
 

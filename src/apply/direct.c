@@ -506,7 +506,7 @@ route_row(DirectBuffer *buf)
 				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 				 errmsg("foreign table \"%s\" became a partition of \"%s\" during the batch",
 						RelationGetRelationName(part->ri_RelationDesc), RelationGetRelationName(buf->rel)),
-				 errhint("eoingest retries the batch through COPY, which writes to foreign tables.")));
+				 errhint("The batch is retried through COPY, which writes to foreign tables.")));
 	}
 	buf->current = table_buffer(buf, part);
 	slot = next_slot(buf->current);

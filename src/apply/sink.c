@@ -182,9 +182,10 @@ batch_too_large(EoiBatch *batch, MessagePosition *mc, MemoryContext cxt,
 	ereport(ERROR,
 			(errcode(ERRCODE_OUT_OF_MEMORY),
 			 errmsg("batch of %d messages is too large to copy at once", batch->n),
-			 errdetail("At message %d of the batch: %s", mc->current + 1,
-					   edata->detail ? edata->detail : edata->message),
-			 errhint("eoingest retries with smaller batches; a lower batch_max_bytes (eoingest.alter_job) avoids the retries.")));
+			 edata->detail ?
+			 errdetail("The batch failed at message %d. %s", mc->current + 1, edata->detail) :
+			 errdetail("The batch failed at message %d: %s.", mc->current + 1, edata->message),
+			 errhint("The job retries with smaller batches; a lower batch_max_bytes (eoingest.alter_job) avoids the retries.")));
 }
 
 static uint64

@@ -274,7 +274,7 @@ column_array(ArrayWriter *aw, int col, const int *rows, int nrows)
 				(errcode(ERRCODE_OUT_OF_MEMORY),
 				 errmsg("batch of %d rows is too large to upsert at once", nrows),
 				 errdetail("Column %d of its rows would take %zu bytes in one array.", col + 1, size),
-				 errhint("eoingest retries with smaller batches; a lower batch_max_bytes (eoingest.alter_job) avoids the retries.")));
+				 errhint("The job retries with smaller batches; a lower batch_max_bytes (eoingest.alter_job) avoids the retries.")));
 	return PointerGetDatum(construct_md_array(elems, nulls, 1, dims, lbs,
 											  TEXTOID, -1, false, TYPALIGN_INT));
 }

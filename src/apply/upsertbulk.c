@@ -383,9 +383,10 @@ try_bulk(EoiChangeSet *cs, const int *rows, Op *const *ops, int nrows, bool prob
 	unprobed_relid = InvalidOid;
 	if (probe)
 		ereport(LOG,
-				(errmsg("a concurrent writer inserted a key of the batch into \"%s\"; its rows go in with INSERT ... ON CONFLICT",
+				(errmsg("a concurrent writer inserted a key of the batch into \"%s\"",
 						RelationGetRelationName(cs->rel)),
-				 errdetail_internal("%s", edata->message)));
+				 errdetail("The batch's rows go in with INSERT ... ON CONFLICT instead; the bulk write failed: %s.",
+						   edata->message)));
 	FreeErrorData(edata);
 	return BULK_UNIQUE_VIOLATION;
 }

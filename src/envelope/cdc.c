@@ -701,8 +701,8 @@ apply_event(CdcRoutes *routes, rd_kafka_message_t *msg)
 		!eoi_cdc_has_transaction(eoi_cdc_payload_object(routes, &ev)))
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_EXCEPTION),
-				 errmsg("change event of op \"%s\" has no transaction block, and job \"%s\" commits at source transaction boundaries",
-						op, routes->job->name),
+				 errmsg("change event of op \"%s\" has no transaction block", op),
+				 errdetail("Job \"%s\" commits at source transaction boundaries.", routes->job->name),
 				 errhint("Set provide.transaction.metadata=true in the Debezium connector, or alter the job with transactions => 'batch'.")));
 	if (routes->job->cdc_mode == EOI_CDC_HISTORY)
 	{
@@ -969,8 +969,9 @@ count_nulled(CdcContext *cx, EoiBatch *batch)
 	}
 	pfree(sorted);
 	ereport(WARNING,
-			(errmsg("%d rows new to \"%s\" took NULL for values their change did not carry",
-					n, RelationGetRelationName(cx->rel)),
+			(errmsg_plural("%d row new to \"%s\" took NULL for values its change did not carry",
+						   "%d rows new to \"%s\" took NULL for values their change did not carry",
+						   n, n, RelationGetRelationName(cx->rel)),
 			 errdetail("An update of a row the target did not have carried Debezium's placeholder for an unchanged TOASTed value, or a delete (cdc_mode soft_delete) marked a row the target did not have."),
 			 errhint("Set REPLICA IDENTITY FULL on the source table so that Debezium sends every value, and snapshot the table again to fill them.")));
 }

@@ -75,7 +75,7 @@ check_column_type(Relation rel, const char *target, const char *name, const char
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
 				 errmsg("column \"%s\" of %s is of type %s, and cdc_mode %s writes %s there",
 						name, target, format_type_be(att->atttypid), mode, type),
-				 errhint("ALTER TABLE %s ALTER COLUMN %s TYPE %s;", target, quote_identifier(name), type)));
+				 errhint("Run ALTER TABLE %s ALTER COLUMN %s TYPE %s.", target, quote_identifier(name), type)));
 }
 
 /* Add `name` to the list `names`, and the clause that fixes it to `clauses`. */
@@ -117,7 +117,7 @@ check_history_nullable(Relation rel, const char *target, EoiColumns *cols, const
 				(errcode(ERRCODE_INVALID_TABLE_DEFINITION),
 				 errmsg("cdc_mode history writes NULL into columns %s of %s, which are NOT NULL", names.data, target),
 				 errdetail("The row of a delete holds the fields of the before image (only the key's, unless the source table has REPLICA IDENTITY FULL), the row of a truncate none; CREATE TABLE ... (LIKE source) copies NOT NULL."),
-				 errhint("ALTER TABLE %s %s;", target, alter.data)));
+				 errhint("Run ALTER TABLE %s %s.", target, alter.data)));
 }
 
 /*
@@ -154,7 +154,7 @@ eoi_cdc_mode_columns(Relation rel, const char *target, EoiColumns *cols, EoiCdcM
 					(errcode(ERRCODE_UNDEFINED_COLUMN),
 					 errmsg("cdc_mode history needs the columns %s in %s", missing.data, target),
 					 errdetail("Each change is appended with its op, the source's commit time and LSN, and its topic, partition and offset (a job's columns, if it names them, must include these)."),
-					 errhint("ALTER TABLE %s %s;", target, add.data)));
+					 errhint("Run ALTER TABLE %s %s.", target, add.data)));
 		for (int i = 0; i < EOI_HISTORY_NCOLUMNS; i++)
 			check_column_type(rel, target, HistoryColumns[i].name, "history", HistoryColumns[i].types,
 							  lengthof(HistoryColumns[i].types), HistoryColumns[i].type);
@@ -172,7 +172,7 @@ eoi_cdc_mode_columns(Relation rel, const char *target, EoiColumns *cols, EoiCdcM
 					(errcode(ERRCODE_UNDEFINED_COLUMN),
 					 errmsg("cdc_mode soft_delete needs a boolean column \"%s\" in %s", deleted_column, target),
 					 errdetail("A delete sets it and keeps the row; an insert or update of the key clears it (a job's columns, if it names them, must include it)."),
-					 errhint("ALTER TABLE %s ADD COLUMN %s boolean NOT NULL DEFAULT false; or name another column with deleted_column.",
+					 errhint("Run ALTER TABLE %s ADD COLUMN %s boolean NOT NULL DEFAULT false, or name another column with deleted_column.",
 							 target, quote_identifier(deleted_column))));
 		check_column_type(rel, target, deleted_column, "soft_delete", boolean, 1, "boolean");
 		foreach(lc, key_columns)

@@ -383,16 +383,20 @@ report_source(const EoiJob *job, const ReplaySource *s)
 {
 	if (s->skipped > 0)
 		ereport(LOG,
-				(errmsg("job \"%s\" skipped %lld change events of source \"%s\" database \"%s\" in topic \"%s\" partition %d that Debezium sent again",
-						job->name, (long long) s->skipped, s->name, s->db, s->topic, s->partition),
-				 errdetail("Their source positions come before %X/%X %X/%X, the last one applied, and they committed no later than it.",
-						   LSN_FORMAT_ARGS((XLogRecPtr) s->last.commit_lsn),
-						   LSN_FORMAT_ARGS((XLogRecPtr) s->last.lsn))));
+				(errmsg("job \"%s\" skipped change events of source \"%s\" that Debezium sent again",
+						job->name, s->name),
+				 errdetail_plural("The job skipped %lld event of database \"%s\" in topic \"%s\" partition %d: its source position comes before %X/%X %X/%X, the last one applied, and it committed no later than that one.",
+								  "The job skipped %lld events of database \"%s\" in topic \"%s\" partition %d: their source positions come before %X/%X %X/%X, the last one applied, and they committed no later than that one.",
+								  (unsigned long) s->skipped,
+								  (long long) s->skipped, s->db, s->topic, s->partition,
+								  LSN_FORMAT_ARGS((XLogRecPtr) s->last.commit_lsn),
+								  LSN_FORMAT_ARGS((XLogRecPtr) s->last.lsn))));
 	if (s->histories > 0)
 		ereport(LOG,
-				(errmsg("job \"%s\" applied change events of source \"%s\" database \"%s\" in topic \"%s\" partition %d as a new history of the source",
-						job->name, s->name, s->db, s->topic, s->partition),
-				 errdetail("The event at %X/%X %X/%X came after %X/%X %X/%X, the last one applied, and its transaction committed at %s, more than a second after that one's (%s).",
+				(errmsg("job \"%s\" applied change events of source \"%s\" as a new history of the source",
+						job->name, s->name),
+				 errdetail("In database \"%s\", topic \"%s\" partition %d, the event at %X/%X %X/%X came after %X/%X %X/%X, the last one applied, and its transaction committed at %s, more than a second after that one's (%s).",
+						   s->db, s->topic, s->partition,
 						   LSN_FORMAT_ARGS((XLogRecPtr) s->began.commit_lsn),
 						   LSN_FORMAT_ARGS((XLogRecPtr) s->began.lsn),
 						   LSN_FORMAT_ARGS((XLogRecPtr) s->left.commit_lsn),
@@ -426,8 +430,9 @@ eoi_replay_filter_end(EoiReplayFilter *filter)
 	}
 	if (filter->unkept > 0)
 		ereport(LOG,
-				(errmsg("job \"%s\" applied %lld change events as they came: their partitions carry events of more than %d sources",
-						filter->job->name, (long long) filter->unkept, MAX_SOURCES),
-				 errdetail("The positions of the first %d sources of a partition are kept; events of other sources are not checked for being sent again.",
-						   MAX_SOURCES)));
+				(errmsg("job \"%s\" applied change events as they came", filter->job->name),
+				 errdetail_plural("The job's partitions carry events of more than %d sources, and %lld change event was applied without a check. The positions of the first %d sources of a partition are kept; events of other sources are not checked for being sent again.",
+								  "The job's partitions carry events of more than %d sources, and %lld change events were applied without a check. The positions of the first %d sources of a partition are kept; events of other sources are not checked for being sent again.",
+								  (unsigned long) filter->unkept,
+								  MAX_SOURCES, (long long) filter->unkept, MAX_SOURCES)));
 }

@@ -400,7 +400,7 @@ check_record(SchemaEntry *e, const unsigned char *body, size_t len, const char *
 			ereport(ERROR,
 					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 					 errmsg("Avro record written with %s is beyond what eoingest reads: %s", what, why),
-					 errhint("eoingest reads Avro values nested at most %d levels deep, with at most %d array items that take no bytes in one record.",
+					 errhint("A worker reads Avro values nested at most %d levels deep, with at most %d array items that take no bytes in one record.",
 							 EOI_AVRO_MAX_DEPTH, EOI_AVRO_MAX_FREE_ITEMS)));
 			break;
 	}
@@ -638,9 +638,11 @@ eoi_avro_decode(EoiColumns *cols, const char *value, size_t len, EoiRowWriter *w
 		if (cols->ncolumns != 1)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("the value written with %s is %s, not a record, and %s %d columns", what,
-							type->kind == AVRO_NULL ? "null" : psprintf("an Avro %s", avro_schema_type_name(type->schema)),
-							cols->what, cols->ncolumns),
+					 type->kind == AVRO_NULL ?
+					 errmsg("the value written with %s is null, not a record", what) :
+					 errmsg("the value written with %s is an Avro %s, not a record", what,
+							avro_schema_type_name(type->schema)),
+					 eoi_errdetail_columns(cols),
 					 errhint("Format avro maps a record's fields to columns by name; a value of another type fills a target of one column.")));
 		decode_field(cols, 0, writer, top, type, &one);
 		write_field(cols, 0, writer, &one, econtext);

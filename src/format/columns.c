@@ -183,6 +183,20 @@ add_default_columns(EoiColumns *cols, Relation rel)
 }
 
 /*
+ * errdetail() for errors about a message that does not fit the columns:
+ * how many the target, or the key, has.
+ */
+int
+eoi_errdetail_columns(const EoiColumns *cols)
+{
+	if (cols->is_key)
+		return errdetail_plural("The key has %d column.", "The key has %d columns.",
+								cols->ncolumns, cols->ncolumns);
+	return errdetail_plural("The target has %d column.", "The target has %d columns.",
+							cols->ncolumns, cols->ncolumns);
+}
+
+/*
  * The columns `mapping` fills in `rel`.  Errors here are the job's
  * configuration errors: create_job calls this too, so they show up there
  * first.
@@ -195,7 +209,6 @@ eoi_columns_map(Relation rel, const EoiMapping *mapping)
 
 	cols->format = mapping->format;
 	cols->timestamp_unit = mapping->timestamp_unit;
-	cols->what = "the target has";
 	cols->relid = RelationGetRelid(rel);
 	cols->relname = pstrdup(RelationGetRelationName(rel));
 	cols->colnames = palloc0(sizeof(char *) * Max(desc->natts, 1));
@@ -227,7 +240,6 @@ eoi_columns_map_named(Relation rel, EoiFormat format, List *names)
 
 	cols->format = format;
 	cols->is_key = true;
-	cols->what = "the key has";
 	cols->relid = RelationGetRelid(rel);
 	cols->relname = pstrdup(RelationGetRelationName(rel));
 	cols->colnames = palloc0(sizeof(char *) * Max(list_length(names), 1));

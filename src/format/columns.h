@@ -50,7 +50,6 @@ typedef struct EoiColumns
 	char	   *json_scan;		/* json: jsonscan.c's scratch, reused */
 	size_t		json_scan_size;
 	struct EoiConnectCache *connect;	/* json: Connect's schemas (connect.c) */
-	const char *what;			/* for errors: "the target has" */
 	EoiCsvField *csv_fields;	/* csv: decode_csv's buffers, reused */
 	char	   *csv_scratch;
 	size_t		csv_scratch_size;
@@ -75,6 +74,7 @@ struct EoiRowWriter
 extern EoiMapping eoi_job_mapping(const EoiJob *job);
 extern EoiColumns *eoi_columns_map(Relation rel, const EoiMapping *mapping);
 extern EoiColumns *eoi_columns_map_named(Relation rel, EoiFormat format, List *names);
+extern int	eoi_errdetail_columns(const EoiColumns *cols);
 extern bool eoi_spells_name(const char *data, size_t len, const char *name);
 extern void eoi_write_default(EoiColumns *cols, int c, EoiRowWriter *writer,
 							  ExprContext *econtext);

@@ -193,9 +193,11 @@ decode_csv(EoiColumns *cols, const char *value, size_t len, EoiRowWriter *writer
 	if (n != cols->ncolumns)
 		ereport(ERROR,
 				(errcode(ERRCODE_BAD_COPY_FILE_FORMAT),
-				 errmsg("CSV message has %s%d fields, %s %d columns",
-						n > cols->ncolumns ? "more than " : "", Min(n, cols->ncolumns),
-						cols->what, cols->ncolumns),
+				 n > cols->ncolumns ?
+				 errmsg_plural("CSV message has more than %d field", "CSV message has more than %d fields",
+							   cols->ncolumns, cols->ncolumns) :
+				 errmsg_plural("CSV message has %d field", "CSV message has %d fields", n, n),
+				 eoi_errdetail_columns(cols),
 				 errhint("The fields fill the columns in order; name the columns they fill with create_job's columns parameter, or use a transform to map them otherwise.")));
 	if (csv_is_header(cols, fields, n))
 		return false;

@@ -398,8 +398,9 @@ fetch_answer(const char *path, const char *what, const char **base_out)
 		if (status == 401 || status == 403)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_AUTHORIZATION_SPECIFICATION),
-					 errmsg("schema registry at %s refused the credentials%s", base,
-							config.verbose ? psprintf(" (HTTP %ld)", status) : ""),
+					 config.verbose ?
+					 errmsg("schema registry at %s refused the credentials (HTTP %ld)", base, status) :
+					 errmsg("schema registry at %s refused the credentials", base),
 					 errhint("Set options' schema.registry.basic.auth.user.info to 'user:password' with eoingest.alter_job(), then eoingest.start_job() again.")));
 		jb = answer_json(text);
 		if (status == 200)
@@ -425,8 +426,8 @@ fetch_answer(const char *path, const char *what, const char **base_out)
 	ereport(ERROR,
 			(errcode(ERRCODE_CONNECTION_FAILURE),
 			 errmsg("could not read %s from the schema registry", what),
-			 errdetail("%s", errors.data),
-			 errhint("eoingest retries the batch until the registry answers.")));
+			 errdetail("Every registry URL failed: %s.", errors.data),
+			 errhint("The job retries the batch until the registry answers.")));
 	return NULL;				/* not reached */
 }
 
@@ -524,7 +525,7 @@ add_references(Jsonb *answer, const char *what, References *refs, int depth)
 			ereport(ERROR,
 					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 					 errmsg("%s has more schema references than eoingest resolves", what),
-					 errdetail("eoingest follows at most %d references, chained at most %d deep.",
+					 errdetail("At most %d references are followed, chained at most %d deep.",
 							   REGISTRY_MAX_REFERENCES, REGISTRY_MAX_REF_DEPTH)));
 		refs->seen = lappend(refs->seen, key);
 		ref_what = psprintf("%s's reference %s (subject %s, version %d)", what, name, subject, version);

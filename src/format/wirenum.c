@@ -41,7 +41,7 @@ decimal_out_of_range(const char *detail)
 			(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
 			 errmsg("decimal value out of range for type numeric"),
 			 errdetail_internal("%s", detail),
-			 errhint("numeric holds at most %d digits before the decimal point and %d after it.",
+			 errhint("Type numeric holds at most %d digits before the decimal point and %d after it.",
 					 DECIMAL_MAX_INT_DIGITS, DECIMAL_MAX_SCALE)));
 }
 

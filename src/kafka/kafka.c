@@ -102,11 +102,11 @@ conf_set_or_error(rd_kafka_conf_t *conf, const char *name, const char *value)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("unrecognized Kafka client property \"%s\"", name),
-				 errhint("options takes librdkafka consumer properties, see librdkafka's CONFIGURATION.md.")));
+				 errhint("The options parameter takes librdkafka consumer properties; see librdkafka's CONFIGURATION.md.")));
 	ereport(ERROR,
 			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 			 errmsg("invalid value for Kafka client property \"%s\"", name),
-			 errdetail("%s", errstr)));
+			 errdetail("The Kafka client library reported: %s.", errstr)));
 }
 
 /* Apply the job's options, already checked by eoi_check_options_allowed. */
@@ -280,7 +280,7 @@ eoi_kafka_check_options(const char *brokers, Jsonb *options, Oid owner)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("invalid Kafka client configuration"),
-				 errdetail("%s", errstr)));
+				 errdetail("The Kafka client library reported: %s.", errstr)));
 	}
 	rd_kafka_destroy_flags(rk, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
 }
@@ -385,7 +385,7 @@ eoi_kafka_open(const EoiJob *job, int worker_index)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("could not create Kafka consumer for job \"%s\"", job->name),
-				 errdetail("%s", errstr)));
+				 errdetail("The Kafka client library reported: %s.", errstr)));
 	}
 	remember_client(kafka);
 	rd_kafka_poll_set_consumer(kafka->rk);

@@ -152,7 +152,7 @@ handle_consumer_error(EoiKafka *kafka, rd_kafka_message_t *msg)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("stored offset of Kafka topic \"%s\" partition %d is out of range",
 						topic, partition),
-				 errdetail("%s (offset %lld)", reason, (long long) offset),
+				 errdetail("The consumer reported at offset %lld: %s.", (long long) offset, reason),
 				 errhint("The records were deleted by retention or the topic was recreated. "
 						 "Choose where to resume by updating eoingest.offsets, then start the job again.")));
 

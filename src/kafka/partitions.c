@@ -229,8 +229,8 @@ eoi_partitions_grew(EoiOwnership *o)
 		if (count > before)
 		{
 			ereport(LOG,
-					(errmsg("eoingest job \"%s\": topic \"%s\" grew from %d to %d partitions",
-							o->job->name, topic, before, count)));
+					(errmsg("topic \"%s\" of eoingest job \"%s\" grew from %d to %d partitions",
+							topic, o->job->name, before, count)));
 			grew = true;
 		}
 	}

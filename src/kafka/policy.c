@@ -220,7 +220,7 @@ refuse_managed(const char *name)
 	ereport(ERROR,
 			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 			 errmsg("Kafka client property \"%s\" is managed by eoingest", name),
-			 errdetail("eoingest keeps offsets in PostgreSQL and sets this property itself to keep its guarantees."),
+			 errdetail("The job's offsets are kept in PostgreSQL, and eoingest sets this property itself to keep its guarantees."),
 			 errhint("Remove \"%s\" from options; use the brokers and start_offset parameters instead.", name)));
 }
 
@@ -235,10 +235,11 @@ require_role(const char *name, Oid owner, Oid role, const char *role_name, const
 			 errmsg("permission denied to set Kafka client property \"%s\"", name),
 			 errdetail("%s Only roles with the privileges of %s may set it, and the job's owner \"%s\" has not.",
 					   why, role_name, GetUserNameFromId(owner, false)),
-			 errhint("Ask an administrator to GRANT %s to the job's owner, or leave the property out%s.",
-					 role_name,
-					 strstr(name, ".location") != NULL ?
-					 " (pass the certificate or key inline: ssl.ca.pem, ssl.certificate.pem, ssl.key.pem)" : "")));
+			 strstr(name, ".location") != NULL ?
+			 errhint("Ask an administrator to GRANT %s to the job's owner, or leave the property out (pass the certificate or key inline: ssl.ca.pem, ssl.certificate.pem, ssl.key.pem).",
+					 role_name) :
+			 errhint("Ask an administrator to GRANT %s to the job's owner, or leave the property out.",
+					 role_name)));
 }
 
 /* Does `owner` have what setting a property of class `needs` takes? */
@@ -253,7 +254,7 @@ check_property(const char *name, int needs, Oid owner, const char *why)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("permission denied to set Kafka client property \"%s\"", name),
-				 errdetail("eoingest lets only superusers set properties that load code into the server or that it does not know to be safe."),
+				 errdetail("Only superusers may set properties that load code into the server or that eoingest does not know to be safe."),
 				 errhint("Leave the property out, or ask a superuser to own the job. docs/kafka-properties.md lists the properties every role may set.")));
 	if (needs & EOI_PROP_READ)
 		require_role(name, owner, ROLE_PG_READ_SERVER_FILES, "pg_read_server_files",
@@ -641,7 +642,7 @@ eoi_check_registry_urls(const char *urls, Oid owner)
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("schema_registry URL \"%s\" has no valid host and port", url)));
 		if (allowed_brokers_set() && !broker_allowed(host, port < 0 ? (https ? 443 : 80) : port))
-			refuse_host("Schema registry", url);
+			refuse_host("schema registry", url);
 		while (strlen(url) > 0 && url[strlen(url) - 1] == '/')
 			url[strlen(url) - 1] = '\0';
 		result = lappend(result, url);

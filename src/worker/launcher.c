@@ -623,7 +623,11 @@ publish_waiting(EoiWaitingWorker *waiting, int nwaiting, int total_waiting, int 
 							   "eoingest cannot start %d workers of running jobs: %s",
 							   total_waiting, total_waiting, reason[last_reason]),
 				 errdetail("They wait, in state \"waiting\" in eoingest.job_status, and start as soon as slots are free."),
-				 errhint("To run them all, %s.", hint[last_reason])));
+				 last_reason == EOI_WAIT_WORKER_SLOT ?
+				 errhint("To run them all, raise eoingest.max_workers (and max_worker_processes with it) and restart the server, or stop another job.") :
+				 last_reason == EOI_WAIT_BGWORKER_SLOT ?
+				 errhint("To run them all, raise max_worker_processes and restart the server, or stop another job.") :
+				 errhint("To run them all, stop another of the owner's jobs, or have a superuser raise the owner's limit (ALTER ROLE ... SET eoingest.max_workers_per_role).")));
 	else if (total_waiting == 0 && logged_waiting > 0)
 		ereport(LOG,
 				(errmsg("no eoingest worker waits for a slot any more")));
@@ -805,8 +809,10 @@ prune_dead_letters(void)
 	eoi_commit_work();
 	if (deleted > 0)
 		ereport(LOG,
-				(errmsg("deleted %lld dead letters older than eoingest.dead_letter_retention (%d min)",
-						(long long) deleted, eoingest_dead_letter_retention)));
+				(errmsg_plural("deleted %lld dead letter older than eoingest.dead_letter_retention (%d min)",
+							   "deleted %lld dead letters older than eoingest.dead_letter_retention (%d min)",
+							   (unsigned long) deleted,
+							   (long long) deleted, eoingest_dead_letter_retention)));
 	next_prune = deleted < PRUNE_LIMIT ?
 		TimestampTzPlusMilliseconds(GetCurrentTimestamp(), PRUNE_INTERVAL_MS) : 0;
 }

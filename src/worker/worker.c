@@ -399,15 +399,21 @@ maybe_recheck_job(void)
 	if (now == NULL || strcmp(now->state, "running") != 0 ||
 		now->config_version != eoi_worker.job->config_version)
 	{
-		const char *why = now == NULL ? "dropped" :
-			strcmp(now->state, "running") != 0 ? "stopped" : "altered";
+		bool		dropped = now == NULL;
+		bool		stopped = !dropped && strcmp(now->state, "running") != 0;
 
 		eoi_commit_work();
 		if (now != NULL)
 			eoi_worker_store_consumed();
 		ereport(LOG,
-				(errmsg("eoingest job \"%s\" worker %d exits: the job was %s",
-						eoi_worker.job->name, eoi_worker.index, why)));
+				(dropped ?
+				 errmsg("eoingest job \"%s\" worker %d exits: the job was dropped",
+						eoi_worker.job->name, eoi_worker.index) :
+				 stopped ?
+				 errmsg("eoingest job \"%s\" worker %d exits: the job was stopped",
+						eoi_worker.job->name, eoi_worker.index) :
+				 errmsg("eoingest job \"%s\" worker %d exits: the job was altered",
+						eoi_worker.job->name, eoi_worker.index)));
 		proc_exit(0);
 	}
 	eoi_check_brokers_allowed(eoi_worker.job->brokers);

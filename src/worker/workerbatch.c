@@ -383,8 +383,8 @@ note_subxact_overflow(uint64 epoch)
 		return;
 	said = true;
 	ereport(LOG,
-			(errmsg("eoingest job \"%s\": checkpoint epoch " UINT64_FORMAT " overflowed the subtransaction cache",
-					eoi_worker.job->name, epoch),
+			(errmsg("checkpoint epoch " UINT64_FORMAT " of eoingest job \"%s\" overflowed the subtransaction cache",
+					epoch, eoi_worker.job->name),
 			 errdetail("The epoch holds more than %d subtransactions; other sessions' snapshots look them up in pg_subtrans until it ends.",
 					   PGPROC_MAX_CACHED_SUBXIDS)));
 }

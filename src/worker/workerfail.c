@@ -81,9 +81,11 @@ shrink_batches(EoiErrorClass kind, const char *message)
 	eoi_worker.cap_bytes = Max((int64) (eoi_worker.writing_bytes / 2), 1);
 	eoi_worker.capped_batches = 0;
 	ereport(LOG,
-			(errmsg("eoingest job \"%s\": a batch of %d messages (" UINT64_FORMAT " bytes) ran out of resources; retrying with batches of at most %d messages and " INT64_FORMAT " bytes",
-					eoi_worker.job->name, eoi_worker.writing_messages, eoi_worker.writing_bytes, eoi_worker.cap_messages, eoi_worker.cap_bytes),
-			 errdetail_internal("%s", message)));
+			(errmsg("eoingest job \"%s\" ran out of resources and retries with smaller batches",
+					eoi_worker.job->name),
+			 errdetail("The batch held %d messages (" UINT64_FORMAT " bytes); the next batches hold at most %d messages and " INT64_FORMAT " bytes. The error was \"%s\".",
+					   eoi_worker.writing_messages, eoi_worker.writing_bytes, eoi_worker.cap_messages, eoi_worker.cap_bytes,
+					   message)));
 	return true;
 }
 

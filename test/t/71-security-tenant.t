@@ -163,7 +163,7 @@ is "$(sql "SELECT string_agg(DISTINCT who::text, ',') FROM ten_r_log")" eoi_tena
 sql "ALTER TABLE ten_r ADD CHECK (temperature < 100) NOT VALID" >/dev/null
 printf 'd,4,400\n' | eoi-kafka produce "$rtopic" -p 0 >/dev/null
 wait_until 60 "SELECT count(*) = 1 FROM eoingest.dead_letters WHERE job = 'r_job'" >/dev/null
-like "$(psql -Xq -U eoi_tenant -c "SELECT eoingest.drop_job('r_job')" 2>&1)" "dropped 1 dead letters of job \"r_job\"" \
+like "$(psql -Xq -U eoi_tenant -c "SELECT eoingest.drop_job('r_job')" 2>&1)" "dropped 1 dead letter of job \"r_job\"" \
   "drop_job says it removes the job's dead letters"
 sql "CREATE TABLE ten_bob (id text, ts bigint, temperature double precision); GRANT INSERT ON ten_bob TO eoi_other" >/dev/null
 as eoi_other "SELECT eoingest.create_job(name => 'r_job', brokers => '$KAFKA_BROKERS', topic => '$rtopic', target => 'ten_bob',
