@@ -62,6 +62,7 @@ OBJS = \
 	src/api/lifecycle.o \
 	src/api/jobstatus.o \
 	src/api/batchfunc.o \
+	src/api/batchcols.o \
 	src/api/statsfunc.o \
 	src/api/preview.o \
 	src/api/deadletters.o \
@@ -69,7 +70,7 @@ OBJS = \
 
 DATA = $(wildcard sql/eoingest--*.sql)
 
-REGRESS = setup api formats mappings transform upsert deadletters batchbytes operations multitopic cdc cdctxn cdcschemas cdcreplay cdcmodes connectjson
+REGRESS = setup api formats mappings transform transformcols upsert deadletters batchbytes operations multitopic cdc cdctxn cdcschemas cdcreplay cdcmodes connectjson
 REGRESS_OPTS = --use-existing
 
 PG_CPPFLAGS = -I$(srcdir)/src -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare

@@ -20,10 +20,12 @@
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/json.h"
+#include "utils/memutils.h"
 #include "utils/jsonb.h"
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
 
+#include "api/batchcols.h"
 #include "api/batchfunc.h"
 #include "apply/attempt.h"
 #include "base/txn.h"
@@ -32,6 +34,9 @@
 #include "kafka/batch.h"
 
 PG_FUNCTION_INFO_V1(eoingest_batch);
+
+/* The columns of eoingest.batch(), since 0.4. */
+#define EOI_BATCH_NATTS 11
 
 /*
  * Set up a set-returning function that materializes its result: the
@@ -216,12 +221,120 @@ message_text(EoiFormat format, rd_kafka_message_t *msg, bool key, bool *isnull, 
 	return CStringGetTextDatum(*json);
 }
 
+/* The value's text: a JSON Schema record's without its framing. */
+static const char *
+value_bytes(EoiFormat format, rd_kafka_message_t *msg, size_t *len)
+{
+	const char *data = msg->payload;
+
+	*len = msg->len;
+	if (format == EOI_FORMAT_JSON)
+		eoi_json_unframe(&data, len);
+	return data;
+}
+
+/*
+ * A value that is not read is still checked as message_text() checks it,
+ * so that whether a record fails does not depend on the columns the
+ * transform reads: it must be text of the database encoding.
+ */
+static void
+check_value_text(EoiFormat format, rd_kafka_message_t *msg)
+{
+	size_t		len;
+	const char *data = value_bytes(format, msg, &len);
+
+	(void) pg_verifymbstr(data, (int) len, false);
+}
+
+/*
+ * A json job's value: as jsonb (value_json) when read, from its text when
+ * that was made (*made); else only checked to be JSON, as it is when read.
+ */
+static Datum
+json_value(rd_kafka_message_t *msg, bool as_jsonb, const Datum *made)
+{
+	size_t		len;
+	const char *data = value_bytes(EOI_FORMAT_JSON, msg, &len);
+	char	   *cstring = made != NULL ? TextDatumGetCString(*made) : pnstrdup(data, len);
+
+	if (as_jsonb)
+		return DirectFunctionCall1(jsonb_in, CStringGetDatum(cstring));
+	(void) DirectFunctionCall1(json_in, CStringGetDatum(cstring));
+	return (Datum) 0;
+}
+
+/*
+ * One message as a row of batch(): the columns in read[], the others NULL.
+ * An avro value is always decoded (value is its JSON), so that an
+ * undecodable record fails whatever the transform reads.
+ */
+static void
+message_row(EoiBatch *batch, int i, TupleDesc tupdesc, const bool *read, Datum *values, bool *nulls)
+{
+	rd_kafka_message_t *msg = batch->messages[i];
+	bool		need_value = read[4] || batch->format == EOI_FORMAT_AVRO;
+	char	   *key_json;
+	char	   *value_json = NULL;
+
+	for (int c = 0; c < tupdesc->natts; c++)
+		nulls[c] = true;
+	if (read[0])
+		values[0] = CStringGetTextDatum(eoi_message_topic(batch, i));
+	nulls[0] = !read[0];
+	values[1] = Int32GetDatum(msg->partition);
+	nulls[1] = false;
+	values[2] = Int64GetDatum(msg->offset);
+	nulls[2] = false;
+	if (read[3])
+		values[3] = message_text(batch->key_format, msg, true, &nulls[3], &key_json);
+	if (need_value)
+		values[4] = message_text(batch->format, msg, false, &nulls[4], &value_json);
+	else if (msg->payload != NULL)
+		check_value_text(batch->format, msg);
+	if (read[5])
+		values[5] = eoi_message_timestamp(msg, &nulls[5]);
+	if (read[6])
+		values[6] = headers_jsonb(msg, false, &nulls[6]);
+	/* the 0.1 to 0.3 definitions end here */
+	if (tupdesc->natts < 11)
+		return;
+	if (value_json != NULL && read[7])
+	{
+		values[7] = DirectFunctionCall1(jsonb_in, CStringGetDatum(value_json));
+		nulls[7] = false;
+	}
+	else if (batch->format == EOI_FORMAT_JSON && msg->payload != NULL)
+	{
+		values[7] = json_value(msg, read[7], need_value ? &values[4] : NULL);
+		nulls[7] = !read[7];
+	}
+	if (read[8])
+	{
+		bytea	   *key = eoi_message_bytes(msg->key, msg->key_len);
+
+		values[8] = PointerGetDatum(key);
+		nulls[8] = (key == NULL);
+	}
+	if (read[9])
+	{
+		bytea	   *value = eoi_message_bytes(msg->payload, msg->len);
+
+		values[9] = PointerGetDatum(value);
+		nulls[9] = (value == NULL);
+	}
+	if (read[10])
+		values[10] = headers_jsonb(msg, true, &nulls[10]);
+}
+
 Datum
 eoingest_batch(PG_FUNCTION_ARGS)
 {
 	EoiBatch   *batch = eoi_attempt != NULL ? eoi_attempt->transform_batch : NULL;
 	TupleDesc	tupdesc;
 	Tuplestorestate *store;
+	bool		read[EOI_BATCH_NATTS];
+	MemoryContext row_cxt;
 
 	if (batch == NULL)
 		ereport(ERROR,
@@ -230,41 +343,30 @@ eoingest_batch(PG_FUNCTION_ARGS)
 				 errhint("Give the SQL statement as create_job's transform parameter.")));
 
 	eoi_materialize_srf(fcinfo, &store, &tupdesc);
+	if (tupdesc->natts > EOI_BATCH_NATTS)
+		elog(ERROR, "eoingest.batch() returns %d columns, more than the library knows", tupdesc->natts);
+	eoi_batch_columns_read((ReturnSetInfo *) fcinfo->resultinfo, eoi_attempt->transform_plan,
+						   fcinfo->flinfo->fn_oid, tupdesc->natts, read);
+	/*
+	 * A row's values are made in a context of their own, emptied after the
+	 * tuplestore copied them: the memory stays the same few blocks, instead
+	 * of growing by what parsing every message takes.
+	 */
+	row_cxt = AllocSetContextCreate(CurrentMemoryContext, "eoingest.batch() row",
+									ALLOCSET_DEFAULT_SIZES);
 	for (int i = 0; i < batch->n; i++)
 	{
-		rd_kafka_message_t *msg = batch->messages[i];
-		Datum		values[11];
-		bool		nulls[11] = {false};
-		char	   *key_json;
-		char	   *value_json;
-		bytea	   *key;
-		bytea	   *value;
+		Datum		values[EOI_BATCH_NATTS];
+		bool		nulls[EOI_BATCH_NATTS];
+		MemoryContext old;
 
-		values[0] = CStringGetTextDatum(eoi_message_topic(batch, i));
-		values[1] = Int32GetDatum(msg->partition);
-		values[2] = Int64GetDatum(msg->offset);
-		values[3] = message_text(batch->key_format, msg, true, &nulls[3], &key_json);
-		values[4] = message_text(batch->format, msg, false, &nulls[4], &value_json);
-		values[5] = eoi_message_timestamp(msg, &nulls[5]);
-		values[6] = headers_jsonb(msg, false, &nulls[6]);
-		/* the 0.1 to 0.3 definitions end here */
-		if (tupdesc->natts >= 11)
-		{
-			nulls[7] = true;
-			if (value_json != NULL)
-				values[7] = DirectFunctionCall1(jsonb_in, CStringGetDatum(value_json));
-			else if (batch->format == EOI_FORMAT_JSON && !nulls[4])
-				values[7] = DirectFunctionCall1(jsonb_in, CStringGetDatum(TextDatumGetCString(values[4])));
-			nulls[7] = (value_json == NULL && (batch->format != EOI_FORMAT_JSON || nulls[4]));
-			key = eoi_message_bytes(msg->key, msg->key_len);
-			value = eoi_message_bytes(msg->payload, msg->len);
-			values[8] = PointerGetDatum(key);
-			nulls[8] = (key == NULL);
-			values[9] = PointerGetDatum(value);
-			nulls[9] = (value == NULL);
-			values[10] = headers_jsonb(msg, true, &nulls[10]);
-		}
+		CHECK_FOR_INTERRUPTS();
+		old = MemoryContextSwitchTo(row_cxt);
+		message_row(batch, i, tupdesc, read, values, nulls);
+		MemoryContextSwitchTo(old);
 		tuplestore_putvalues(store, tupdesc, values, nulls);
+		MemoryContextReset(row_cxt);
 	}
+	MemoryContextDelete(row_cxt);
 	return (Datum) 0;
 }

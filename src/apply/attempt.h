@@ -18,6 +18,7 @@
 #include "base/eoingest.h"
 #include "kafka/batch.h"
 
+#include "executor/spi.h"
 #include "lib/stringinfo.h"
 
 /*
@@ -33,6 +34,7 @@ typedef struct EoiAttempt
 	EoiBatch   *batch;			/* the messages being written */
 	EoiBatch   *transform_batch;	/* while the transform runs: what
 									 * eoingest.batch() returns */
+	SPIPlanPtr	transform_plan; /* and the transform's statement */
 	StringInfo	copy_lines;		/* while COPY runs: the batch as its lines */
 	int			copy_pos;		/* how far COPY has read them */
 } EoiAttempt;

@@ -289,8 +289,10 @@ run_transform(const EoiJob *job, EoiBatch *batch)
 	batch->format = job->format;
 	batch->key_format = job->key_format;
 	eoi_attempt->transform_batch = batch;
+	eoi_attempt->transform_plan = plan;
 	ret = SPI_execute_plan(plan, NULL, NULL, false, 0);
 	eoi_attempt->transform_batch = NULL;
+	eoi_attempt->transform_plan = NULL;
 	if (ret < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_SQL_STATEMENT_NOT_YET_COMPLETE),
