@@ -30,6 +30,10 @@
 #include "format/decode.h"
 #include "kafka/policy.h"
 #include "kafka/positions.h"
+#include "store/job.h"
+
+/* The longest topic pattern create_job takes, in bytes. */
+#define EOI_MAX_TOPIC_PATTERN 1000
 
 /* ---- argument checks ---- */
 
@@ -162,13 +166,35 @@ check_one_topic(const char *topic)
  * Resolve the target with the caller's search_path, check that the caller
  * may insert what the format writes, and return its schema-qualified name.
  */
-/* One topic, or several separated by commas, each a valid Kafka name. */
+/*
+ * A topic pattern: a regular expression PostgreSQL compiles (an invalid one
+ * is an error here, SQLSTATE 2201B), of a bounded length.
+ */
+static void
+check_topic_pattern(const char *pattern)
+{
+	if (strlen(pattern) > EOI_MAX_TOPIC_PATTERN)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("Kafka topic pattern is longer than %d bytes", EOI_MAX_TOPIC_PATTERN)));
+	(void) eoi_topic_matches(pattern, "");
+}
+
+/*
+ * One topic, or several separated by commas, each a valid Kafka name; or
+ * one pattern, beginning with '^'.
+ */
 static void
 check_topic(const char *topic)
 {
 	List	   *topics = eoi_split_topics(topic);
 	ListCell   *lc;
 
+	if (eoi_topic_is_pattern(topic))
+	{
+		check_topic_pattern(linitial(topics));
+		return;
+	}
 	if (topics == NIL)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),

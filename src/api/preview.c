@@ -385,6 +385,7 @@ eoingest_preview_job(PG_FUNCTION_ARGS)
 	r.kafka = eoi_kafka_open(job, 0);
 	PG_ENSURE_ERROR_CLEANUP(preview_cleanup, PointerGetDatum(&r));
 	{
+		eoi_kafka_resolve_topics(r.kafka, job, PREVIEW_METADATA_TIMEOUT_MS);
 		read_messages(r.kafka, job, r.messages, max, (int) timeout_ms, &r.n);
 		decode_messages(rsinfo, job, &r);
 	}

@@ -86,7 +86,9 @@ typedef struct EoiJob
 	Oid			owner;
 	char	   *brokers;
 	char	   *topic;			/* as given: one topic, or several, comma-separated */
-	List	   *topics;			/* of char *: each topic */
+	List	   *topics;			/* of char *: each topic (a pattern's: those
+								 * it matches, once resolved) */
+	char	   *topic_pattern;	/* topic when it begins with '^', or NULL */
 	char	   *target;			/* schema-qualified, quoted; NULL with a transform */
 	EoiFormat	format;
 	List	   *columns;		/* of String: the columns the format fills; NIL: its default */

@@ -24,6 +24,8 @@ extern void eoi_kafka_close(EoiKafka *kafka);
 extern void eoi_kafka_drop_polled(EoiKafka *kafka);
 
 extern int	eoi_kafka_partition_count(EoiKafka *kafka, const char *topic, int timeout_ms);
+extern List *eoi_kafka_matching_topics(EoiKafka *kafka, const char *pattern, int timeout_ms);
+extern void eoi_kafka_resolve_topics(EoiKafka *kafka, EoiJob *job, int timeout_ms);
 extern void eoi_kafka_watermarks(EoiKafka *kafka, const char *topic, int32 partition,
 								 int64 *low, int64 *high, int timeout_ms);
 extern bool eoi_kafka_cached_watermarks(EoiKafka *kafka, const char *topic, int32 partition,

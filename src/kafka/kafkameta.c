@@ -15,6 +15,7 @@
 
 #include "kafka/kafka.h"
 #include "kafka/kafka_internal.h"
+#include "store/job.h"
 
 /* How long a group request of reset_offsets and drop_job may take. */
 #define GROUP_REQUEST_TIMEOUT_MS	10000
@@ -171,6 +172,66 @@ eoi_kafka_partition_count(EoiKafka *kafka, const char *topic, int timeout_ms)
 		count = md->topics[0].partition_cnt;
 	rd_kafka_metadata_destroy(md);
 	return count;
+}
+
+static int
+compare_names(const ListCell *a, const ListCell *b)
+{
+	return strcmp(lfirst(a), lfirst(b));
+}
+
+/*
+ * The names of the cluster's topics that `pattern` matches (see
+ * eoi_topic_matches), sorted.  Only the topics the client may describe are
+ * listed, and one being deleted is left out.
+ */
+List *
+eoi_kafka_matching_topics(EoiKafka *kafka, const char *pattern, int timeout_ms)
+{
+	const struct rd_kafka_metadata *md;
+	rd_kafka_resp_err_t err;
+	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), timeout_ms);
+	List	   *names = NIL;
+	List	   *matched = NIL;
+	ListCell   *lc;
+
+	do
+		err = rd_kafka_metadata(kafka->rk, 1, NULL, &md, next_slice(deadline));
+	while (again_after_slice(err, deadline));
+	if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
+	{
+		CHECK_FOR_INTERRUPTS();
+		serve_events(kafka);
+		eoi_kafka_check_refused(kafka);
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("could not list the Kafka cluster's topics: %s", rd_kafka_err2str(err)),
+				 errhint("Check that the brokers are reachable.")));
+	}
+	/* copied first: matching may fail, and md is librdkafka's */
+	for (int i = 0; i < md->topic_cnt; i++)
+		if (md->topics[i].err != RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART)
+			names = lappend(names, pstrdup(md->topics[i].topic));
+	rd_kafka_metadata_destroy(md);
+	foreach(lc, names)
+	{
+		CHECK_FOR_INTERRUPTS();
+		if (eoi_topic_matches(pattern, lfirst(lc)))
+			matched = lappend(matched, lfirst(lc));
+	}
+	list_sort(matched, compare_names);
+	return matched;
+}
+
+/*
+ * A job whose topic is a pattern reads the topics it matches: set
+ * job->topics to those it matches now, in the current memory context.
+ */
+void
+eoi_kafka_resolve_topics(EoiKafka *kafka, EoiJob *job, int timeout_ms)
+{
+	if (job->topic_pattern != NULL)
+		job->topics = eoi_kafka_matching_topics(kafka, job->topic_pattern, timeout_ms);
 }
 
 void

@@ -15,6 +15,8 @@
  */
 #include "postgres.h"
 
+#include "common/hashfn.h"
+#include "lib/stringinfo.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
@@ -44,19 +46,114 @@ job_owns(const EoiJob *job, int32 p)
 }
 
 /*
- * Which worker of the job owns partition p: p % parallelism, or, with an
- * explicit list, the partition's place in the list % parallelism, so that
- * the listed partitions spread over the workers.
+ * Which worker of the job owns partition p of `topic`: p % parallelism,
+ * or, with an explicit list, the partition's place in the list %
+ * parallelism, so that the listed partitions spread over the workers.  A
+ * pattern's topics, often of one partition each, start at a place their
+ * name's hash decides, so that they spread too; a partition's owner never
+ * depends on which other topics match.
  */
 static int
-owner_index(const EoiJob *job, int32 p)
+owner_index(const EoiJob *job, const char *topic, int32 p)
 {
+	uint64		first = 0;
+
+	if (job->topic_pattern != NULL)
+		first = hash_bytes((const unsigned char *) topic, strlen(topic));
 	if (job->partitions == NIL)
-		return p % job->parallelism;
+		return (int) ((first + p) % job->parallelism);
 	for (int i = 0; i < list_length(job->partitions); i++)
 		if (list_nth_int(job->partitions, i) == p)
-			return i % job->parallelism;
+			return (int) ((first + i) % job->parallelism);
 	return -1;
+}
+
+/* A topic's name, kept for the worker's life: positions point at it. */
+static char *
+kept_name(const char *name)
+{
+	static List *names = NIL;
+	MemoryContext old;
+	ListCell   *lc;
+
+	foreach(lc, names)
+		if (strcmp(lfirst(lc), name) == 0)
+			return lfirst(lc);
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	names = lappend(names, pstrdup(name));
+	MemoryContextSwitchTo(old);
+	return llast(names);
+}
+
+/* The topics a pattern job's pattern matches now, as kept names. */
+static List *
+matched_topics(EoiOwnership *o)
+{
+	List	   *matched = eoi_kafka_matching_topics(o->kafka, o->job->topic_pattern,
+													METADATA_TIMEOUT_MS);
+	ListCell   *lc;
+
+	foreach(lc, matched)
+		lfirst(lc) = kept_name(lfirst(lc));
+	return matched;
+}
+
+/*
+ * The topics an assignment reads: the job's, or those its pattern matches
+ * now (kept in o->topics until the next assignment).
+ */
+static void
+choose_topics(EoiOwnership *o)
+{
+	List	   *matched;
+	MemoryContext old;
+
+	if (o->job->topic_pattern == NULL)
+	{
+		o->topics = o->job->topics;
+		return;
+	}
+	matched = matched_topics(o);
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	if (o->topics != NIL)
+		list_free(o->topics);
+	o->topics = list_copy(matched);
+	MemoryContextSwitchTo(old);
+}
+
+/*
+ * Have the topics a pattern job's pattern matches changed since the last
+ * assignment?  Say which came and went.
+ */
+static bool
+matched_topics_changed(EoiOwnership *o)
+{
+	List	   *matched = matched_topics(o);
+	StringInfoData added;
+	StringInfoData gone;
+	ListCell   *lc;
+
+	initStringInfo(&added);
+	initStringInfo(&gone);
+	foreach(lc, matched)
+		if (!list_member_ptr(o->topics, lfirst(lc)))
+			appendStringInfo(&added, "%s\"%s\"", added.len > 0 ? ", " : "", (char *) lfirst(lc));
+	foreach(lc, o->topics)
+		if (!list_member_ptr(matched, lfirst(lc)))
+			appendStringInfo(&gone, "%s\"%s\"", gone.len > 0 ? ", " : "", (char *) lfirst(lc));
+	if (added.len == 0 && gone.len == 0)
+		return false;
+	ereport(LOG,
+			(errmsg_plural("eoingest job \"%s\" now reads %d topic matching \"%s\"",
+						   "eoingest job \"%s\" now reads %d topics matching \"%s\"",
+						   list_length(matched),
+						   o->job->name, list_length(matched), o->job->topic_pattern),
+			 added.len > 0 && gone.len > 0 ?
+			 errdetail("New: %s. No longer there: %s; their offsets are kept.", added.data, gone.data) :
+			 added.len > 0 ?
+			 errdetail("New: %s.", added.data) :
+			 errdetail("No longer there: %s; their offsets are kept.", gone.data)));
+	return true;
 }
 
 /* The beginning of a partition: where partitions added to a topic start. */
@@ -96,7 +193,7 @@ position_new_job(EoiOwnership *o, const int *counts)
 		eoi_commit_work();
 		return;
 	}
-	foreach(lc, o->job->topics)
+	foreach(lc, o->topics)
 	{
 		const char *topic = lfirst(lc);
 		int			count = counts[foreach_current_index(lc)];
@@ -125,20 +222,31 @@ bool
 eoi_partitions_assign(EoiOwnership *o, char *waiting, size_t waiting_len)
 {
 	MemoryContext old;
-	int			ntopics = list_length(o->job->topics);
-	int		   *counts = palloc0(sizeof(int) * ntopics);
+	int			ntopics;
+	int		   *counts;
 	int			total = 0;
 	ListCell   *lc;
 
 	/* Start over: nothing prefetched survives, errors can be read. */
 	eoi_kafka_unassign(o->kafka);
 	o->next_discovery = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), DISCOVERY_INTERVAL_MS);
-	foreach(lc, o->job->topics)
+	choose_topics(o);
+	ntopics = list_length(o->topics);
+	counts = palloc0(sizeof(int) * Max(ntopics, 1));
+	if (o->job->topic_pattern != NULL && ntopics == 0)
+	{
+		snprintf(waiting, waiting_len, "no Kafka topic matches \"%s\" yet; waiting for one",
+				 o->job->topic_pattern);
+		return false;
+	}
+	foreach(lc, o->topics)
 	{
 		const char *topic = lfirst(lc);
 		int			count = eoi_kafka_partition_count(o->kafka, topic, METADATA_TIMEOUT_MS);
 
-		if (count < 0)
+		if (count < 0 && o->job->topic_pattern != NULL)
+			count = 0;			/* deleted since it matched: gone at the next look */
+		else if (count < 0)
 		{
 			snprintf(waiting, waiting_len, "Kafka topic \"%s\" does not exist yet; waiting for it", topic);
 			return false;
@@ -161,7 +269,7 @@ eoi_partitions_assign(EoiOwnership *o, char *waiting, size_t waiting_len)
 	MemoryContextSwitchTo(old);
 	o->nowned = 0;
 
-	foreach(lc, o->job->topics)
+	foreach(lc, o->topics)
 	{
 		const char *topic = lfirst(lc);
 		int			count = counts[foreach_current_index(lc)];
@@ -177,7 +285,7 @@ eoi_partitions_assign(EoiOwnership *o, char *waiting, size_t waiting_len)
 			EoiPosition *pos;
 			int			i;
 
-			if (!job_owns(o->job, p) || owner_index(o->job, p) != o->index)
+			if (!job_owns(o->job, p) || owner_index(o->job, topic, p) != o->index)
 				continue;
 			pos = &o->owned[o->nowned++];
 			pos->topic = topic;
@@ -210,7 +318,10 @@ eoi_partitions_assign(EoiOwnership *o, char *waiting, size_t waiting_len)
 	return true;
 }
 
-/* Has a topic grown since the last assignment?  Looked at every 10 s. */
+/*
+ * Has a topic grown since the last assignment, or (a pattern job) has a
+ * topic come or gone?  Looked at every 10 s.
+ */
 bool
 eoi_partitions_grew(EoiOwnership *o)
 {
@@ -220,7 +331,9 @@ eoi_partitions_grew(EoiOwnership *o)
 	if (GetCurrentTimestamp() < o->next_discovery)
 		return false;
 	o->next_discovery = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), DISCOVERY_INTERVAL_MS);
-	foreach(lc, o->job->topics)
+	if (o->job->topic_pattern != NULL && matched_topics_changed(o))
+		return true;
+	foreach(lc, o->topics)
 	{
 		const char *topic = lfirst(lc);
 		int			before = o->partition_counts[foreach_current_index(lc)];

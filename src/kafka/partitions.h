@@ -20,6 +20,8 @@ typedef struct EoiOwnership
 	EoiKafka   *kafka;
 	EoiPosition *owned;			/* with their committed next offsets */
 	int			nowned;
+	List	   *topics;			/* read since the last assignment: the job's,
+								 * or those its pattern matched */
 	int		   *partition_counts;	/* of each topic, at the last assignment */
 	TimestampTz next_discovery;
 } EoiOwnership;

@@ -287,6 +287,7 @@ eoingest_reset_offsets(PG_FUNCTION_ARGS)
 	{
 		ListCell   *lc;
 
+		eoi_kafka_resolve_topics(kafka, job, RESET_TIMEOUT_MS);
 		foreach(lc, job->topics)
 		{
 			const char *topic = lfirst(lc);
@@ -399,8 +400,8 @@ eoingest_wait_for_catchup(PG_FUNCTION_ARGS)
 	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	Interval   *timeout = PG_GETARG_INTERVAL_P(1);
 	EoiJob	   *job = eoi_job_load_by_name(name);
-	int			ntopics = list_length(job->topics);
-	TopicEnds  *topics = palloc0(sizeof(TopicEnds) * ntopics);
+	int			ntopics;
+	TopicEnds  *volatile topics = NULL;
 	TimestampTz deadline;
 	EoiKafka   *kafka;
 
@@ -414,6 +415,8 @@ eoingest_wait_for_catchup(PG_FUNCTION_ARGS)
 	{
 		ListCell   *lc;
 
+		eoi_kafka_resolve_topics(kafka, job, RESET_TIMEOUT_MS);
+		topics = palloc0(sizeof(TopicEnds) * Max(list_length(job->topics), 1));
 		foreach(lc, job->topics)
 		{
 			TopicEnds  *t = &topics[foreach_current_index(lc)];
@@ -434,6 +437,7 @@ eoingest_wait_for_catchup(PG_FUNCTION_ARGS)
 		eoi_kafka_close(kafka);
 	}
 	PG_END_TRY();
+	ntopics = list_length(job->topics);
 
 	for (;;)
 	{

@@ -11,9 +11,11 @@
 #include "access/xlog.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_authid.h"
+#include "catalog/pg_collation.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "nodes/value.h"
+#include "regex/regex.h"
 #include "utils/array.h"
 #include "miscadmin.h"
 #include "utils/acl.h"
@@ -376,13 +378,55 @@ text_column(HeapTuple tup, TupleDesc desc, int col, MemoryContext cxt)
 	return MemoryContextStrdup(cxt, TextDatumGetCString(d));
 }
 
-/* "a, b,c" as the list of topic names a, b, c (empty names dropped). */
+/*
+ * Is `topic` (create_job's) a pattern?  One that begins with '^' is a
+ * regular expression, the spelling librdkafka's subscriptions use.
+ */
+bool
+eoi_topic_is_pattern(const char *topic)
+{
+	while (*topic == ' ' || *topic == '\t')
+		topic++;
+	return *topic == '^';
+}
+
+/*
+ * Does topic `name` match `pattern`?  A POSIX regular expression in
+ * PostgreSQL's advanced syntax (as the ~ operator reads it, in the "C"
+ * collation), found anywhere in the name unless anchored, as librdkafka
+ * matches its subscription patterns.  Kafka's internal topics
+ * (__consumer_offsets, ...) match only a pattern that begins with "^__".
+ */
+bool
+eoi_topic_matches(const char *pattern, const char *name)
+{
+	if (strncmp(name, "__", 2) == 0 && strncmp(pattern, "^__", 3) != 0)
+		return false;
+	return RE_compile_and_execute(cstring_to_text(pattern), unconstify(char *, name), strlen(name),
+								  REG_ADVANCED, C_COLLATION_OID, 0, NULL);
+}
+
+/*
+ * "a, b,c" as the list of topic names a, b, c (empty names dropped); a
+ * pattern, commas and all, as a list of itself.
+ */
 List *
 eoi_split_topics(const char *topic)
 {
 	List	   *topics = NIL;
 	char	   *copy = pstrdup(topic);
 	char	   *save = NULL;
+
+	if (eoi_topic_is_pattern(topic))
+	{
+		char	   *end = copy + strlen(copy);
+
+		while (*copy == ' ' || *copy == '\t')
+			copy++;
+		while (end > copy && (end[-1] == ' ' || end[-1] == '\t'))
+			*--end = '\0';
+		return list_make1(copy);
+	}
 
 	for (char *t = strtok_r(copy, ",", &save); t != NULL; t = strtok_r(NULL, ",", &save))
 	{
@@ -513,6 +557,12 @@ job_load(const char *where, Oid argtype, Datum arg)
 			MemoryContext old = MemoryContextSwitchTo(cxt);
 
 			job->topics = eoi_split_topics(job->topic);
+			if (eoi_topic_is_pattern(job->topic))
+			{
+				/* the worker reads the topics it matches: see partitions.c */
+				job->topic_pattern = linitial(job->topics);
+				job->topics = NIL;
+			}
 			MemoryContextSwitchTo(old);
 		}
 		job->target = text_column(tup, desc, 6, cxt);

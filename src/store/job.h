@@ -13,6 +13,8 @@
 extern EoiJob *eoi_job_load(int32 job_id, bool missing_ok);
 extern EoiJob *eoi_job_load_by_name(const char *name);
 extern List *eoi_split_topics(const char *topic);
+extern bool eoi_topic_is_pattern(const char *topic);
+extern bool eoi_topic_matches(const char *pattern, const char *name);
 extern EoiMode eoi_parse_mode(const char *mode);
 extern EoiFormat eoi_parse_format(const char *format);
 extern EoiOnError eoi_parse_on_error(const char *on_error);
