@@ -15,7 +15,7 @@
 #include "utils/jsonb.h"
 
 /* The SQL objects this library expects (eoingest.control's default_version). */
-#define EOI_EXTENSION_VERSION "0.13"
+#define EOI_EXTENSION_VERSION "0.14"
 
 /* Settings: their variables (settings.c), registered by _PG_init (eoingest.c) */
 extern char *eoingest_database;

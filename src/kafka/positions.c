@@ -12,6 +12,7 @@
 
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
+#include "funcapi.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "storage/latch.h"
@@ -19,6 +20,7 @@
 #include "utils/jsonb.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
+#include "utils/tuplestore.h"
 
 #include "base/shmem.h"
 #include "kafka/kafka.h"
@@ -454,4 +456,47 @@ eoingest_wait_for_catchup(PG_FUNCTION_ARGS)
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
 	}
+}
+
+PG_FUNCTION_INFO_V1(eoingest_job_topics);
+
+/*
+ * eoingest.job_topics(name): the topics the job reads now, with their
+ * partition counts: the topics it names, or those its pattern matches now
+ * (which its workers take up within 10 s).  A named topic that does not
+ * exist (yet) has NULL partitions.
+ */
+Datum
+eoingest_job_topics(PG_FUNCTION_ARGS)
+{
+	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	EoiJob	   *job = eoi_job_load_by_name(name);
+	EoiKafka   *kafka;
+
+	eoi_check_job_owner(name, job->owner);
+	InitMaterializedSRF(fcinfo, 0);
+	kafka = eoi_kafka_open(job, 0);
+	PG_TRY();
+	{
+		ListCell   *lc;
+
+		eoi_kafka_resolve_topics(kafka, job, RESET_TIMEOUT_MS);
+		foreach(lc, job->topics)
+		{
+			int			count = eoi_kafka_partition_count(kafka, lfirst(lc), RESET_TIMEOUT_MS);
+			Datum		values[2];
+			bool		nulls[2] = {false, count < 0};
+
+			values[0] = CStringGetTextDatum(lfirst(lc));
+			values[1] = Int32GetDatum(count);
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		}
+	}
+	PG_FINALLY();
+	{
+		eoi_kafka_close(kafka);
+	}
+	PG_END_TRY();
+	return (Datum) 0;
 }

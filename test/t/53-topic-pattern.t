@@ -5,7 +5,7 @@
 # failing the job, its offsets kept.  Two workers, SIGKILLed while they
 # write: each topic's records are in the table once each.  Internal topics
 # match only a pattern that names them; a pattern that does not compile is
-# refused at create_job.
+# refused at create_job.  eoingest.job_topics() shows the topics read now.
 set -euo pipefail
 . "$(dirname "$0")/../lib/tap.sh"
 
@@ -19,7 +19,7 @@ wait_log() {
   done
 }
 
-plan 11
+plan 13
 p=pat$$
 sql "CREATE EXTENSION IF NOT EXISTS eoingest" >/dev/null 2>&1
 sql "CREATE TABLE pat_t (topic text, part int, off bigint, value text)" >/dev/null
@@ -71,6 +71,8 @@ check "the new topic's records arrive from its beginning" wait_until 90 \
   "SELECT count(*) FILTER (WHERE topic = '${p}_c') = 3000 AND count(*) FILTER (WHERE topic = '${p}_a') = 9000
      FROM pat_t"
 diag "the new topic was read within $(($(date +%s) - created)) s; workers SIGKILLed $kills times"
+is "$(sql "SELECT string_agg(topic || ':' || partitions, ' ' ORDER BY topic) FROM eoingest.job_topics('pat')")" \
+  "${p}_a:2 ${p}_b:1 ${p}_c:3" "job_topics shows the topics the job reads now"
 ok "$([ "$kills" -ge 3 ] && echo 0 || echo 1)" "workers were SIGKILLed while they wrote ($kills times)"
 is "$(sql "SELECT count(*) - count(DISTINCT (topic, part, off)) FROM pat_t")" 0 "each record once"
 is "$(sql "SELECT string_agg(topic || '/' || part || '=' || n, ' ' ORDER BY topic, part)
@@ -92,6 +94,8 @@ is "$(sql "SELECT string_agg(state, ',' ORDER BY worker) FROM eoingest.job_statu
   "running,running" "both workers run on"
 is "$(sql "SELECT next_offset FROM eoingest.offsets WHERE job = 'pat' AND topic = '${p}_b'")" 1000 \
   "the deleted topic's offsets are kept"
+is "$(sql "SELECT string_agg(topic, ' ' ORDER BY topic) FROM eoingest.job_topics('pat')")" "${p}_a ${p}_c" \
+  "and job_topics no longer shows it"
 is "$(sql "SELECT count(*) FROM eoingest.offsets WHERE job = 'pat_internal'")" 0 \
   "internal topics match only a pattern that begins with ^__"
 

@@ -8,7 +8,7 @@
 set -euo pipefail
 . "$(dirname "$0")/../lib/tap.sh"
 
-plan 8
+plan 9
 role=upg_app_$$
 sql "DROP EXTENSION IF EXISTS eoingest CASCADE" >/dev/null 2>&1
 sql "CREATE EXTENSION eoingest VERSION '0.1'" >/dev/null
@@ -66,6 +66,8 @@ sql "ALTER EXTENSION eoingest UPDATE" >/dev/null
 eoi-kafka produce-seq "$topic" --count 1000 --start 1000 --format csv >/dev/null
 is "$(psql -XAtq -U "$tenant" -c "SELECT eoingest.wait_for_catchup('upg', '60 s')")" t \
   "after the update the job runs, and its owner can still wait for it"
+is "$(psql -XAtq -U "$tenant" -c "SELECT string_agg(topic || ':' || partitions, ' ') FROM eoingest.job_topics('upg')" 2>&1)" \
+  "$topic:2" "job_topics, which 0.14 added, is granted to whoever may call wait_for_catchup"
 is "$(sql "SELECT count(*) || ' ' || count(DISTINCT ts) || ' ' || string_agg(DISTINCT who, ',') FROM upg_t")" \
   "2000 2000 $tenant" "every record once, written as the tenant"
 psql -XAtq -U "$tenant" -c "SELECT eoingest.stop_job('upg')" >/dev/null
