@@ -20,8 +20,8 @@
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/json.h"
-#include "utils/memutils.h"
 #include "utils/jsonb.h"
+#include "utils/memutils.h"
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
 

@@ -163,10 +163,6 @@ check_one_topic(const char *topic)
 }
 
 /*
- * Resolve the target with the caller's search_path, check that the caller
- * may insert what the format writes, and return its schema-qualified name.
- */
-/*
  * A topic pattern: a regular expression PostgreSQL compiles (an invalid one
  * is an error here, SQLSTATE 2201B), of a bounded length.
  */
@@ -240,6 +236,10 @@ check_partitions(ArrayType *partitions)
 	}
 }
 
+/*
+ * Resolve the target with the caller's search_path, check that the caller
+ * may insert what the format writes, and return its schema-qualified name.
+ */
 static char *
 resolve_target(const char *target, const EoiMapping *mapping, EoiMode mode)
 {

@@ -17,6 +17,7 @@
 
 #include "common/hashfn.h"
 #include "lib/stringinfo.h"
+#include "utils/hsearch.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
@@ -68,21 +69,32 @@ owner_index(const EoiJob *job, const char *topic, int32 p)
 	return -1;
 }
 
+/* Kafka's topic names have at most 249 characters. */
+#define TOPIC_NAME_SIZE 256
+
+typedef struct KeptName
+{
+	char		name[TOPIC_NAME_SIZE];
+} KeptName;
+
 /* A topic's name, kept for the worker's life: positions point at it. */
 static char *
 kept_name(const char *name)
 {
-	static List *names = NIL;
-	MemoryContext old;
-	ListCell   *lc;
+	static HTAB *names = NULL;
+	bool		found;
 
-	foreach(lc, names)
-		if (strcmp(lfirst(lc), name) == 0)
-			return lfirst(lc);
-	old = MemoryContextSwitchTo(TopMemoryContext);
-	names = lappend(names, pstrdup(name));
-	MemoryContextSwitchTo(old);
-	return llast(names);
+	if (names == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(KeptName);
+		ctl.entrysize = sizeof(KeptName);
+		names = hash_create("eoingest topic names", 64, &ctl, HASH_ELEM | HASH_STRINGS);
+	}
+	if (strlen(name) >= TOPIC_NAME_SIZE)
+		elog(ERROR, "Kafka topic name of %zu bytes is longer than Kafka allows", strlen(name));
+	return ((KeptName *) hash_search(names, name, HASH_ENTER, &found))->name;
 }
 
 /* The topics a pattern job's pattern matches now, as kept names. */
