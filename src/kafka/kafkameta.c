@@ -128,32 +128,56 @@ serve_events(EoiKafka *kafka)
 	}
 }
 
+/*
+ * Ask for the metadata of one topic (rkt), or of every topic (rkt NULL), in
+ * slices until it is answered or timeout_ms has passed.  *md is set when
+ * the result is RD_KAFKA_RESP_ERR_NO_ERROR.
+ */
+static rd_kafka_resp_err_t
+request_metadata(EoiKafka *kafka, rd_kafka_topic_t *rkt, const struct rd_kafka_metadata **md,
+				 int timeout_ms)
+{
+	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), timeout_ms);
+	rd_kafka_resp_err_t err;
+
+	do
+		err = rd_kafka_metadata(kafka->rk, rkt == NULL, rkt, md, next_slice(deadline));
+	while (again_after_slice(err, deadline));
+	return err;
+}
+
+/*
+ * After a metadata request failed, and before saying so: an interrupt
+ * first, then brokers that refused the login, which say more than a
+ * timeout.
+ */
+static void
+check_failed_request(EoiKafka *kafka)
+{
+	CHECK_FOR_INTERRUPTS();
+	serve_events(kafka);
+	eoi_kafka_check_refused(kafka);
+}
+
 int
 eoi_kafka_partition_count(EoiKafka *kafka, const char *topic, int timeout_ms)
 {
 	const struct rd_kafka_metadata *md;
 	rd_kafka_resp_err_t err;
 	rd_kafka_topic_t *rkt = rd_kafka_topic_new(kafka->rk, topic, NULL);
-	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), timeout_ms);
 	int			count;
 
-	do
-		err = rd_kafka_metadata(kafka->rk, 0, rkt, &md, next_slice(deadline));
-	while (again_after_slice(err, deadline));
+	err = request_metadata(kafka, rkt, &md, timeout_ms);
 	rd_kafka_topic_destroy(rkt);
 	if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
-		CHECK_FOR_INTERRUPTS();
-	if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
 	{
-		serve_events(kafka);
-		eoi_kafka_check_refused(kafka);
-	}
-	if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
+		check_failed_request(kafka);
 		ereport(ERROR,
 				(errcode(ERRCODE_CONNECTION_FAILURE),
 				 errmsg("could not read metadata of Kafka topic \"%s\": %s",
 						topic, rd_kafka_err2str(err)),
 				 errhint("Check that the brokers are reachable.")));
+	}
 
 	if (md->topic_cnt != 1 ||
 		md->topics[0].err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART)
@@ -189,20 +213,14 @@ List *
 eoi_kafka_matching_topics(EoiKafka *kafka, const char *pattern, int timeout_ms)
 {
 	const struct rd_kafka_metadata *md;
-	rd_kafka_resp_err_t err;
-	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), timeout_ms);
+	rd_kafka_resp_err_t err = request_metadata(kafka, NULL, &md, timeout_ms);
 	List	   *names = NIL;
 	List	   *matched = NIL;
 	ListCell   *lc;
 
-	do
-		err = rd_kafka_metadata(kafka->rk, 1, NULL, &md, next_slice(deadline));
-	while (again_after_slice(err, deadline));
 	if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
 	{
-		CHECK_FOR_INTERRUPTS();
-		serve_events(kafka);
-		eoi_kafka_check_refused(kafka);
+		check_failed_request(kafka);
 		ereport(ERROR,
 				(errcode(ERRCODE_CONNECTION_FAILURE),
 				 errmsg("could not list the Kafka cluster's topics: %s", rd_kafka_err2str(err)),

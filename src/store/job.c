@@ -385,9 +385,7 @@ text_column(HeapTuple tup, TupleDesc desc, int col, MemoryContext cxt)
 bool
 eoi_topic_is_pattern(const char *topic)
 {
-	while (*topic == ' ' || *topic == '\t')
-		topic++;
-	return *topic == '^';
+	return topic[strspn(topic, " \t")] == '^';
 }
 
 /*
@@ -406,6 +404,19 @@ eoi_topic_matches(const char *pattern, const char *name)
 								  REG_ADVANCED, C_COLLATION_OID, 0, NULL);
 }
 
+/* `s` without its leading and trailing spaces and tabs, cut in place. */
+static char *
+trim_blanks(char *s)
+{
+	char	   *end;
+
+	s += strspn(s, " \t");
+	end = s + strlen(s);
+	while (end > s && (end[-1] == ' ' || end[-1] == '\t'))
+		*--end = '\0';
+	return s;
+}
+
 /*
  * "a, b,c" as the list of topic names a, b, c (empty names dropped); a
  * pattern, commas and all, as a list of itself.
@@ -418,25 +429,11 @@ eoi_split_topics(const char *topic)
 	char	   *save = NULL;
 
 	if (eoi_topic_is_pattern(topic))
-	{
-		char	   *end = copy + strlen(copy);
-
-		while (*copy == ' ' || *copy == '\t')
-			copy++;
-		while (end > copy && (end[-1] == ' ' || end[-1] == '\t'))
-			*--end = '\0';
-		return list_make1(copy);
-	}
+		return list_make1(trim_blanks(copy));
 
 	for (char *t = strtok_r(copy, ",", &save); t != NULL; t = strtok_r(NULL, ",", &save))
 	{
-		char	   *end;
-
-		while (*t == ' ' || *t == '\t')
-			t++;
-		end = t + strlen(t);
-		while (end > t && (end[-1] == ' ' || end[-1] == '\t'))
-			*--end = '\0';
+		t = trim_blanks(t);
 		if (*t != '\0')
 			topics = lappend(topics, pstrdup(t));
 	}
