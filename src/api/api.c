@@ -232,57 +232,47 @@ check_not_running(const EoiJob *job, const char *what)
 }
 
 /*
- * Delete the offsets of job `name` in the topics that `pattern` does not
- * match.  Those of a topic that matches and was deleted stay, as the
- * worker keeps them.
+ * The topics job `name` has offsets in that `pattern` matches: those the
+ * job keeps, a deleted topic's included, as the worker keeps them.
  */
-static void
-forget_unmatched_topics(const char *name, const char *pattern)
+static List *
+stored_topics_matching(const char *name, const char *pattern)
 {
-	Oid			types[2] = {TEXTOID, TEXTARRAYOID};
-	Datum		args[2];
-	Datum	   *elems;
-	int			n = 0;
+	Oid			type = TEXTOID;
+	Datum		arg = CStringGetTextDatum(name);
+	List	   *topics = NIL;
 
-	args[0] = CStringGetTextDatum(name);
 	if (SPI_execute_with_args("SELECT DISTINCT topic FROM eoingest.offsets WHERE job = $1",
-							  1, types, args, NULL, true, 0) != SPI_OK_SELECT)
+							  1, &type, &arg, NULL, true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read eoingest.offsets");
-	elems = palloc(sizeof(Datum) * Max(SPI_processed, 1));
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
 		char	   *topic = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1);
 
-		if (!eoi_topic_matches(pattern, topic))
-			elems[n++] = CStringGetTextDatum(topic);
+		if (eoi_topic_matches(pattern, topic))
+			topics = lappend(topics, topic);
 	}
-	if (n == 0)
-		return;
-	args[1] = PointerGetDatum(construct_array(elems, n, TEXTOID, -1, false, TYPALIGN_INT));
-	if (SPI_execute_with_args("DELETE FROM eoingest.offsets WHERE job = $1 AND topic = ANY ($2)",
-							  2, types, args, NULL, false, 0) != SPI_OK_DELETE)
-		elog(ERROR, "could not delete from eoingest.offsets");
+	return topics;
 }
 
 /*
  * Delete the offsets (and with them the source positions) of job `name`
- * in the topics that `topic` no longer names: the job reads them no more.
+ * in the topics that `topic` no longer names, or no longer matches: the
+ * job reads them no more.
  * Inside the caller's SPI connection, as the extension.
  */
 static void
 forget_other_topics(const char *name, const char *topic)
 {
 	List	   *topics = eoi_split_topics(topic);
-	Datum	   *elems = palloc(sizeof(Datum) * Max(list_length(topics), 1));
+	Datum	   *elems;
 	Oid			types[2] = {TEXTOID, TEXTARRAYOID};
 	Datum		args[2];
 	ListCell   *lc;
 
 	if (eoi_topic_is_pattern(topic))
-	{
-		forget_unmatched_topics(name, linitial(topics));
-		return;
-	}
+		topics = stored_topics_matching(name, linitial(topics));
+	elems = palloc(sizeof(Datum) * Max(list_length(topics), 1));
 	foreach(lc, topics)
 		elems[foreach_current_index(lc)] = CStringGetTextDatum((const char *) lfirst(lc));
 	args[0] = CStringGetTextDatum(name);

@@ -19,7 +19,7 @@ wait_log() {
   done
 }
 
-plan 13
+plan 14
 p=pat$$
 sql "CREATE EXTENSION IF NOT EXISTS eoingest" >/dev/null 2>&1
 sql "CREATE TABLE pat_t (topic text, part int, off bigint, value text)" >/dev/null
@@ -98,6 +98,13 @@ is "$(sql "SELECT string_agg(topic, ' ' ORDER BY topic) FROM eoingest.job_topics
   "and job_topics no longer shows it"
 is "$(sql "SELECT count(*) FROM eoingest.offsets WHERE job = 'pat_internal'")" 0 \
   "internal topics match only a pattern that begins with ^__"
+
+# alter_job to another pattern forgets the offsets of the topics it does not
+# match, and keeps those of a matching topic that was deleted.
+sql "SELECT eoingest.stop_job('pat')" >/dev/null
+sql "SELECT eoingest.alter_job('pat', topic => '^${p}_(a|b)\$')" >/dev/null
+is "$(sql "SELECT string_agg(DISTINCT topic, ' ' ORDER BY topic) FROM eoingest.offsets WHERE job = 'pat'")" \
+  "${p}_a ${p}_b" "alter_job to another pattern: the offsets of the topics it no longer matches are deleted"
 
 sql "SELECT eoingest.drop_job(name) FROM eoingest.jobs WHERE name LIKE 'pat%'; DROP TABLE pat_t" >/dev/null
 eoi-kafka delete-topic "${p}_a" >/dev/null 2>&1 || true
