@@ -56,6 +56,7 @@ OBJS = \
 	src/worker/workeroffsets.o \
 	src/worker/workerfail.o \
 	src/worker/launcher.o \
+	src/worker/cluster.o \
 	src/worker/twophase.o \
 	src/api/api.o \
 	src/api/jobdef.o \
@@ -66,6 +67,7 @@ OBJS = \
 	src/api/statsfunc.o \
 	src/api/preview.o \
 	src/api/deadletters.o \
+	src/api/utility.o \
 	src/api/eoingest.o
 
 DATA = $(wildcard sql/eoingest--*.sql)

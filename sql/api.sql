@@ -84,12 +84,15 @@ SELECT eoingest.drop_job('api_async');
 \set VERBOSITY default
 DROP TABLE api_target;
 
--- Jobs live in the database named by eoingest.database only.
+-- Jobs live in every database that has the extension; DROP DATABASE has
+-- the database's launcher leave first, so it needs no FORCE.
 CREATE DATABASE eoingest_other;
 \c eoingest_other
 SET client_min_messages = warning;
 CREATE EXTENSION eoingest;
 \set VERBOSITY default
-SELECT eoingest.create_job(name => 'elsewhere', brokers => '127.0.0.1:1', topic => 'x', target => 'pg_class');
+CREATE TABLE elsewhere_t (v text);
+SELECT eoingest.create_job(name => 'elsewhere', brokers => '127.0.0.1:1', topic => 'x', target => 'elsewhere_t');
+SELECT name, target FROM eoingest.jobs;
 \c postgres
 DROP DATABASE eoingest_other;

@@ -78,6 +78,7 @@ extern void eoi_api_check_can_start(const EoiJob *job);
 
 /* lifecycle.c */
 extern void eoi_api_wake_launcher_at_commit(void);
+extern void eoi_install_utility_hook(void);
 extern void eoi_api_wait_for_workers_at_commit(int32 job_id, const char *name, int32 config_version,
 											   const char *function);
 extern Oid eoi_api_find_job_owner(const char *name);

@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * eoingest.c
- *	  Entry point of the library: settings, shared memory hooks and the
- *	  launcher's registration.  eoingest must be in shared_preload_libraries.
+ *	  Entry point of the library: settings, shared memory and utility hooks
+ *	  and the cluster launcher's registration.  eoingest must be in
+ *	  shared_preload_libraries.
  *
  *-------------------------------------------------------------------------
  */
@@ -14,7 +15,9 @@
 #include "storage/ipc.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
+#include "utils/varlena.h"
 
+#include "api/api_internal.h"
 #include "apply/direct.h"
 #include "apply/sink.h"
 #include "apply/upsert.h"
@@ -22,7 +25,7 @@
 #include "base/jobstats.h"
 #include "base/shmem.h"
 #include "kafka/policy.h"
-#include "worker/launcher.h"
+#include "worker/cluster.h"
 
 PG_MODULE_MAGIC;
 
@@ -77,17 +80,35 @@ static const struct config_enum_entry fault_action_options[] = {
 	{NULL, 0, false}
 };
 
+/* eoingest.database: empty, or a comma-separated list of database names. */
+static bool
+check_database_list(char **newval, void **extra, GucSource source)
+{
+	char	   *copy = pstrdup(*newval);
+	List	   *names;
+	bool		ok = SplitIdentifierString(copy, ',', &names);
+
+	list_free(names);
+	pfree(copy);
+	if (!ok)
+	{
+		GUC_check_errdetail("List syntax is invalid.");
+		GUC_check_errhint("Give database names separated by commas, or an empty string for every database.");
+	}
+	return ok;
+}
+
 static void
 eoi_define_settings(void)
 {
 	DefineCustomStringVariable("eoingest.database",
-							   "Database in which eoingest's launcher runs the jobs.",
-							   "Jobs can only be created in this database.",
+							   "Databases whose eoingest jobs run; empty for every database.",
+							   "A comma-separated list of database names. Jobs can only be created in these databases.",
 							   &eoingest_database,
-							   "postgres",
+							   "",
 							   PGC_POSTMASTER,
-							   0,
-							   NULL, NULL, NULL);
+							   GUC_LIST_INPUT,
+							   check_database_list, NULL, NULL);
 
 	DefineCustomIntVariable("eoingest.max_workers",
 							"Maximum number of eoingest workers running at once.",
@@ -216,7 +237,7 @@ eoi_define_settings(void)
 }
 
 static void
-eoi_register_launcher(void)
+eoi_register_cluster_launcher(void)
 {
 	BackgroundWorker worker;
 
@@ -225,9 +246,9 @@ eoi_register_launcher(void)
 	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
 	worker.bgw_restart_time = 5;
 	snprintf(worker.bgw_library_name, BGW_MAXLEN, "eoingest");
-	snprintf(worker.bgw_function_name, BGW_MAXLEN, "eoingest_launcher_main");
-	snprintf(worker.bgw_name, BGW_MAXLEN, "eoingest launcher");
-	snprintf(worker.bgw_type, BGW_MAXLEN, "eoingest launcher");
+	snprintf(worker.bgw_function_name, BGW_MAXLEN, "eoingest_cluster_launcher_main");
+	snprintf(worker.bgw_name, BGW_MAXLEN, "eoingest cluster launcher");
+	snprintf(worker.bgw_type, BGW_MAXLEN, "eoingest cluster launcher");
 	RegisterBackgroundWorker(&worker);
 }
 
@@ -247,5 +268,6 @@ _PG_init(void)
 	prev_shmem_startup_hook = shmem_startup_hook;
 	shmem_startup_hook = eoi_shmem_startup_hook;
 
-	eoi_register_launcher();
+	eoi_install_utility_hook();
+	eoi_register_cluster_launcher();
 }

@@ -12,7 +12,9 @@
 #include "postgres.h"
 
 #include "access/table.h"
+#include "access/htup_details.h"
 #include "access/twophase.h"
+#include "catalog/pg_database.h"
 #include "catalog/namespace.h"
 #include "commands/dbcommands.h"
 #include "executor/spi.h"
@@ -20,6 +22,7 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/regproc.h"
+#include "utils/syscache.h"
 
 #include "api/api_internal.h"
 #include "apply/target.h"
@@ -123,18 +126,38 @@ eoi_api_int_in_range(FunctionCallInfo fcinfo, int argno, const char *name, int m
 	return v;
 }
 
+/*
+ * Jobs run in every database, or in those eoingest.database lists when it
+ * is set.
+ */
 void
 eoi_api_check_database(void)
 {
 	char	   *current = get_database_name(MyDatabaseId);
+	HeapTuple	tup = SearchSysCache1(DATABASEOID, ObjectIdGetDatum(MyDatabaseId));
+	bool		template = false;
 
-	if (strcmp(current, eoingest_database) != 0)
+	if (HeapTupleIsValid(tup))
+	{
+		Form_pg_database form = (Form_pg_database) GETSTRUCT(tup);
+
+		template = form->datistemplate || !form->datallowconn;
+		ReleaseSysCache(tup);
+	}
+	if (template)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("eoingest jobs can only be created in database \"%s\", not \"%s\"",
-						eoingest_database, current),
-				 errhint("Connect to database \"%s\", or set eoingest.database = '%s' in postgresql.conf and restart the server.",
-						 eoingest_database, current)));
+				 errmsg("eoingest jobs do not run in database \"%s\"", current),
+				 errdetail("It is a template or does not allow connections, and eoingest serves neither."),
+				 errhint("Create the job in the database it writes into.")));
+	if (eoi_database_served(current))
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("eoingest jobs do not run in database \"%s\"", current),
+			 errdetail("eoingest.database lists the databases whose jobs run: %s.", eoingest_database),
+			 errhint("Connect to one of them, or add \"%s\" to eoingest.database (or set it to '' for every database) in postgresql.conf and restart the server.",
+					 current)));
 }
 
 static void

@@ -151,7 +151,8 @@ eoingest_worker_status(PG_FUNCTION_ARGS)
 	EoiWaitingWorker *waiting;
 	char		wait_message[EOI_WAIT_REASONS][EOI_ERROR_LEN];
 	int			nslots;
-	int			nwaiting;
+	int			nwaiting = 0;
+	EoiDbLauncher *db;
 
 	eoi_materialize_srf(fcinfo, &store, &tupdesc);
 
@@ -161,9 +162,14 @@ eoingest_worker_status(PG_FUNCTION_ARGS)
 	waiting = palloc(sizeof(EoiWaitingWorker) * EOI_MAX_WAITING);
 	LWLockAcquire(eoi_shared->lock, LW_SHARED);
 	memcpy(copy, eoi_shared->slots, sizeof(EoiWorkerSlot) * nslots);
-	nwaiting = eoi_shared->nwaiting;
-	memcpy(waiting, eoi_shared->waiting, sizeof(EoiWaitingWorker) * nwaiting);
-	memcpy(wait_message, eoi_shared->wait_message, sizeof(wait_message));
+	for (int i = 0; i < eoi_shared->nwaiting; i++)
+		if (eoi_shared->waiting[i].database == MyDatabaseId)
+			waiting[nwaiting++] = eoi_shared->waiting[i];
+	db = eoi_db_launcher(MyDatabaseId);
+	if (db != NULL)
+		memcpy(wait_message, db->wait_message, sizeof(wait_message));
+	else
+		nwaiting = 0;			/* its launcher is gone: nobody keeps the list */
 	LWLockRelease(eoi_shared->lock);
 
 	for (int i = 0; i < nslots; i++)
@@ -172,7 +178,7 @@ eoingest_worker_status(PG_FUNCTION_ARGS)
 		Datum		values[15];
 		bool		nulls[15] = {false};
 
-		if (!s->in_use || s->pid == 0 || !may_see(s->owner))
+		if (!s->in_use || s->database != MyDatabaseId || s->pid == 0 || !may_see(s->owner))
 			continue;
 		values[0] = Int32GetDatum(s->job_id);
 		values[1] = Int32GetDatum(s->worker_index);
@@ -209,7 +215,7 @@ eoingest_worker_status(PG_FUNCTION_ARGS)
 			continue;
 		/* started since the launcher's last tick: the slot's row stands for it */
 		for (int k = 0; k < nslots && !started; k++)
-			started = copy[k].in_use && copy[k].job_id == wt->job_id &&
+			started = eoi_slot_is_job(&copy[k], wt->job_id) &&
 				copy[k].worker_index == wt->worker_index;
 		if (started)
 			continue;

@@ -240,7 +240,7 @@ other_background_workers(void)
 					" 'autovacuum launcher', 'autovacuum worker', 'background writer', 'checkpointer',"
 					" 'archiver', 'startup', 'walreceiver', 'walsender', 'walwriter', 'standalone backend',"
 					" 'walsummarizer', 'slotsync worker', 'io worker',"
-					" 'eoingest launcher', 'eoingest worker'])",
+					" 'eoingest cluster launcher', 'eoingest launcher', 'eoingest worker'])",
 					true, 1) != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "could not count the background workers");
 	n = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
@@ -255,16 +255,43 @@ other_background_workers(void)
  * the workers that do not fit wait, in state 'waiting' in job_status,
  * until slots are free.
  */
+/*
+ * What eoingest takes in the other databases: their jobs' worker slots, and
+ * the launchers (the cluster's, and one per database with the extension,
+ * this one's counted even before it started).
+ */
+static void
+count_shared_use(int *elsewhere, int *launchers)
+{
+	EoiDbLauncher *mine;
+
+	*elsewhere = 0;
+	LWLockAcquire(eoi_shared->lock, LW_SHARED);
+	for (int i = 0; i < eoi_shared->nslots; i++)
+		if (eoi_shared->slots[i].in_use && eoi_shared->slots[i].database != MyDatabaseId)
+			(*elsewhere)++;
+	mine = eoi_db_launcher(MyDatabaseId);
+	*launchers = 1 + eoi_db_launchers_running() + (mine == NULL || mine->pid == 0 ? 1 : 0);
+	LWLockRelease(eoi_shared->lock);
+}
+
 static void
 warn_if_no_room(const EoiJob *job)
 {
-	int			others = (int) eoi_job_query_int("SELECT coalesce(sum(parallelism), 0)::int8 FROM eoingest.jobs"
-												 " WHERE state = 'running' AND id <> $1",
-												 job->id);
-	int			free_slots = Max(eoingest_max_workers - others, 0);
+	int			here = (int) eoi_job_query_int("SELECT coalesce(sum(parallelism), 0)::int8 FROM eoingest.jobs"
+											   " WHERE state = 'running' AND id <> $1",
+											   job->id);
+	int			elsewhere;
+	int			launchers;
+	int			others;
+	int			free_slots;
 	int			other_bgw;
 	int			free_bgw;
 	int			limit = eoi_role_worker_limit(job->owner);
+
+	count_shared_use(&elsewhere, &launchers);
+	others = here + elsewhere;
+	free_slots = Max(eoingest_max_workers - others, 0);
 
 	if (limit >= 0 && job->parallelism > limit)
 		ereport(WARNING,
@@ -290,9 +317,9 @@ warn_if_no_room(const EoiJob *job)
 		return;
 	}
 
-	/* the launcher takes one background worker slot too */
+	/* the launchers take background worker slots too */
 	other_bgw = other_background_workers();
-	free_bgw = Max(max_worker_processes - other_bgw - 1 - others, 0);
+	free_bgw = Max(max_worker_processes - other_bgw - launchers - others, 0);
 	if (free_bgw < job->parallelism)
 		ereport(WARNING,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
@@ -301,8 +328,8 @@ warn_if_no_room(const EoiJob *job)
 				 errmsg_plural("job \"%s\" wants %d workers, but only %d background worker slot is free",
 							   "job \"%s\" wants %d workers, but only %d background worker slots are free",
 							   free_bgw, job->name, job->parallelism, free_bgw),
-				 errdetail("max_worker_processes is %d: other background workers take %d, eoingest's launcher 1, the other running jobs want %d. Workers that do not fit wait in state \"waiting\" until slots are free.",
-						   max_worker_processes, other_bgw, others),
+				 errdetail("max_worker_processes is %d: other background workers take %d, eoingest's launchers %d, the other running jobs want %d. Workers that do not fit wait in state \"waiting\" until slots are free.",
+						   max_worker_processes, other_bgw, launchers, others),
 				 errhint("Raise max_worker_processes and restart the server, or stop another job.")));
 }
 

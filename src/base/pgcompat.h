@@ -34,6 +34,19 @@
 #define AmBackgroundWorkerProcess() (IsBackgroundWorker)
 #endif
 
+/*
+ * Whether a role owns a database (superusers own everything):
+ * PostgreSQL 16 folded the per-catalog owner checks into one.
+ */
+#if PG_VERSION_NUM < 160000
+#include "utils/acl.h"
+#define eoi_owns_database(db, role) pg_database_ownercheck((db), (role))
+#else
+#include "catalog/pg_database.h"
+#include "utils/acl.h"
+#define eoi_owns_database(db, role) object_ownercheck(DatabaseRelationId, (db), (role))
+#endif
+
 /* "schema.name" (quoted parts allowed) as a list of String nodes; errors go up. */
 static inline List *
 eoi_qualified_name_list(const char *name)

@@ -26,6 +26,7 @@
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
+#include "utils/varlena.h"
 
 #include "base/settings.h"
 
@@ -109,4 +110,28 @@ eoi_role_worker_limit(Oid roleid)
 	}
 	SPI_finish();
 	return limit;
+}
+
+/*
+ * Whether jobs run in the database `name`: in every database when
+ * eoingest.database is empty, else in those it lists (its syntax was
+ * checked when the setting was read).
+ */
+bool
+eoi_database_served(const char *name)
+{
+	char	   *copy;
+	List	   *names;
+	ListCell   *lc;
+	bool		found = false;
+
+	if (eoingest_database == NULL || eoingest_database[0] == '\0')
+		return true;
+	copy = pstrdup(eoingest_database);
+	if (SplitIdentifierString(copy, ',', &names))
+		foreach(lc, names)
+			found = found || strcmp((char *) lfirst(lc), name) == 0;
+	list_free(names);
+	pfree(copy);
+	return found;
 }

@@ -13,5 +13,6 @@
 
 extern char *eoi_session_settings(Oid roleid);
 extern int	eoi_role_worker_limit(Oid roleid);
+extern bool eoi_database_served(const char *name);
 
 #endif

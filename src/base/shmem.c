@@ -2,14 +2,15 @@
  *
  * shmem.c
  *	  The shared-memory segment of eoingest: sizing, creation, and waking
- *	  the launcher.  The jobs' statistics have a segment of their own
- *	  (jobstats.c).
+ *	  a database's launcher.  The jobs' statistics have a segment of their
+ *	  own (jobstats.c).
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "miscadmin.h"
+#include "postmaster/bgworker_internals.h"
 #include "storage/ipc.h"
 #include "storage/shmem.h"
 
@@ -17,11 +18,22 @@
 
 EoiShared  *eoi_shared = NULL;
 
+/*
+ * Every database launcher takes a background worker slot, so there are
+ * never more of them than max_worker_processes.
+ */
 static Size
-eoi_shmem_size(void)
+slots_size(void)
 {
 	return add_size(offsetof(EoiShared, slots),
 					mul_size(eoingest_max_workers, sizeof(EoiWorkerSlot)));
+}
+
+static Size
+eoi_shmem_size(void)
+{
+	return add_size(MAXALIGN(slots_size()),
+					mul_size(max_worker_processes, sizeof(EoiDbLauncher)));
 }
 
 /* Called from _PG_init (before 15) or from shmem_request_hook (15 and later). */
@@ -44,21 +56,104 @@ eoi_shmem_startup(void)
 		memset(eoi_shared, 0, eoi_shmem_size());
 		eoi_shared->lock = &(GetNamedLWLockTranche("eoingest"))->lock;
 		eoi_shared->nslots = eoingest_max_workers;
+		eoi_shared->ndatabases = max_worker_processes;
+		eoi_shared->databases = (EoiDbLauncher *) ((char *) eoi_shared + MAXALIGN(slots_size()));
 		eoi_shared->next_generation = 1;
 	}
 	LWLockRelease(AddinShmemInitLock);
 }
 
-/* Ask the launcher to look at the jobs now rather than at its next tick. */
+/* The entry of the launcher of `database`, or NULL; the lock is held. */
+EoiDbLauncher *
+eoi_db_launcher(Oid database)
+{
+	for (int i = 0; i < eoi_shared->ndatabases; i++)
+		if (eoi_shared->databases[i].database == database)
+			return &eoi_shared->databases[i];
+	return NULL;
+}
+
+/* How many database launchers are attached; the lock is held. */
+int
+eoi_db_launchers_running(void)
+{
+	int			n = 0;
+
+	for (int i = 0; i < eoi_shared->ndatabases; i++)
+		n += (eoi_shared->databases[i].database != InvalidOid &&
+			  eoi_shared->databases[i].pid != 0);
+	return n;
+}
+
+/*
+ * Ask the launcher of `database` to stop its workers and exit; false if
+ * none runs.
+ */
+bool
+eoi_ask_to_leave(Oid database)
+{
+	EoiDbLauncher *db;
+	Latch	   *latch = NULL;
+
+	LWLockAcquire(eoi_shared->lock, LW_EXCLUSIVE);
+	db = eoi_db_launcher(database);
+	if (db != NULL && db->pid != 0)
+	{
+		db->leave_asked = true;
+		latch = db->latch;
+	}
+	LWLockRelease(eoi_shared->lock);
+	if (latch != NULL)
+		SetLatch(latch);
+	return latch != NULL;
+}
+
+/* Whether eoingest has a launcher or a worker in `database`. */
+bool
+eoi_database_in_use(Oid database)
+{
+	EoiDbLauncher *db;
+	bool		used;
+
+	LWLockAcquire(eoi_shared->lock, LW_SHARED);
+	db = eoi_db_launcher(database);
+	used = (db != NULL && db->pid != 0);
+	for (int i = 0; i < eoi_shared->nslots && !used; i++)
+		used = eoi_shared->slots[i].in_use && eoi_shared->slots[i].database == database;
+	LWLockRelease(eoi_shared->lock);
+	return used;
+}
+
+/*
+ * Ask this database's launcher to look at the jobs now rather than at its
+ * next tick.  When none runs (the database had no extension when the
+ * cluster launcher last looked), ask the cluster launcher to start one.
+ */
 void
 eoi_wake_launcher(void)
 {
-	Latch	   *latch;
+	EoiDbLauncher *db;
+	Latch	   *latch = NULL;
 
 	if (eoi_shared == NULL)
 		return;
-	LWLockAcquire(eoi_shared->lock, LW_SHARED);
-	latch = eoi_shared->launcher_latch;
+	LWLockAcquire(eoi_shared->lock, LW_EXCLUSIVE);
+	db = eoi_db_launcher(MyDatabaseId);
+	if (db != NULL && db->pid != 0 && !db->leave_asked)
+	{
+		db->woken = true;
+		latch = db->latch;
+	}
+	else
+	{
+		bool		listed = false;
+
+		for (int i = 0; i < eoi_shared->nstart_requests && !listed; i++)
+			listed = (eoi_shared->start_requests[i] == MyDatabaseId);
+		if (!listed && eoi_shared->nstart_requests < EOI_MAX_START_REQUESTS)
+			eoi_shared->start_requests[eoi_shared->nstart_requests++] = MyDatabaseId;
+		latch = eoi_shared->cluster_launcher_latch;
+	}
 	LWLockRelease(eoi_shared->lock);
 	if (latch != NULL)
 		SetLatch(latch);
@@ -79,7 +174,7 @@ eoi_job_worker_pid(int32 job_id, int32 config_version)
 	{
 		EoiWorkerSlot *slot = &eoi_shared->slots[i];
 
-		if (slot->in_use && slot->job_id == job_id && slot->config_version < config_version)
+		if (eoi_slot_is_job(slot, job_id) && slot->config_version < config_version)
 			pid = slot->pid;
 	}
 	LWLockRelease(eoi_shared->lock);
@@ -101,7 +196,7 @@ eoi_job_has_slot(int32 job_id, bool attached_only)
 	{
 		EoiWorkerSlot *slot = &eoi_shared->slots[i];
 
-		found = slot->in_use && slot->job_id == job_id && (!attached_only || slot->pid != 0);
+		found = eoi_slot_is_job(slot, job_id) && (!attached_only || slot->pid != 0);
 	}
 	LWLockRelease(eoi_shared->lock);
 	return found;

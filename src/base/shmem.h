@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * shmem.h
- *	  Shared state between the launcher, the workers and the SQL functions:
- *	  one slot per running worker, and the launcher's latch.
+ *	  Shared state between the launchers, the workers and the SQL functions:
+ *	  one slot per running worker, one entry per database launcher, and the
+ *	  cluster launcher's latch.
  *
  *-------------------------------------------------------------------------
  */
@@ -12,6 +13,7 @@
 #include "base/eoingest.h"
 
 #include "datatype/timestamp.h"
+#include "miscadmin.h"
 #include "storage/latch.h"
 #include "storage/lwlock.h"
 
@@ -29,8 +31,9 @@ typedef enum EoiWorkerState
 
 typedef struct EoiWorkerSlot
 {
-	bool		in_use;			/* claimed by the launcher */
+	bool		in_use;			/* claimed by a database launcher */
 	uint64		generation;		/* tells a slot's successive owners apart */
+	Oid			database;		/* the job's, and its launcher's */
 	int32		job_id;
 	Oid			owner;			/* the job's owner, for who may see the slot */
 	int32		config_version; /* of the job when the worker was started */
@@ -89,6 +92,7 @@ typedef enum EoiWaitReason
 
 typedef struct EoiWaitingWorker
 {
+	Oid			database;
 	int32		job_id;
 	Oid			owner;
 	int			worker_index;
@@ -96,18 +100,53 @@ typedef struct EoiWaitingWorker
 	TimestampTz since;
 } EoiWaitingWorker;
 
+/*
+ * Why a database launcher ended, as it tells the cluster launcher, which
+ * decides from it when to start one again in that database.
+ */
+typedef enum EoiDbExit
+{
+	EOI_DB_EXIT_FAILED,			/* an error, a crash or a settings change: soon */
+	EOI_DB_EXIT_NO_EXTENSION,	/* nothing to run: when a session asks */
+	EOI_DB_EXIT_LEFT			/* asked to leave: when the database is wanted again */
+} EoiDbExit;
+
+/*
+ * A database launcher, one per database that has the extension.  The
+ * cluster launcher makes the entry when it starts one and frees it once
+ * the process ended; the database launcher fills in its pid and latch when
+ * it attaches, and its exit reason before it leaves.
+ */
+typedef struct EoiDbLauncher
+{
+	Oid			database;		/* InvalidOid: a free entry */
+	pid_t		pid;			/* 0 until it attaches, and after it left */
+	Latch	   *latch;
+	EoiDbExit	exit_reason;
+	bool		leave_asked;	/* stop the workers, then exit */
+	bool		woken;			/* a session asked it to look since its tick began */
+	/* the waiting workers' messages of this database, one per reason */
+	char		wait_message[EOI_WAIT_REASONS][EOI_ERROR_LEN];
+} EoiDbLauncher;
+
+#define EOI_MAX_START_REQUESTS 64
+
 struct EoiJobStats;				/* jobstats.h */
 
 typedef struct EoiShared
 {
 	LWLock	   *lock;
-	pid_t		launcher_pid;
-	Latch	   *launcher_latch;
+	pid_t		cluster_launcher_pid;
+	Latch	   *cluster_launcher_latch;
+	/* databases where a session asked for a launcher that did not run */
+	int			nstart_requests;
+	Oid			start_requests[EOI_MAX_START_REQUESTS];
+	int			ndatabases;
+	EoiDbLauncher *databases;	/* ndatabases entries, after the slots */
 	uint64		next_generation;
-	/* workers waiting for a slot, and why (one message per reason) */
+	/* workers waiting for a slot, and why (per database: EoiDbLauncher) */
 	int			nwaiting;
 	EoiWaitingWorker waiting[EOI_MAX_WAITING];
-	char		wait_message[EOI_WAIT_REASONS][EOI_ERROR_LEN];
 	/* each job's cumulative statistics, in their own segment (jobstats.c) */
 	int			nstats;
 	struct EoiJobStats *stats;
@@ -120,7 +159,18 @@ extern EoiShared *eoi_shared;
 extern void eoi_shmem_request(void);
 extern void eoi_shmem_startup(void);
 extern void eoi_wake_launcher(void);
+extern EoiDbLauncher *eoi_db_launcher(Oid database);
+extern int	eoi_db_launchers_running(void);
+extern bool eoi_ask_to_leave(Oid database);
+extern bool eoi_database_in_use(Oid database);
 extern bool eoi_job_has_slot(int32 job_id, bool attached_only);
 extern pid_t eoi_job_worker_pid(int32 job_id, int32 config_version);
+
+/* Is the slot held for the job `job_id` of this database? */
+static inline bool
+eoi_slot_is_job(const EoiWorkerSlot *slot, int32 job_id)
+{
+	return slot->in_use && slot->database == MyDatabaseId && slot->job_id == job_id;
+}
 
 #endif

@@ -1,7 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * launcher.c
- *	  The launcher background worker (the seed article's JobManager).
+ *	  A database's launcher (the seed article's JobManager): one background
+ *	  worker per database that has the extension, started by the cluster
+ *	  launcher (cluster.c).
  *
  * Every tick (at most a second apart, sooner when a job function wakes it)
  * the launcher reads eoingest.jobs and reconciles it with the worker slots
@@ -15,7 +17,14 @@
  * every tick until it starts.
  * Dynamic workers are registered with
  * BGW_NEVER_RESTART: after a crash-and-restart cycle of the server the
- * launcher, a static worker, brings them back from the job table.
+ * cluster launcher, a static worker, starts the database launchers again,
+ * and they bring the workers back from the job table.
+ *
+ * A database launcher that finds no extension in its database exits, and is
+ * started again when a session there asks (CREATE EXTENSION, a job
+ * function).  One asked to leave (by DROP DATABASE, or by the cluster
+ * launcher when its database no longer allows connections or is gone)
+ * stops its workers and exits.
  *
  * An error in a tick does not end the launcher: exiting would forget the
  * coordinator's state (and roll back every two_phase epoch in flight) only
@@ -31,6 +40,7 @@
 #include <signal.h>
 
 #include "access/xact.h"
+#include "commands/dbcommands.h"
 #include "commands/extension.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
@@ -85,41 +95,107 @@ static MemoryContext launcher_context;
 static MemoryContext tick_context;
 static BackgroundWorkerHandle **handles;	/* by slot number */
 static List *backoffs;			/* of RestartBackoff, in launcher_context */
-static bool extension_present;	/* as of the last read_jobs() */
+static bool extension_present;	/* as of the last read_jobs(): and ready */
+static bool extension_installed;	/* at any version */
+static EoiDbLauncher *my_entry;	/* in eoi_shared->databases */
+static char *database_name;		/* of MyDatabaseId, in launcher_context */
 static bool read_only;			/* default_transaction_read_only, this tick */
 static char *settings_at_start; /* ALTER DATABASE/ROLE SET values (settings.c) */
 static int	failed_ticks;		/* consecutive ticks that ended in an error */
 static char *last_tick_error;	/* its message, in launcher_context */
 
+/* Leave the entry to the cluster launcher, with the exit reason set. */
 static void
 launcher_detach(int code, Datum arg)
 {
+	int			kept = 0;
+
 	LWLockAcquire(eoi_shared->lock, LW_EXCLUSIVE);
-	if (eoi_shared->launcher_pid == MyProcPid)
+	if (my_entry->pid == MyProcPid)
 	{
-		eoi_shared->launcher_pid = 0;
-		eoi_shared->launcher_latch = NULL;
-		eoi_shared->nwaiting = 0;	/* nobody keeps the list up to date */
+		my_entry->pid = 0;
+		my_entry->latch = NULL;
 	}
+	/* nobody keeps this database's waiting workers up to date */
+	for (int i = 0; i < eoi_shared->nwaiting; i++)
+		if (eoi_shared->waiting[i].database != MyDatabaseId)
+			eoi_shared->waiting[kept++] = eoi_shared->waiting[i];
+	eoi_shared->nwaiting = kept;
 	LWLockRelease(eoi_shared->lock);
 }
 
+/*
+ * Take this database's entry: the cluster launcher made it before it
+ * started us (or, after it restarted, a predecessor did and we make it).
+ * Another launcher of the same database running means we are not needed.
+ */
 static void
-launcher_attach(void)
+launcher_attach(Oid database)
+{
+	EoiDbLauncher *entry;
+	pid_t		other = 0;
+
+	LWLockAcquire(eoi_shared->lock, LW_EXCLUSIVE);
+	entry = eoi_db_launcher(database);
+	if (entry == NULL)
+		entry = eoi_db_launcher(InvalidOid);
+	if (entry != NULL && entry->pid != 0 && entry->pid != MyProcPid && kill(entry->pid, 0) == 0)
+		other = entry->pid;
+	else if (entry != NULL)
+	{
+		if (entry->database != database)
+			memset(entry, 0, sizeof(EoiDbLauncher));
+		entry->database = database;
+		entry->pid = MyProcPid;
+		entry->latch = MyLatch;
+		entry->exit_reason = EOI_DB_EXIT_FAILED;
+	}
+	LWLockRelease(eoi_shared->lock);
+	if (other != 0)
+	{
+		ereport(LOG,
+				(errmsg("eoingest launcher of database %u exits: another one runs with PID %d",
+						database, (int) other)));
+		proc_exit(0);
+	}
+	if (entry == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("no entry is free for the eoingest launcher of database %u", database)));
+	my_entry = entry;
+	before_shmem_exit(launcher_detach, (Datum) 0);
+}
+
+/*
+ * Say why we exit, for the cluster launcher, and go; but not for want of
+ * the extension when a session asked us to look since this tick began (it
+ * may have just created it): the next tick looks again.
+ */
+static void
+launcher_exit(EoiDbExit reason)
+{
+	bool		stay;
+
+	LWLockAcquire(eoi_shared->lock, LW_EXCLUSIVE);
+	stay = (reason == EOI_DB_EXIT_NO_EXTENSION && my_entry->woken);
+	if (!stay)
+	{
+		my_entry->exit_reason = reason;
+		my_entry->pid = 0;
+		my_entry->latch = NULL;
+	}
+	LWLockRelease(eoi_shared->lock);
+	if (!stay)
+		proc_exit(0);
+}
+
+/* A tick begins: what a session asks from now on is seen by the next one. */
+static void
+forget_wakeups(void)
 {
 	LWLockAcquire(eoi_shared->lock, LW_EXCLUSIVE);
-	if (eoi_shared->launcher_pid != 0 && eoi_shared->launcher_pid != MyProcPid)
-	{
-		LWLockRelease(eoi_shared->lock);
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_IN_USE),
-				 errmsg("an eoingest launcher is already running with PID %d",
-						(int) eoi_shared->launcher_pid)));
-	}
-	eoi_shared->launcher_pid = MyProcPid;
-	eoi_shared->launcher_latch = MyLatch;
+	my_entry->woken = false;
 	LWLockRelease(eoi_shared->lock);
-	before_shmem_exit(launcher_detach, (Datum) 0);
 }
 
 /*
@@ -133,7 +209,8 @@ extension_ready(void)
 	Oid			ext = get_extension_oid("eoingest", true);
 	char	   *version;
 
-	if (!OidIsValid(ext))
+	extension_installed = OidIsValid(ext);
+	if (!extension_installed)
 		return false;
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
@@ -152,7 +229,8 @@ extension_ready(void)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("eoingest jobs do not run: extension eoingest is at version %s, the library at %s",
 						version, EOI_EXTENSION_VERSION),
-				 errhint("Run ALTER EXTENSION eoingest UPDATE in database \"%s\".", eoingest_database)));
+				 errhint("Run ALTER EXTENSION eoingest UPDATE in database \"%s\".",
+						 database_name)));
 	warned = true;
 	SPI_finish();
 	return false;
@@ -409,7 +487,7 @@ reap_and_terminate(LauncherJob *jobs, int njobs)
 		EoiWorkerSlot *slot = &eoi_shared->slots[i];
 		LauncherJob *job;
 
-		if (!slot->in_use)
+		if (!slot->in_use || slot->database != MyDatabaseId)
 			continue;
 
 		/*
@@ -447,13 +525,13 @@ worker_exists(int32 job_id, int worker_index)
 	{
 		EoiWorkerSlot *slot = &eoi_shared->slots[i];
 
-		if (slot->in_use && slot->job_id == job_id && slot->worker_index == worker_index)
+		if (eoi_slot_is_job(slot, job_id) && slot->worker_index == worker_index)
 			return true;
 	}
 	return false;
 }
 
-/* Slots taken by the workers of jobs `owner` owns. */
+/* Slots taken by the workers of jobs `owner` owns, in every database. */
 static int
 slots_of_owner(Oid owner)
 {
@@ -461,6 +539,18 @@ slots_of_owner(Oid owner)
 
 	for (int i = 0; i < eoi_shared->nslots; i++)
 		if (eoi_shared->slots[i].in_use && eoi_shared->slots[i].owner == owner)
+			n++;
+	return n;
+}
+
+/* Slots taken by the workers of this database's jobs; the lock is held. */
+static int
+slots_of_database(void)
+{
+	int			n = 0;
+
+	for (int i = 0; i < eoi_shared->nslots; i++)
+		if (eoi_shared->slots[i].in_use && eoi_shared->slots[i].database == MyDatabaseId)
 			n++;
 	return n;
 }
@@ -490,6 +580,7 @@ claim_slot(LauncherJob *job, int worker_index, uint64 *generation)
 		memset(slot, 0, sizeof(EoiWorkerSlot));
 		slot->in_use = true;
 		slot->generation = eoi_shared->next_generation++;
+		slot->database = MyDatabaseId;
 		slot->job_id = job->id;
 		slot->owner = job->owner;
 		slot->config_version = job->config_version;
@@ -565,10 +656,11 @@ launch_worker(LauncherJob *job, int worker_index)
 }
 
 /*
- * Publish the workers that wait for a slot, for job_status, with one
- * message per reason that names the setting and the figures; log when more
- * workers wait than at the previous tick, and when none waits any more.
- * An entry keeps the time it began to wait across ticks.
+ * Publish the workers of this database's jobs that wait for a slot, for
+ * job_status, with one message per reason that names the setting and the
+ * figures; log when more workers wait than at the previous tick, and when
+ * none waits any more.  An entry keeps the time it began to wait across
+ * ticks.
  */
 static void
 publish_waiting(EoiWaitingWorker *waiting, int nwaiting, int total_waiting, int wanted)
@@ -581,30 +673,33 @@ publish_waiting(EoiWaitingWorker *waiting, int nwaiting, int total_waiting, int 
 		"stop another of the owner's jobs, or have a superuser raise the owner's limit (ALTER ROLE ... SET eoingest.max_workers_per_role)"
 	};
 	int			placed = 0;
+	int			launchers;
 	int			last_reason = -1;
+	int			kept = 0;
 
 	LWLockAcquire(eoi_shared->lock, LW_EXCLUSIVE);
 	for (int i = 0; i < eoi_shared->nslots; i++)
 		if (eoi_shared->slots[i].in_use)
 			placed++;
+	launchers = 1 + eoi_db_launchers_running();
 	snprintf(reason[EOI_WAIT_WORKER_SLOT], EOI_ERROR_LEN,
 			 "no eoingest worker slot is free: running jobs want %d workers and eoingest.max_workers is %d",
-			 wanted, eoingest_max_workers);
+			 wanted + (placed - slots_of_database()), eoingest_max_workers);
 	snprintf(reason[EOI_WAIT_BGWORKER_SLOT], EOI_ERROR_LEN,
-			 "no background worker slot is free: max_worker_processes is %d and all are in use, %d of them by eoingest (its launcher and %d workers); running jobs want %d more workers",
-			 max_worker_processes, placed + 1, placed, total_waiting);
+			 "no background worker slot is free: max_worker_processes is %d and all are in use, %d of them by eoingest (%d launchers and %d workers); running jobs want %d more workers",
+			 max_worker_processes, placed + launchers, launchers, placed, total_waiting);
 	snprintf(reason[EOI_WAIT_ROLE_LIMIT], EOI_ERROR_LEN,
 			 "the job's owner runs as many eoingest workers as eoingest.max_workers_per_role allows it");
 	for (int r = 0; r < EOI_WAIT_REASONS; r++)
-		snprintf(eoi_shared->wait_message[r], EOI_ERROR_LEN, "%s; %s", reason[r], hint[r]);
+		snprintf(my_entry->wait_message[r], EOI_ERROR_LEN, "%s; %s", reason[r], hint[r]);
 	for (int i = 0; i < nwaiting; i++)
 	{
 		for (int k = 0; k < eoi_shared->nwaiting; k++)
 		{
 			EoiWaitingWorker *was = &eoi_shared->waiting[k];
 
-			if (was->job_id == waiting[i].job_id && was->worker_index == waiting[i].worker_index &&
-				was->reason == waiting[i].reason)
+			if (was->database == MyDatabaseId && was->job_id == waiting[i].job_id &&
+				was->worker_index == waiting[i].worker_index && was->reason == waiting[i].reason)
 			{
 				waiting[i].since = was->since;
 				break;
@@ -612,8 +707,13 @@ publish_waiting(EoiWaitingWorker *waiting, int nwaiting, int total_waiting, int 
 		}
 		last_reason = waiting[i].reason;
 	}
-	memcpy(eoi_shared->waiting, waiting, sizeof(EoiWaitingWorker) * nwaiting);
-	eoi_shared->nwaiting = nwaiting;
+	/* the other databases' entries stay; ours are replaced */
+	for (int k = 0; k < eoi_shared->nwaiting; k++)
+		if (eoi_shared->waiting[k].database != MyDatabaseId)
+			eoi_shared->waiting[kept++] = eoi_shared->waiting[k];
+	nwaiting = Min(nwaiting, EOI_MAX_WAITING - kept);
+	memcpy(&eoi_shared->waiting[kept], waiting, sizeof(EoiWaitingWorker) * nwaiting);
+	eoi_shared->nwaiting = kept + nwaiting;
 	LWLockRelease(eoi_shared->lock);
 
 	if (total_waiting > logged_waiting && last_reason >= 0)
@@ -679,6 +779,7 @@ launch_missing(LauncherJob *jobs, int njobs)
 			total_waiting++;
 			if (nwaiting < EOI_MAX_WAITING)
 			{
+				waiting[nwaiting].database = MyDatabaseId;
 				waiting[nwaiting].job_id = jobs[j].id;
 				waiting[nwaiting].owner = jobs[j].owner;
 				waiting[nwaiting].worker_index = w;
@@ -738,6 +839,8 @@ read_settings(void)
 	eoi_begin_work("reading the database's settings");
 	MemoryContextSwitchTo(caller);
 	settings = eoi_session_settings(GetUserId());
+	if (database_name == NULL)
+		database_name = MemoryContextStrdup(launcher_context, get_database_name(MyDatabaseId));
 	eoi_commit_work();
 	MemoryContextSwitchTo(caller);
 	return settings;
@@ -759,7 +862,7 @@ exit_if_settings_changed(void)
 		return;
 	ereport(LOG,
 			(errmsg("eoingest launcher restarts to apply the changed settings of database \"%s\"",
-					eoingest_database)));
+					database_name)));
 	proc_exit(1);
 }
 
@@ -780,7 +883,7 @@ check_read_only(void)
 				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
 				 errmsg("eoingest jobs wait: the database is read-only"),
 				 errdetail("default_transaction_read_only is on in database \"%s\"; two_phase epochs are rolled back instead of decided.",
-						   eoingest_database),
+						   database_name),
 				 errhint("Turn default_transaction_read_only off; the jobs resume by themselves.")));
 	else if (was && !read_only)
 		ereport(LOG,
@@ -817,19 +920,77 @@ prune_dead_letters(void)
 		TimestampTzPlusMilliseconds(GetCurrentTimestamp(), PRUNE_INTERVAL_MS) : 0;
 }
 
+static bool
+leave_asked(void)
+{
+	bool		asked;
+
+	LWLockAcquire(eoi_shared->lock, LW_SHARED);
+	asked = my_entry->leave_asked;
+	LWLockRelease(eoi_shared->lock);
+	return asked;
+}
+
+/*
+ * Nothing to run here, and no worker of ours left: exit, the cluster
+ * launcher starts us again when the database wants us.  The workers are
+ * gone first, so that nobody else coordinates or reaps them meanwhile.
+ */
+static void
+exit_if_not_needed(bool leaving)
+{
+	bool		busy;
+
+	if (!leaving && extension_installed)
+		return;
+	LWLockAcquire(eoi_shared->lock, LW_SHARED);
+	busy = (slots_of_database() > 0);
+	LWLockRelease(eoi_shared->lock);
+	if (busy)
+		return;
+	if (leaving)
+	{
+		ereport(LOG,
+				(errmsg("eoingest launcher of database \"%s\" stopped its workers and exits: the database is being dropped or no longer served",
+						database_name)));
+		launcher_exit(EOI_DB_EXIT_LEFT);
+	}
+	launcher_exit(EOI_DB_EXIT_NO_EXTENSION);
+}
+
+/* Log once that this database's jobs are served, when it has the extension. */
+static void
+announce_start(void)
+{
+	static bool announced = false;
+
+	if (announced)
+		return;
+	ereport(LOG,
+			(errmsg("eoingest launcher started in database \"%s\"", database_name)));
+	announced = true;
+}
+
 static void
 reconcile(void)
 {
-	LauncherJob *jobs;
-	int			njobs;
+	LauncherJob *jobs = NULL;
+	int			njobs = 0;
+	bool		leaving = leave_asked();
 
+	forget_wakeups();
 	MemoryContextReset(tick_context);
 	MemoryContextSwitchTo(tick_context);
 	check_read_only();
 	EOI_FAULT_POINT("launcher_tick");
-	jobs = read_jobs(&njobs);
+	if (!leaving)
+		jobs = read_jobs(&njobs);
 	reap_and_terminate(jobs, njobs);
 	prune_backoffs(jobs, njobs);
+	exit_if_not_needed(leaving);
+	if (leaving)
+		return;
+	announce_start();
 	launch_missing(jobs, njobs);
 	if (extension_present)
 		coordinate_two_phase(jobs, njobs);
@@ -956,6 +1117,8 @@ nap(long naptime)
 void
 eoingest_launcher_main(Datum main_arg)
 {
+	Oid			database = DatumGetObjectId(main_arg);
+
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
@@ -969,17 +1132,15 @@ eoingest_launcher_main(Datum main_arg)
 	handles = MemoryContextAllocZero(launcher_context,
 									 sizeof(BackgroundWorkerHandle *) * eoi_shared->nslots);
 
-	launcher_attach();
+	launcher_attach(database);
 	launcher_started_at = GetCurrentTimestamp();
-	BackgroundWorkerInitializeConnection(eoingest_database, NULL, 0);
+	BackgroundWorkerInitializeConnectionByOid(database, InvalidOid, 0);
 	/* The launcher runs as a superuser: resolve nothing a user created. */
 	SetConfigOption("search_path", "pg_catalog, pg_temp", PGC_SUSET, PGC_S_OVERRIDE);
 	apply_lock_timeout();
 	pgstat_report_appname("eoingest launcher");
 	MemoryContextSwitchTo(launcher_context);
 	settings_at_start = read_settings();
-	ereport(LOG,
-			(errmsg("eoingest launcher started in database \"%s\"", eoingest_database)));
 
 	for (;;)
 	{

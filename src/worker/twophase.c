@@ -314,7 +314,7 @@ job_slots(int32 job_id, int parallelism, EoiWorkerSlot **by_index)
 	{
 		EoiWorkerSlot *slot = &eoi_shared->slots[i];
 
-		if (slot->in_use && slot->job_id == job_id && slot->pid != 0 &&
+		if (eoi_slot_is_job(slot, job_id) && slot->pid != 0 &&
 			slot->worker_index < parallelism)
 		{
 			by_index[slot->worker_index] = slot;

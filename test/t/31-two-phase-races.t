@@ -32,7 +32,7 @@ wait_log() {
 }
 
 launcher_pid() {
-  sql "SELECT pid FROM pg_stat_activity WHERE backend_type = 'eoingest launcher'"
+  sql "SELECT pid FROM pg_stat_activity WHERE backend_type = 'eoingest launcher' AND datname = current_database()"
 }
 
 # ingest_job NAME TOPIC: a two_phase job of 2 workers writing (partition, offset).
@@ -107,7 +107,7 @@ finish "$job"
 pid=$(launcher_pid)
 prepare_late tp_relaunch 10000 "SELECT pg_terminate_backend($pid)"
 check "tp_relaunch: a new launcher took over" wait_until 30 \
-  "SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'eoingest launcher' AND pid <> $pid"
+  "SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'eoingest launcher' AND datname = current_database() AND pid <> $pid"
 finish "$job"
 
 # 3. COMMIT PREPARED fails after the decision was recorded.

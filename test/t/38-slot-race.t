@@ -19,12 +19,12 @@ sql "SELECT eoingest.create_job(name => 'sr', brokers => '$KAFKA_BROKERS', topic
         transform => 'INSERT INTO sr_t SELECT \"partition\", \"offset\", value FROM eoingest.batch()')" >/dev/null
 before=$(fault_count slot_race)
 set_fault slot_race sleep 8000
-launcher=$(sql "SELECT pid FROM pg_stat_activity WHERE backend_type = 'eoingest launcher'")
+launcher=$(sql "SELECT pid FROM pg_stat_activity WHERE backend_type = 'eoingest launcher' AND datname = current_database()")
 sql "SELECT eoingest.start_job('sr')" >/dev/null
 # the worker is registered and sleeps before attaching: the race is set up
 check "the worker stops at the fault point before it attaches" wait_fault slot_race "$before" 10
 sql "SELECT pg_terminate_backend($launcher)" >/dev/null
-wait_until 30 "SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'eoingest launcher' AND pid <> $launcher" >/dev/null
+wait_until 30 "SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'eoingest launcher' AND datname = current_database() AND pid <> $launcher" >/dev/null
 # Watch the job's workers while the late worker attaches and a careless
 # launcher would start a second one (up to ~20 s after its restart).
 most=0

@@ -72,11 +72,12 @@ check "ws_b catches up" sql "SELECT eoingest.wait_for_catchup('ws_b', '60 s')"
 is "$(exact ws_b)" "1000 1000" "ws_b: each record exactly once"
 is "$(exact ws_a)" "1000 1000" "ws_a: each record exactly once"
 
-# --- max_worker_processes: 4 (the postmaster's launchers take 2) -------------
+# --- max_worker_processes: 5 (the logical replication launcher takes 1, -----
+# --- eoingest's cluster launcher and this database's launcher 2) ------------
 sql "SELECT eoingest.stop_job('ws_b')" >/dev/null
 wait_until 30 "SELECT count(*) = 4 FROM eoingest.job_status WHERE name IN ('ws_a', 'ws_b') AND state = 'stopped'" >/dev/null
 sql "ALTER SYSTEM RESET eoingest.max_workers" >/dev/null
-restart_with max_worker_processes 4
+restart_with max_worker_processes 5
 eoi-kafka produce-seq "$ta" --count 1000 --start 1000 --format csv >/dev/null
 eoi-kafka produce-seq "$tb" --count 1000 --start 1000 --format csv >/dev/null
 sql "SELECT eoingest.start_job('ws_a')" >/dev/null
@@ -84,13 +85,13 @@ check "ws_a: both workers run" wait_until 30 "SELECT count(*) = 2 FROM eoingest.
 out=$(sql "SELECT eoingest.start_job('ws_b')" 2>&1)
 like "$out" 'WARNING:  no background worker slot is free for job "ws_b"' \
   "start_job warns that the job does not fit in max_worker_processes"
-like "$out" "DETAIL:  max_worker_processes is 4: other background workers take 1, eoingest's launcher 1, the other running jobs want 2." \
+like "$out" "DETAIL:  max_worker_processes is 5: other background workers take 1, eoingest's launchers 2, the other running jobs want 2." \
   "with the figures"
 like "$out" 'HINT:  Raise max_worker_processes and restart the server, or stop another job.' "and a hint"
 check "ws_b: both workers wait" wait_until 30 \
   "SELECT count(*) = 2 FROM eoingest.job_status WHERE name = 'ws_b' AND state = 'waiting'"
 like "$(sql "SELECT last_error FROM eoingest.job_status WHERE name = 'ws_b' AND worker = 1")" \
-  "no background worker slot is free: max_worker_processes is 4 and all are in use, 3 of them by eoingest (its launcher and 2 workers); running jobs want 2 more workers; raise max_worker_processes" \
+  "no background worker slot is free: max_worker_processes is 5 and all are in use, 4 of them by eoingest (2 launchers and 2 workers); running jobs want 2 more workers; raise max_worker_processes" \
   "job_status says why, naming max_worker_processes, wanted and available"
 sql "SELECT eoingest.stop_job('ws_a')" >/dev/null
 check "stopping ws_a frees slots: both ws_b workers run" wait_until 30 \
