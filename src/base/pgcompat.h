@@ -16,9 +16,11 @@
 
 #include "postgres.h"
 
+#include "catalog/pg_database.h"
 #include "common/base64.h"
 #include "common/jsonapi.h"
 #include "miscadmin.h"
+#include "utils/acl.h"
 #include "utils/regproc.h"
 
 #if PG_VERSION_NUM < 150000
@@ -39,12 +41,19 @@
  * PostgreSQL 16 folded the per-catalog owner checks into one.
  */
 #if PG_VERSION_NUM < 160000
-#include "utils/acl.h"
 #define eoi_owns_database(db, role) pg_database_ownercheck((db), (role))
 #else
-#include "catalog/pg_database.h"
-#include "utils/acl.h"
 #define eoi_owns_database(db, role) object_ownercheck(DatabaseRelationId, (db), (role))
+#endif
+
+/*
+ * A database a DROP DATABASE left half-dropped (it cannot be connected to):
+ * marked since 15.4 and 16.0; before, there were none.
+ */
+#ifdef DATCONNLIMIT_INVALID_DB
+#define eoi_database_is_invalid(form) database_is_invalid_form(form)
+#else
+#define eoi_database_is_invalid(form) (false)
 #endif
 
 /* "schema.name" (quoted parts allowed) as a list of String nodes; errors go up. */

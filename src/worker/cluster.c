@@ -44,6 +44,7 @@
 #include "utils/timestamp.h"
 
 #include "base/eoingest.h"
+#include "base/pgcompat.h"
 #include "base/settings.h"
 #include "base/shmem.h"
 #include "worker/cluster.h"
@@ -136,7 +137,7 @@ scan_databases(void)
 		Form_pg_database form = (Form_pg_database) GETSTRUCT(tup);
 		bool		found;
 
-		if (!form->datallowconn || form->datistemplate || database_is_invalid_form(form) ||
+		if (!form->datallowconn || form->datistemplate || eoi_database_is_invalid(form) ||
 			!eoi_database_served(NameStr(form->datname)))
 			continue;
 		db = hash_search(databases, &form->oid, HASH_ENTER, &found);
