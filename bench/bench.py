@@ -268,7 +268,7 @@ def target_lines(summary, lat, paired=()):
             top = max(small)
             add(f"(for information) the same at batch sizes up to 10,000 ({top[1]})",
                 top[0], 100, f"{top[0]:.1f} MB", higher=False)
-    for i, l in enumerate(lat):
+    for i, l in enumerate(l for l in lat if l.get("fraction", "-") != "-"):
         p99, goal = fnum(l["p99_ms"]), fnum(l["batch_timeout_ms"]) + 50
         add(f"{'(for information) ' if i else ''}p99 latency ≤ batch_timeout_ms + 50 = {goal:.0f} ms "
             f"at {fmt_int(fnum(l['rate']))} rows/s ({l['fraction']} of the maximum)",
@@ -384,10 +384,12 @@ def report(d):
 
     if lat:
         w("## End-to-end latency\n")
-        w("| job | rate (rows/s) | rows | p50 ms | p90 ms | p99 ms | max ms |")
-        w("|---|---:|---:|---:|---:|---:|---:|")
+        w("| job | batch_timeout_ms | rate (rows/s) | rows | p50 ms | p90 ms | p99 ms | max ms |")
+        w("|---|---:|---:|---:|---:|---:|---:|---:|")
         for l in lat:
-            w(f"| {l['label']} | {l.get('fraction', '1/2')} of the maximum: {fmt_int(fnum(l['rate']))} "
+            share = l.get('fraction', '1/2')
+            share = f"{share} of the maximum: " if share != "-" else ""
+            w(f"| {l['label']} | {l.get('batch_timeout_ms', '')} | {share}{fmt_int(fnum(l['rate']))} "
               f"(achieved {fmt_int(fnum(l['achieved']))}) | "
               f"{fmt_int(fnum(l['rows']))} | {fmt(fnum(l['p50_ms']))} | {fmt(fnum(l['p90_ms']))} | "
               f"{fmt(fnum(l['p99_ms']))} | {fmt(fnum(l['max_ms']))} |")

@@ -269,6 +269,7 @@ CREATE FUNCTION bench.self_kb(key text) RETURNS bigint LANGUAGE sql AS \$\$
 CREATE TABLE bench_nopk (id text, ts bigint, temperature double precision) WITH (autovacuum_enabled = off);
 CREATE TABLE bench_pk (id text, ts bigint PRIMARY KEY, temperature double precision) WITH (autovacuum_enabled = off);
 CREATE TABLE bench_lat (id text, ts bigint, temperature double precision) WITH (autovacuum_enabled = off);
+CREATE TABLE bench_lat_connect (id text, ts bigint, temperature double precision) WITH (autovacuum_enabled = off);
 -- Partitioned by hash on ts: consecutive rows go to different partitions, the worst case for buffering per partition.
 CREATE TABLE bench_part (id text, ts bigint, temperature double precision) PARTITION BY HASH (ts);
 CREATE TABLE bench_part_0 PARTITION OF bench_part FOR VALUES WITH (MODULUS 4, REMAINDER 0) WITH (autovacuum_enabled = off);
@@ -1153,27 +1154,47 @@ run_paired() {
   done
 }
 
-# ---- latency at half the maximum rate ----
-# run_latency DIVISOR: at 1/DIVISOR of the rate exactly_once b=10000 par=1 reached.
-run_latency() {
-  local divisor=$1 id="eoingest:exactly_once:csv:p4:no:b10000:w1" best rate topic produced out stats
-  best=$(awk -F '\t' -v id="$id" 'NR == 1 {for (i = 1; i <= NF; i++) c[$i] = i; next}
-      $1 == id && $c["status"] == "ok" {print $c["rows"] / $c["seconds"]}' "$RAW" | sort -g |
-    awk '{a[NR] = $1} END {if (NR) print (NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2)}')
-  if [ -z "$best" ]; then
-    fail_loudly "latency: no successful exactly_once b=10000 par=1 run to take the rate from"
+# ---- latency ----
+# Each row's end-to-end latency is its commit time (pg_xact_commit_timestamp(xmin), track_commit_timestamp is
+# on) less the time its producer stamped in its ts field when it sent it (bench-kafka paced).
+
+# latency_record LABEL FRACTION RATE BATCH TIMEOUT TABLE PRODUCED: the percentiles of TABLE's rows into $LAT;
+# the run FAILED unless every produced row is there once.
+latency_record() {
+  local label=$1 fraction=$2 rate=$3 batch=$4 timeout=$5 table=$6 produced=$7 stats
+  local rows distinct achieved p50 p90 p99 pmax
+  stats=$(q "SELECT count(*), count(DISTINCT id),
+       round((count(*) / greatest((max(ts) - min(ts)) / 1e6, 1e-3))::numeric),
+       round(percentile_cont(0.5) WITHIN GROUP (ORDER BY ms)::numeric, 1),
+       round(percentile_cont(0.9) WITHIN GROUP (ORDER BY ms)::numeric, 1),
+       round(percentile_cont(0.99) WITHIN GROUP (ORDER BY ms)::numeric, 1),
+       round(max(ms)::numeric, 1)
+     FROM (SELECT id, ts, (extract(epoch FROM pg_xact_commit_timestamp(xmin)) * 1e6 - ts) / 1000.0 AS ms
+             FROM $table) x")
+  read -r rows distinct achieved p50 p90 p99 pmax <<<"$stats"
+  if [ "$rows" != "$produced" ] || [ "$distinct" != "$produced" ]; then
+    fail_loudly "latency ($label): $rows rows, $distinct distinct, $produced produced"
     return
   fi
-  rate=$(awk -v b="$best" -v d="$divisor" 'BEGIN {printf "%d", b / d}')
-  topic=bench_latency
-  log "latency: exactly_once b=10000 timeout=${BATCH_TIMEOUT_MS}ms par=1 at $rate rows/s (1/$divisor of $(printf "%.0f" "$best")) for ${LATENCY_SECONDS}s"
+  log "    p50 ${p50} ms, p90 ${p90} ms, p99 ${p99} ms, max ${pmax} ms over $rows rows (achieved $achieved rows/s)"
+  [ -s "$LAT" ] ||
+    printf 'label\tfraction\trate\tachieved\trows\tbatch_size\tbatch_timeout_ms\tp50_ms\tp90_ms\tp99_ms\tmax_ms\n' >"$LAT"
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$label" "$fraction" "$rate" "$achieved" "$rows" \
+    "$batch" "$timeout" "$p50" "$p90" "$p99" "$pmax" >>"$LAT"
+}
+
+# latency_eoi RATE TIMEOUT_MS FRACTION: eoingest exactly_once b=10000 par=1 on a 1-partition CSV topic
+# produced at RATE rows/s for LATENCY_SECONDS.
+latency_eoi() {
+  local rate=$1 timeout=$2 fraction=$3 topic=bench_latency produced out
+  log "latency: eoingest exactly_once b=10000 timeout=${timeout}ms par=1 at $rate rows/s ($fraction) for ${LATENCY_SECONDS}s"
   job_drop
   eoi-kafka delete-topic "$topic" >/dev/null 2>&1 || true
   eoi-kafka create-topic "$topic" 1 >/dev/null
   q "TRUNCATE bench_lat" >/dev/null
   q "SELECT eoingest.create_job(name => '$JOB', brokers => '$KAFKA_BROKERS', topic => '$topic',
        target => 'bench_lat', format => 'csv', mode => 'exactly_once', batch_size => 10000,
-       batch_timeout_ms => $BATCH_TIMEOUT_MS, parallelism => 1);
+       batch_timeout_ms => $timeout, parallelism => 1);
      SELECT eoingest.start_job('$JOB')" >/dev/null
   job_pids 1 >/dev/null || { fail_loudly "latency: worker did not start"; return; }
   wait_sql 30 "SELECT bool_and(state = 'running') FROM eoingest.job_status WHERE name = '$JOB'" ||
@@ -1182,26 +1203,76 @@ run_latency() {
   produced=$(bench-kafka paced "$topic" --rate "$rate" --seconds "$LATENCY_SECONDS" --size "$RECORD_BYTES")
   out=$(wait_rows "$produced" 120) || { fail_loudly "latency: rows did not arrive: $out"; job_stop; return; }
   job_stop
-  stats=$(q "SELECT count(*), count(DISTINCT id),
-       round((count(*) / ((max(ts) - min(ts)) / 1e6))::numeric),
-       round(percentile_cont(0.5) WITHIN GROUP (ORDER BY ms)::numeric, 1),
-       round(percentile_cont(0.9) WITHIN GROUP (ORDER BY ms)::numeric, 1),
-       round(percentile_cont(0.99) WITHIN GROUP (ORDER BY ms)::numeric, 1),
-       round(max(ms)::numeric, 1)
-     FROM (SELECT id, ts, (extract(epoch FROM pg_xact_commit_timestamp(xmin)) * 1e6 - ts) / 1000.0 AS ms
-             FROM bench_lat) x")
-  local rows distinct achieved p50 p90 p99 pmax
-  read -r rows distinct achieved p50 p90 p99 pmax <<<"$stats"
-  if [ "$rows" != "$produced" ] || [ "$distinct" != "$produced" ]; then
-    fail_loudly "latency: $rows rows, $distinct distinct, $produced produced"
+  latency_record "eoingest exactly_once b=10000 par=1, 1-partition topic" "$fraction" "$rate" 10000 "$timeout" \
+    bench_lat "$produced"
+  job_drop
+}
+
+# run_latency DIVISOR: at 1/DIVISOR of the rate exactly_once b=10000 par=1 reached.
+run_latency() {
+  local divisor=$1 id="eoingest:exactly_once:csv:p4:no:b10000:w1" best rate
+  best=$(awk -F '\t' -v id="$id" 'NR == 1 {for (i = 1; i <= NF; i++) c[$i] = i; next}
+      $1 == id && $c["status"] == "ok" {print $c["rows"] / $c["seconds"]}' "$RAW" | sort -g |
+    awk '{a[NR] = $1} END {if (NR) print (NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2)}')
+  if [ -z "$best" ]; then
+    fail_loudly "latency: no successful exactly_once b=10000 par=1 run to take the rate from"
     return
   fi
-  log "    p50 ${p50} ms, p90 ${p90} ms, p99 ${p99} ms, max ${pmax} ms over $rows rows (achieved $achieved rows/s)"
-  [ -s "$LAT" ] ||
-    printf 'label\tfraction\trate\tachieved\trows\tbatch_size\tbatch_timeout_ms\tp50_ms\tp90_ms\tp99_ms\tmax_ms\n' >"$LAT"
-  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "eoingest exactly_once b=10000 par=1, 1-partition topic" \
-    "1/$divisor" "$rate" "$achieved" "$rows" 10000 "$BATCH_TIMEOUT_MS" "$p50" "$p90" "$p99" "$pmax" >>"$LAT"
+  rate=$(awk -v b="$best" -v d="$divisor" 'BEGIN {printf "%d", b / d}')
+  latency_eoi "$rate" "$BATCH_TIMEOUT_MS" "1/$divisor"
+}
+
+# latency_connect RATE: Debezium's JDBC sink, 1 task, with its defaults (batch.size 500, the consumer's
+# max.poll.records 500), inserting into bench_lat_connect from a 1-partition topic in Connect's JSON envelope
+# produced at RATE rows/s. The worker has started and read ten warm-up records before the timed ones are sent.
+latency_connect() {
+  local rate=$1 topic=bench_latency_connect props=$WORK/connect-latency.properties produced t_start
+  log "latency: Debezium JDBC sink, 1 task, defaults, at $rate rows/s for ${LATENCY_SECONDS}s"
   job_drop
+  eoi-kafka delete-topic "$topic" >/dev/null 2>&1 || true
+  eoi-kafka create-topic "$topic" 1 >/dev/null
+  q "TRUNCATE bench_lat_connect" >/dev/null
+  CONNECT_RUN=$((CONNECT_RUN + 1))
+  printf '%s\n' "name=bench-latency-$CONNECT_RUN-$$" \
+    "connector.class=io.debezium.connector.jdbc.JdbcSinkConnector" \
+    "tasks.max=1" "topics=$topic" \
+    "connection.url=jdbc:postgresql://127.0.0.1:$PGPORT/postgres" \
+    "connection.username=postgres" "connection.password=unused" \
+    "insert.mode=insert" "collection.name.format=bench_lat_connect" "schema.evolution=none" \
+    "primary.key.mode=none" >"$props"
+  if ! connect_sh start "$props" >"$WORK/connect-start.log" 2>&1; then
+    fail_loudly "latency: connect.sh start: $(grep -m1 -iE 'error|exception|failed' "$WORK/connect-start.log" | cut -c1-300)"
+    connect_sh kill >/dev/null 2>&1 || true
+    return
+  fi
+  bench-kafka paced "$topic" --rate 10 --seconds 1 --format connect >/dev/null
+  wait_sql 120 "SELECT count(*) = 10 FROM bench_lat_connect" ||
+    { fail_loudly "latency: the JDBC sink did not write the warm-up records"; connect_sh kill >/dev/null 2>&1; return; }
+  q "DELETE FROM bench_lat_connect" >/dev/null
+  produced=$(bench-kafka paced "$topic" --rate "$rate" --seconds "$LATENCY_SECONDS" --format connect)
+  t_start=$SECONDS
+  until [ "$(q "SELECT count(*) FROM bench_lat_connect")" -ge "$produced" ]; do
+    if [ $((SECONDS - t_start)) -ge 120 ]; then
+      fail_loudly "latency: the JDBC sink wrote $(q "SELECT count(*) FROM bench_lat_connect") of $produced rows"
+      connect_sh kill >/dev/null 2>&1 || true
+      return
+    fi
+    sleep 0.2
+  done
+  connect_sh stop >/dev/null 2>&1 || connect_sh kill >/dev/null 2>&1 || true
+  latency_record "Debezium JDBC sink, 1 task, defaults, 1-partition topic" "-" "$rate" 500 - \
+    bench_lat_connect "$produced"
+}
+
+# run_latency_rates: at 1,000 and 50,000 rows/s, eoingest with batch_timeout_ms 1000 (the default) and 20,
+# and, with --peers, Debezium's JDBC sink.
+run_latency_rates() {
+  for rate in 1000 50000; do
+    latency_eoi "$rate" 1000 "-"
+    latency_eoi "$rate" 20 "-"
+    [ "$PEERS" = 1 ] && latency_connect "$rate"
+  done
+  return 0
 }
 
 # ---- profile: one more b=10000 par=1 run under perf ----
@@ -1313,6 +1384,7 @@ fi
 if [ -z "$ONLY" ] || [[ latency =~ $ONLY ]]; then
   run_latency 2
   run_latency 4
+  run_latency_rates
 fi
 if [ "$PROFILE" = 1 ]; then
   run_profile exactly_once bench_nopk "$PROF" "${BENCH_PROFILE_FORMAT:-csv}"

@@ -4,14 +4,15 @@
  *   bench-kafka [-b BROKERS] rows    --count N [--size B]
  *   bench-kafka [-b BROKERS] preload TOPIC --count N [--size B] [--format csv|json|connect|avro|debezium|upsert-csv] [--keys K] [--schema-id ID]
  *   bench-kafka cdc-expected --count N [--keys K]
- *   bench-kafka [-b BROKERS] paced   TOPIC --rate R --seconds S [--size B]
+ *   bench-kafka [-b BROKERS] paced   TOPIC --rate R --seconds S [--size B] [--format csv|connect]
  *
  * rows:    prints the N records as CSV lines on stdout (the file for COPY).
  * preload: produces the same N records to TOPIC, record i to partition
  *          i % partitions, and waits until every one is acknowledged.
  * paced:   produces R records per second for S seconds, each carrying its
  *          produce time (microseconds since the epoch, CLOCK_REALTIME) in
- *          the ts field; prints the number produced.
+ *          the ts field, as CSV or in Kafka Connect's envelope (--format
+ *          connect, for Kafka Connect's sinks); prints the number produced.
  *
  * Record i is the sensor reading "sensor_<i>_xxx…,<i>,<i*0.5>": the id is
  * padded with 'x' so that the CSV line is B bytes (default 100) whatever i.
@@ -499,7 +500,7 @@ usage(void)
 			"usage: bench-kafka [-b BROKERS] rows --count N [--size B]\n"
 			"       bench-kafka [-b BROKERS] preload TOPIC --count N [--size B] [--format csv|json|connect|avro|debezium|upsert-csv] [--keys K] [--schema-id ID]\n"
 			"       bench-kafka cdc-expected --count N [--keys K]\n"
-			"       bench-kafka [-b BROKERS] paced TOPIC --rate R --seconds S [--size B]\n");
+			"       bench-kafka [-b BROKERS] paced TOPIC --rate R --seconds S [--size B] [--format csv|connect]\n");
 	exit(2);
 }
 
@@ -619,7 +620,7 @@ main(int argc, char **argv)
 		long long	total;
 		int64_t		start;
 
-		if (!topic || rate <= 0 || seconds <= 0)
+		if (!topic || rate <= 0 || seconds <= 0 || (json != 0 && json != 3))
 			usage();
 		rk = producer(1);
 		parts = partition_count(rk, topic);
@@ -640,7 +641,7 @@ main(int argc, char **argv)
 
 				nanosleep(&ts, NULL);
 			}
-			len = format_record(buf, sizeof(buf), 0, r, epoch_us(), size);
+			len = format_record(buf, sizeof(buf), json, r, epoch_us(), size);
 			produce(rk, topic, (int32_t) (r % parts), buf, len);
 			rd_kafka_poll(rk, 0);
 		}
