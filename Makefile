@@ -22,6 +22,7 @@ OBJS = \
 	src/kafka/groupfence.o \
 	src/format/csv.o \
 	src/format/columns.o \
+	src/format/mapping.o \
 	src/format/decode.o \
 	src/format/decodejson.o \
 	src/format/jsonscan.o \
@@ -72,7 +73,7 @@ OBJS = \
 
 DATA = $(wildcard sql/eoingest--*.sql)
 
-REGRESS = setup api formats mappings transform transformcols upsert deadletters batchbytes operations multitopic cdc cdctxn cdcschemas cdcreplay cdcmodes connectjson
+REGRESS = setup api formats mappings fieldmap transform transformcols upsert deadletters batchbytes operations multitopic cdc cdctxn cdcschemas cdcreplay cdcmodes connectjson
 REGRESS_OPTS = --use-existing
 
 PG_CPPFLAGS = -I$(srcdir)/src -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare

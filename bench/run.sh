@@ -270,6 +270,8 @@ CREATE TABLE bench_nopk (id text, ts bigint, temperature double precision) WITH 
 CREATE TABLE bench_pk (id text, ts bigint PRIMARY KEY, temperature double precision) WITH (autovacuum_enabled = off);
 CREATE TABLE bench_lat (id text, ts bigint, temperature double precision) WITH (autovacuum_enabled = off);
 CREATE TABLE bench_lat_connect (id text, ts bigint, temperature double precision) WITH (autovacuum_enabled = off);
+CREATE TABLE bench_map (id text, ts bigint, temperature double precision, topic text, part int, off bigint,
+                        kafka_ts timestamptz) WITH (autovacuum_enabled = off);
 -- Partitioned by hash on ts: consecutive rows go to different partitions, the worst case for buffering per partition.
 CREATE TABLE bench_part (id text, ts bigint, temperature double precision) PARTITION BY HASH (ts);
 CREATE TABLE bench_part_0 PARTITION OF bench_part FOR VALUES WITH (MODULUS 4, REMAINDER 0) WITH (autovacuum_enabled = off);
@@ -535,6 +537,8 @@ eoi_once() {
   if [ -n "${VARIANT_TRANSFORM:-}" ]; then
     target=NULL extra+=", transform => \$eoi\$$VARIANT_TRANSFORM\$eoi\$"
   fi
+  [ -n "${VARIANT_MAPPING:-}" ] && extra+=", mapping => '$VARIANT_MAPPING'"
+
   job_drop
   q "TRUNCATE $table" >/dev/null
   # 100% conflicts: the table already holds every row; 50%: every other one (even ts),
@@ -776,6 +780,20 @@ eoi_durability_variants() {
 
 # The same JSON rows through a transform that only casts and renames (method
 # eoingest_transform, kept out of the report's goals for the plain path).
+# The same JSON rows through a mapping of the three fields and four metadata columns, into bench_map
+# (method eoingest_mapping), and of the three fields alone, into bench_nopk (eoingest_mapping_fields).
+eoi_mapping_variant() {
+  VARIANT_MAPPING='{"id": "/id", "ts": "/ts", "temperature": "/temperature", "topic": "$topic",
+    "part": "$partition", "off": "$offset", "kafka_ts": "$timestamp"}'
+  variant "(d) eoingest" "eoingest exactly_once b=10000 par=1 json mapping (4 metadata columns)" eoingest_mapping json 4 \
+    no exactly_once 10000 1 -- eoi_once "$(topic_name json 4)" bench_map json exactly_once 10000 1
+  # the mapping's own cost: the same three columns as the plain path, by paths
+  VARIANT_MAPPING='{"id": "/id", "ts": "/ts", "temperature": "/temperature"}'
+  variant "(d) eoingest" "eoingest exactly_once b=10000 par=1 json mapping (the 3 fields)" eoingest_mapping_fields json 4 \
+    no exactly_once 10000 1 -- eoi_once "$(topic_name json 4)" bench_nopk json exactly_once 10000 1
+  VARIANT_MAPPING=''
+}
+
 eoi_transform_variant() {
   VARIANT_TRANSFORM="INSERT INTO public.bench_nopk SELECT value_json->>'id', (value_json->>'ts')::bigint,
     (value_json->>'temperature')::double precision FROM eoingest.batch()"
@@ -797,6 +815,7 @@ run_eoingest() {
     eoi_variant upsert_50 csv 4 yes 10000 1 50
     eoi_variant exactly_once json 4 no 10000 1
     eoi_transform_variant
+    eoi_mapping_variant
     eoi_variant exactly_once avro 4 no 10000 1
     eoi_variant exactly_once csv 1 no 10000 1
     eoi_variant exactly_once csv 4 no 10000 1 0 "$PREFETCH_B" "$PREFETCH_B_LABEL"
@@ -835,6 +854,7 @@ run_eoingest() {
     [ "$FULL" = 1 ] || [ "$pk" = no ] || continue
     for par in "${pars[@]}"; do eoi_variant exactly_once json 4 "$pk" 10000 "$par"; done
     [ "$pk" = no ] && eoi_transform_variant
+    [ "$pk" = no ] && eoi_mapping_variant
     for par in "${pars[@]}"; do eoi_variant exactly_once avro 4 "$pk" 10000 "$par"; done
     eoi_variant exactly_once csv 1 "$pk" 10000 1
   done

@@ -53,6 +53,7 @@ typedef struct JobDefinition
 	const char *cdc_mode_s;		/* debezium: apply, history, soft_delete */
 	const char *deleted_column; /* soft_delete: the boolean column, NULL: the default */
 	const char *durability_s;	/* sync, async */
+	Jsonb	   *mapping;		/* {"column": source}, or NULL */
 
 	/* set by check_definition */
 	EoiFormat	format;

@@ -82,70 +82,14 @@ bytes_as_text(const void *data, size_t len, bool lenient, bool *isnull)
 	return PointerGetDatum(cstring_to_text_with_len(data, (int) len));
 }
 
-/* , "hex": "0a1b..." */
-static void
-append_hex_member(StringInfo buf, const void *value, size_t size)
-{
-	static const char digits[] = "0123456789abcdef";
-
-	appendStringInfoString(buf, ", \"hex\": \"");
-	for (size_t k = 0; k < size; k++)
-	{
-		appendStringInfoChar(buf, digits[((const unsigned char *) value)[k] >> 4]);
-		appendStringInfoChar(buf, digits[((const unsigned char *) value)[k] & 0xf]);
-	}
-	appendStringInfoChar(buf, '"');
-}
-
-/*
- * A message's headers as jsonb: an object, where a repeated name keeps its
- * last value, or (as_list) every header in order, repeated names kept:
- * [{"name": ..., "value": ...}, ...].  A value that is no text of the
- * database encoding (a schema GUID, a binary trace id) is null, and in the
- * list its bytes are in "hex" as well: a transform that never reads a
- * header must not lose its record to one.
- */
+/* A message's headers as jsonb (eoi_message_headers_json), or NULL. */
 static Datum
 headers_jsonb(rd_kafka_message_t *msg, bool as_list, bool *isnull)
 {
-	rd_kafka_headers_t *hdrs;
-	StringInfoData buf;
-	const char *name;
-	const void *value;
-	size_t		size;
+	char	   *json = eoi_message_headers_json(msg, as_list);
 
-	*isnull = true;
-	if (msg->_private == NULL ||
-		rd_kafka_message_headers(msg, &hdrs) != RD_KAFKA_RESP_ERR_NO_ERROR)
-		return (Datum) 0;
-
-	initStringInfo(&buf);
-	appendStringInfoChar(&buf, as_list ? '[' : '{');
-	for (size_t i = 0; rd_kafka_header_get_all(hdrs, i, &name, &value, &size) == RD_KAFKA_RESP_ERR_NO_ERROR; i++)
-	{
-		if (i > 0)
-			appendStringInfoString(&buf, ", ");
-		(void) pg_verifymbstr(name, (int) strlen(name), false);
-		if (as_list)
-			appendStringInfoString(&buf, "{\"name\": ");
-		escape_json(&buf, name);
-		appendStringInfoString(&buf, as_list ? ", \"value\": " : ": ");
-		if (value == NULL)
-			appendStringInfoString(&buf, "null");
-		else if (pg_verifymbstr(value, (int) size, true))
-			escape_json(&buf, pnstrdup(value, size));
-		else
-		{
-			appendStringInfoString(&buf, "null");
-			if (as_list)
-				append_hex_member(&buf, value, size);
-		}
-		if (as_list)
-			appendStringInfoChar(&buf, '}');
-	}
-	appendStringInfoChar(&buf, as_list ? ']' : '}');
-	*isnull = false;
-	return DirectFunctionCall1(jsonb_in, CStringGetDatum(buf.data));
+	*isnull = (json == NULL);
+	return json == NULL ? (Datum) 0 : DirectFunctionCall1(jsonb_in, CStringGetDatum(json));
 }
 
 /*

@@ -399,6 +399,34 @@ eoi_api_job_exists(const char *name)
 static void check_can_start_mode(int32 job_id, const char *name, Oid owner, EoiMode mode, int parallelism);
 
 /*
+ * A mapping fills the columns of one target table from plain messages: not
+ * with a transform, a columns list, or change events.  Its shape and
+ * sources are checked against the target with the columns (columns.c,
+ * mapping.c).
+ */
+static void
+check_mapping(JobDefinition *def)
+{
+	if (def->mapping == NULL)
+		return;
+	if (def->transform != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("mapping applies to a target table, and the job has a transform"),
+				 errhint("A transform maps the messages itself; leave mapping out.")));
+	if (def->columns != NIL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("mapping and columns cannot both be given"),
+				 errhint("The mapping names the columns it fills: map each of them, e.g. '{\"id\": \"/id\"}' (alter_job's columns => '{}' drops the columns list).")));
+	if (strcmp(def->envelope_s, "none") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("mapping cannot be used with envelope %s", def->envelope_s),
+				 errhint("A change event's image fills the columns of its name; leave mapping out.")));
+}
+
+/*
  * Format avro (of values or keys) reads schemas from a registry, which the
  * job must name; other formats have no use for one.
  */
@@ -717,8 +745,11 @@ eoi_api_check_definition(JobDefinition *def)
 	mapping.timestamp_unit = eoi_parse_timestamp_unit(def->timestamp_unit_s);
 	(void) eoi_parse_on_error(def->on_error_s);
 	def->key_format = def->key_format_s ? eoi_parse_format(def->key_format_s) : EOI_FORMAT_TEXT;
+	mapping.mapping = def->mapping;
+	mapping.key_format = def->key_format;
 	eoi_check_start_offset(def->start_offset);
 	check_schema_registry(def);
+	check_mapping(def);
 
 	if (def->target == NULL && def->transform == NULL &&
 		(def->targets == NULL || JsonContainerSize(&def->targets->root) == 0))

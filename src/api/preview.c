@@ -117,7 +117,8 @@ decode_one(void *arg)
 		eoi_refuse_tombstone();		/* mode upsert would delete the key's row */
 	for (int c = 0; c < w->ncolumns; c++)
 		w->nulls[c] = true;
-	if (!eoi_decode_kafka_message(step->cols, step->msg, false, &w->writer, step->econtext))
+	if (!eoi_decode_kafka_message(step->cols, step->msg, rd_kafka_topic_name(step->msg->rkt), false,
+								  &w->writer, step->econtext))
 		return;
 	tuple = heap_form_tuple(step->desc, w->values, w->nulls);
 	json = DirectFunctionCall1(row_to_json, HeapTupleGetDatum(tuple));

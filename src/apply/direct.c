@@ -611,7 +611,7 @@ finish_row(DirectBuffer *buf, List *defaults, TupleTableSlot *slot, int message,
  */
 static bool
 build_row(DirectBuffer *buf, EoiColumns *cols, DatumWriter *w, List *defaults,
-		  rd_kafka_message_t *msg, int message)
+		  rd_kafka_message_t *msg, const char *topic, int message)
 {
 	ExprContext *econtext = GetPerTupleExprContext(buf->estate);
 	TupleTableSlot *slot;
@@ -619,7 +619,7 @@ build_row(DirectBuffer *buf, EoiColumns *cols, DatumWriter *w, List *defaults,
 	if (msg->payload == NULL)
 		eoi_refuse_tombstone();
 	slot = start_row(buf, w);
-	if (!eoi_decode_kafka_message(cols, msg, false, &w->writer, econtext))
+	if (!eoi_decode_kafka_message(cols, msg, topic, false, &w->writer, econtext))
 		return false;
 	return finish_row(buf, defaults, slot, message, msg->len);
 }
@@ -753,7 +753,7 @@ eoi_direct_insert(Relation rel, ParseState *pstate, EoiColumns *cols, EoiBatch *
 
 		CHECK_FOR_INTERRUPTS();
 		position(arg, i);
-		if (build_row(buf, cols, &w, defaults, msg, i))
+		if (build_row(buf, cols, &w, defaults, msg, eoi_message_topic(batch, i), i))
 			processed++;
 		ResetPerTupleExprContext(estate);
 	}

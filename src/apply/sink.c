@@ -153,7 +153,7 @@ decode_batch(EoiBatch *batch, EoiColumns *cols, StringInfo lines,
 		mc->current = i;
 		if (msg->payload == NULL)
 			eoi_refuse_tombstone();
-		if (eoi_decode_kafka_message(cols, msg, false, &cw.writer, econtext))
+		if (eoi_decode_kafka_message(cols, msg, eoi_message_topic(batch, i), false, &cw.writer, econtext))
 			mc->lines[mc->nlines++] = i;
 		ResetExprContext(econtext);
 		check_test_text_limit(lines);

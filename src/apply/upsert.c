@@ -853,7 +853,7 @@ eoi_upsert_batch(const EoiJob *job, EoiBatch *batch)
 	ExprContext *econtext = GetPerTupleExprContext(estate);
 	EoiMapping	mapping = eoi_job_mapping(job);
 	EoiColumns *cols = eoi_columns_for(rel, &mapping, estate);
-	EoiColumns *keys = eoi_columns_named(rel, job->key_format, job->key_columns);
+	EoiColumns *keys = eoi_columns_for_keys(rel, &mapping, job->key_format, job->key_columns);
 	EoiChangeSet *cs;
 	uint64		processed;
 	DecodePosition dp = {batch, -1};
@@ -880,10 +880,12 @@ eoi_upsert_batch(const EoiJob *job, EoiBatch *batch)
 						(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 						 errmsg("tombstone message has no key"),
 						 errhint("A null value deletes the row of the message's key; this message has neither.")));
-			(void) eoi_decode_kafka_message(keys, msg, true, eoi_changes_key_writer(cs), econtext);
+			(void) eoi_decode_kafka_message(keys, msg, eoi_message_topic(batch, i), true,
+											eoi_changes_key_writer(cs), econtext);
 			eoi_changes_add_delete(cs);
 		}
-		else if (eoi_decode_kafka_message(cols, msg, false, eoi_changes_row_writer(cs), econtext))
+		else if (eoi_decode_kafka_message(cols, msg, eoi_message_topic(batch, i), false,
+										  eoi_changes_row_writer(cs), econtext))
 		{
 			eoi_changes_add_upsert(cs);
 		}
@@ -972,7 +974,7 @@ void
 eoi_upsert_check(Relation rel, const EoiMapping *mapping, EoiFormat key_format, List *key_columns)
 {
 	EoiColumns *cols = eoi_columns_for(rel, mapping, NULL);
-	EoiColumns *keys = eoi_columns_named(rel, key_format, key_columns);
+	EoiColumns *keys = eoi_columns_for_keys(rel, mapping, key_format, key_columns);
 	char	   *target = quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
 													RelationGetRelationName(rel));
 	Oid		   *types = palloc(sizeof(Oid) * Max(cols->ncolumns, 1));

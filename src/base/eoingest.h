@@ -15,7 +15,7 @@
 #include "utils/jsonb.h"
 
 /* The SQL objects this library expects (eoingest.control's default_version). */
-#define EOI_EXTENSION_VERSION "0.14"
+#define EOI_EXTENSION_VERSION "0.15"
 
 /* Settings: their variables (settings.c), registered by _PG_init (eoingest.c) */
 extern char *eoingest_database;
@@ -92,6 +92,7 @@ typedef struct EoiJob
 	char	   *target;			/* schema-qualified, quoted; NULL with a transform */
 	EoiFormat	format;
 	List	   *columns;		/* of String: the columns the format fills; NIL: its default */
+	Jsonb	   *mapping;		/* {"column": source} (format/mapping.c), or NULL */
 	EoiTimestampUnit timestamp_unit;	/* json numbers into time columns */
 	EoiMode		mode;
 	char	   *transform;		/* NULL when rows go straight to target */

@@ -13,6 +13,7 @@
 
 #include "executor/executor.h"
 #include "lib/stringinfo.h"
+#include "utils/jsonb.h"
 #include "utils/relcache.h"
 
 #include "format/csv.h"
@@ -24,6 +25,8 @@ typedef struct EoiMapping
 	EoiFormat	format;
 	List	   *columns;		/* of String; NIL: the format's default columns */
 	EoiTimestampUnit timestamp_unit;	/* json numbers into time columns */
+	Jsonb	   *mapping;		/* {"column": source}, or NULL (mapping.c) */
+	EoiFormat	key_format;		/* of the keys the mapping's "$key/..." read */
 } EoiMapping;
 
 /* The target columns a format fills, in COPY's column-list order. */
@@ -53,6 +56,9 @@ typedef struct EoiColumns
 	EoiCsvField *csv_fields;	/* csv: decode_csv's buffers, reused */
 	char	   *csv_scratch;
 	size_t		csv_scratch_size;
+	struct EoiMapSource *sources;	/* mapped: each column's source, else NULL */
+	EoiFormat	map_key_format; /* mapped: how "$key/..." paths read keys */
+	void	   *map_state;		/* mapped: mapping.c's buffers, reused */
 } EoiColumns;
 
 /*
@@ -74,6 +80,7 @@ struct EoiRowWriter
 extern EoiMapping eoi_job_mapping(const EoiJob *job);
 extern EoiColumns *eoi_columns_map(Relation rel, const EoiMapping *mapping);
 extern EoiColumns *eoi_columns_map_named(Relation rel, EoiFormat format, List *names);
+extern EoiColumns *eoi_columns_map_keys(Relation rel, const EoiMapping *mapping, List *names);
 extern int	eoi_errdetail_columns(const EoiColumns *cols);
 extern bool eoi_spells_name(const char *data, size_t len, const char *name);
 extern void eoi_write_default(EoiColumns *cols, int c, EoiRowWriter *writer,

@@ -45,6 +45,7 @@
 #include "format/avro.h"
 #include "format/decode.h"
 #include "format/decodejson.h"
+#include "format/mapping.h"
 
 /*
  * Open the decoding of a job's messages into `rel`: the columns `mapping`
@@ -58,7 +59,8 @@ eoi_columns_for(Relation rel, const EoiMapping *mapping, EState *estate)
 {
 	EoiColumns *cols = eoi_columns_map(rel, mapping);
 
-	if (mapping->format == EOI_FORMAT_JSON || mapping->format == EOI_FORMAT_AVRO)
+	if (mapping->format == EOI_FORMAT_JSON || mapping->format == EOI_FORMAT_AVRO ||
+		mapping->mapping != NULL)
 		eoi_json_columns_prepare(cols, rel, estate);
 	return cols;
 }
@@ -74,6 +76,23 @@ eoi_columns_named(Relation rel, EoiFormat format, List *names)
 
 	if (format == EOI_FORMAT_JSON)
 		eoi_json_columns_prepare(cols, rel, NULL);
+	return cols;
+}
+
+/*
+ * The key columns `names` of `rel` for an upsert tombstone: decoded from
+ * the message key in `key_format`, or, for a mapped job, through the
+ * mapping.
+ */
+EoiColumns *
+eoi_columns_for_keys(Relation rel, const EoiMapping *mapping, EoiFormat key_format, List *names)
+{
+	EoiColumns *cols;
+
+	if (mapping->mapping == NULL)
+		return eoi_columns_named(rel, key_format, names);
+	cols = eoi_columns_map_keys(rel, mapping, names);
+	eoi_json_columns_prepare(cols, rel, NULL);
 	return cols;
 }
 
@@ -279,15 +298,19 @@ eoi_decode_message(EoiColumns *cols, const char *value, size_t len, EoiRowWriter
 }
 
 /*
- * Decode the value (key) of `msg`: eoi_decode_message, after format avro
- * has put a schema id that came in a record header in front.
+ * Decode the value (key) of `msg`, a message of `topic`: through the job's
+ * mapping, or eoi_decode_message, after format avro has put a schema id
+ * that came in a record header in front.
  */
 bool
-eoi_decode_kafka_message(EoiColumns *cols, rd_kafka_message_t *msg, bool key,
+eoi_decode_kafka_message(EoiColumns *cols, rd_kafka_message_t *msg, const char *topic, bool key,
 						 EoiRowWriter *writer, ExprContext *econtext)
 {
 	const char *data = key ? msg->key : msg->payload;
 	size_t		len = key ? msg->key_len : msg->len;
+
+	if (cols->sources != NULL)
+		return eoi_map_decode(cols, msg, topic, writer, econtext);
 
 	if (cols->format == EOI_FORMAT_AVRO)
 	{

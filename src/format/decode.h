@@ -37,13 +37,15 @@ typedef struct EoiCopyWriter
 
 extern EoiColumns *eoi_columns_for(Relation rel, const EoiMapping *mapping, EState *estate);
 extern EoiColumns *eoi_columns_named(Relation rel, EoiFormat format, List *names);
+extern EoiColumns *eoi_columns_for_keys(Relation rel, const EoiMapping *mapping,
+										EoiFormat key_format, List *names);
 extern void eoi_copy_writer_init(EoiCopyWriter *cw, StringInfo out);
 extern void eoi_json_unframe(const char **data, size_t *len);
 extern const char *eoi_message_json(EoiFormat format, rd_kafka_message_t *msg, bool key,
 									size_t *len);
 extern bool eoi_decode_message(EoiColumns *cols, const char *value, size_t len,
 							   EoiRowWriter *writer, ExprContext *econtext);
-extern bool eoi_decode_kafka_message(EoiColumns *cols, rd_kafka_message_t *msg, bool key,
-									 EoiRowWriter *writer, ExprContext *econtext);
+extern bool eoi_decode_kafka_message(EoiColumns *cols, rd_kafka_message_t *msg, const char *topic,
+									 bool key, EoiRowWriter *writer, ExprContext *econtext);
 
 #endif

@@ -476,10 +476,13 @@ token_text(const EoiJsonToken *t)
 	}
 }
 
-/* Column c's value from its token: a datum when the writer takes one. */
-static void
-write_json_token(EoiColumns *cols, int c, EoiRowWriter *writer, const EoiJsonToken *t,
-				 const EoiFieldCodec *codecs)
+/*
+ * Column c's value from the scanned token `t`: a datum when the writer
+ * takes one and the column's type has a direct way, else the text its
+ * input function reads.  Also for a mapping's paths (mapping.c).
+ */
+void
+eoi_json_write_token(EoiColumns *cols, int c, EoiRowWriter *writer, const EoiJsonToken *t)
 {
 	const EoiJsonColumn *jc = &cols->json[c];
 	StringInfo	text = cols->json_text;
@@ -487,12 +490,6 @@ write_json_token(EoiColumns *cols, int c, EoiRowWriter *writer, const EoiJsonTok
 
 	if (t->kind == EOI_JSON_NULL)
 		writer->field(writer, c, NULL, 0);
-	else if (codecs != NULL && codecs[c].conv != CONV_NONE)
-	{
-		char	   *s = eoi_connect_convert(&codecs[c], token_text(t));
-
-		writer->field(writer, c, s, strlen(s));
-	}
 	else if (writer->datum != NULL &&
 			 eoi_json_token_datum(jc, cols->timestamp_unit, cols->typids[c], cols->typmods[c], t, &d))
 		writer->datum(writer, c, d);
@@ -508,9 +505,28 @@ write_json_token(EoiColumns *cols, int c, EoiRowWriter *writer, const EoiJsonTok
 	}
 }
 
-/* The text of a jsonb scalar or container as Connect's encodings are read. */
-static char *
-jsonb_value_text(JsonbValue *v)
+/* Column c's value from its token, through its Connect codec if it has one. */
+static void
+write_json_token(EoiColumns *cols, int c, EoiRowWriter *writer, const EoiJsonToken *t,
+				 const EoiFieldCodec *codecs)
+{
+	if (t->kind != EOI_JSON_NULL && codecs != NULL && codecs[c].conv != CONV_NONE)
+	{
+		char	   *s = eoi_connect_convert(&codecs[c], token_text(t));
+
+		writer->field(writer, c, s, strlen(s));
+	}
+	else
+		eoi_json_write_token(cols, c, writer, t);
+}
+
+/*
+ * The text of a jsonb scalar or container: a string's contents, a
+ * number's or boolean's text, a container's JSON; NULL for a JSON null.
+ * As Connect's encodings are read, and a mapping's constants.
+ */
+char *
+eoi_jsonb_value_text(JsonbValue *v)
 {
 	switch (v->type)
 	{
@@ -535,7 +551,7 @@ write_json_value(EoiColumns *cols, int col, EoiRowWriter *writer, JsonbValue *v,
 
 	if (v->type != jbvNull && codecs != NULL && codecs[col].conv != CONV_NONE)
 	{
-		char	   *s = eoi_connect_convert(&codecs[col], jsonb_value_text(v));
+		char	   *s = eoi_connect_convert(&codecs[col], eoi_jsonb_value_text(v));
 
 		writer->field(writer, col, s, strlen(s));
 		return;

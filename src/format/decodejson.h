@@ -29,6 +29,9 @@ typedef enum EoiJsonDecode
 extern int	eoingest_json_decode;
 
 extern void eoi_json_columns_prepare(EoiColumns *cols, Relation rel, EState *estate);
+extern void eoi_json_write_token(EoiColumns *cols, int c, EoiRowWriter *writer,
+								 const EoiJsonToken *t);
+extern char *eoi_jsonb_value_text(JsonbValue *v);
 extern void eoi_decode_json(EoiColumns *cols, const char *value, size_t len,
 							EoiRowWriter *writer, ExprContext *econtext);
 extern void eoi_decode_json_object(EoiColumns *cols, JsonbContainer *object,

@@ -9,8 +9,10 @@
  */
 #include "postgres.h"
 
+#include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/json.h"
 #include "utils/timestamp.h"
 
 #include "kafka/batch.h"
@@ -145,4 +147,86 @@ eoi_message_bytes(const void *data, size_t len)
 	SET_VARSIZE(b, VARHDRSZ + len);
 	memcpy(VARDATA(b), data, len);
 	return b;
+}
+
+/* , "hex": "0a1b..." */
+static void
+append_hex_member(StringInfo buf, const void *value, size_t size)
+{
+	static const char digits[] = "0123456789abcdef";
+
+	appendStringInfoString(buf, ", \"hex\": \"");
+	for (size_t k = 0; k < size; k++)
+	{
+		appendStringInfoChar(buf, digits[((const unsigned char *) value)[k] >> 4]);
+		appendStringInfoChar(buf, digits[((const unsigned char *) value)[k] & 0xf]);
+	}
+	appendStringInfoChar(buf, '"');
+}
+
+/*
+ * A message's headers as JSON text (NULL when it has none, or was rebuilt
+ * from a dead letter): an object, where a repeated name keeps its
+ * last value, or (as_list) every header in order, repeated names kept:
+ * [{"name": ..., "value": ...}, ...].  A value that is no text of the
+ * database encoding (a schema GUID, a binary trace id) is null, and in the
+ * list its bytes are in "hex" as well: a transform that never reads a
+ * header must not lose its record to one.
+ */
+char *
+eoi_message_headers_json(rd_kafka_message_t *msg, bool as_list)
+{
+	rd_kafka_headers_t *hdrs;
+	StringInfoData buf;
+	const char *name;
+	const void *value;
+	size_t		size;
+
+	if (msg->_private == NULL ||
+		rd_kafka_message_headers(msg, &hdrs) != RD_KAFKA_RESP_ERR_NO_ERROR)
+		return NULL;
+
+	initStringInfo(&buf);
+	appendStringInfoChar(&buf, as_list ? '[' : '{');
+	for (size_t i = 0; rd_kafka_header_get_all(hdrs, i, &name, &value, &size) == RD_KAFKA_RESP_ERR_NO_ERROR; i++)
+	{
+		if (i > 0)
+			appendStringInfoString(&buf, ", ");
+		(void) pg_verifymbstr(name, (int) strlen(name), false);
+		if (as_list)
+			appendStringInfoString(&buf, "{\"name\": ");
+		escape_json(&buf, name);
+		appendStringInfoString(&buf, as_list ? ", \"value\": " : ": ");
+		if (value == NULL)
+			appendStringInfoString(&buf, "null");
+		else if (pg_verifymbstr(value, (int) size, true))
+			escape_json(&buf, pnstrdup(value, size));
+		else
+		{
+			appendStringInfoString(&buf, "null");
+			if (as_list)
+				append_hex_member(&buf, value, size);
+		}
+		if (as_list)
+			appendStringInfoChar(&buf, '}');
+	}
+	appendStringInfoChar(&buf, as_list ? ']' : '}');
+	return buf.data;
+}
+
+/*
+ * The last value of the message's header `name` (a repeated name keeps its
+ * last value, as in eoi_message_headers_json): false when the message has
+ * no such header or was rebuilt from a dead letter.  *value is NULL for a
+ * header without a value.
+ */
+bool
+eoi_message_header(rd_kafka_message_t *msg, const char *name, const void **value, size_t *size)
+{
+	rd_kafka_headers_t *hdrs;
+
+	if (msg->_private == NULL ||
+		rd_kafka_message_headers(msg, &hdrs) != RD_KAFKA_RESP_ERR_NO_ERROR)
+		return false;
+	return rd_kafka_header_get_last(hdrs, name, value, size) == RD_KAFKA_RESP_ERR_NO_ERROR;
 }

@@ -46,5 +46,8 @@ extern const char *eoi_message_topic(EoiBatch *batch, int index);
 
 extern Datum eoi_message_timestamp(rd_kafka_message_t *msg, bool *isnull);
 extern bytea *eoi_message_bytes(const void *data, size_t len);
+extern char *eoi_message_headers_json(rd_kafka_message_t *msg, bool as_list);
+extern bool eoi_message_header(rd_kafka_message_t *msg, const char *name,
+							   const void **value, size_t *size);
 
 #endif

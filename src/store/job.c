@@ -529,11 +529,12 @@ job_load(const char *where, Oid argtype, Datum arg)
 				   "       key_columns, key_format, offset_commit_interval_ms, max_message_bytes,"
 				   "       commit_to_kafka, partitions, config_version, batch_max_bytes,"
 				   "       columns, timestamp_unit, envelope, on_truncate, schema_registry,"
-				   "       targets, transactions, %s"
+				   "       targets, transactions, %s, %s"
 				   "  FROM eoingest.jobs WHERE %s",
-				   /* before 0.13: their defaults */
+				   /* before 0.13, 0.15: their defaults */
 				   eoi_jobs_have_column("durability") ? "cdc_mode, deleted_column, durability" :
-				   "'apply', NULL::text, 'sync'", where);
+				   "'apply', NULL::text, 'sync'",
+				   eoi_jobs_have_column("mapping") ? "mapping" : "NULL::jsonb", where);
 	ret = SPI_execute_with_args(sql, 1, argtypes, args, NULL, true, 1);
 	if (ret != SPI_OK_SELECT)
 		elog(ERROR, "could not read eoingest.jobs: %s", SPI_result_code_string(ret));
@@ -631,6 +632,13 @@ job_load(const char *where, Oid argtype, Datum arg)
 		job->cdc_mode = eoi_parse_cdc_mode(text_column(tup, desc, 34, cxt));
 		job->deleted_column = text_column(tup, desc, 35, cxt);
 		job->durability_async = eoi_parse_durability(text_column(tup, desc, 36, cxt));
+		{
+			Datum		d = SPI_getbinval(tup, desc, 37, &isnull);
+			MemoryContext old = MemoryContextSwitchTo(cxt);
+
+			job->mapping = isnull ? NULL : DatumGetJsonbPCopy(d);
+			MemoryContextSwitchTo(old);
+		}
 	}
 	SPI_finish();
 	eoi_restore_user(&saved);

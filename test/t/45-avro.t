@@ -10,7 +10,7 @@ set -euo pipefail
 . "$(dirname "$0")/../lib/tap.sh"
 . "$(dirname "$0")/../lib/jobs.sh"
 
-plan 77
+plan 79
 
 venv=$EOINGEST_CACHE/avro-venv
 if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import confluent_kafka.schema_registry.avro' 2>/dev/null; then
@@ -321,6 +321,25 @@ like "$(sql "SELECT error FROM eoingest.dead_letters WHERE job = 'av_ref' AND \"
 like "$(sql "SELECT error FROM eoingest.dead_letters WHERE job = 'av_ref' AND \"offset\" = 3")" \
   "schema id $raw_notobj has a schema reference that is not a JSON object" \
   "a reference that is not an object (the registry is the job owner's) is a bad record"
+
+# ---- a mapping: paths into the record (nested, logical types) and the Avro key ----
+sql "CREATE TABLE av_map (id int, city text, country text, since date, work_city text, k int, src text)" >/dev/null
+topic=avro_map_$$
+eoi-kafka create-topic "$topic" 1 >/dev/null
+produce "$topic" customer="$work/customer.avsc" key="$work/key.avsc" >/dev/null <<EOF2
+{"schema": "customer", "key_schema": "key", "key": {"id": 5}, "value": {"id": 1, "home": {"city": "Lyon", "country": {"code": "FR"}, "since": date(2020, 1, 2)}, "work": None, "born": {"code": "IT"}}}
+{"schema": "customer", "key_schema": "key", "key": {"id": 6}, "value": {"id": 2, "home": {"city": "Bern", "country": {"code": "CH"}, "since": date(1969, 12, 31)}, "work": {"city": "Basel", "country": {"code": "CH"}, "since": date(2038, 1, 20)}, "born": {"code": "CH"}}}
+EOF2
+sql "SELECT eoingest.create_job(name => 'av_map', brokers => '$KAFKA_BROKERS', topic => '$topic', target => 'av_map',
+       format => 'avro', key_format => 'avro', schema_registry => '$reg_url', options => '$auth_options',
+       mapping => '{\"id\": \"/id\", \"city\": \"/home/city\", \"country\": \"/home/country/code\",
+                    \"since\": \"/home/since\", \"work_city\": \"/work/city\", \"k\": \"\$key/id\",
+                    \"src\": \"\$topic\"}');
+     SELECT eoingest.start_job('av_map')" >/dev/null
+check "a mapping reads Avro records" wait_until 60 "SELECT count(*) = 2 FROM av_map"
+is "$(sql "SELECT string_agg(concat_ws(' ', id, city, country, since, coalesce(work_city, 'none'), k, src = '$topic'), ', ' ORDER BY id) FROM av_map")" \
+  "1 Lyon FR 2020-01-02 none 5 t, 2 Bern CH 1969-12-31 Basel 6 t" \
+  "paths into nested records and a null union, a date, the Avro key's field, the topic"
 
 # ---- a schema that is a union: of referenced types, or of records written out ----
 # Confluent's way to keep several event types in one topic: the value's

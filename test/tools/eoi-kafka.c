@@ -6,7 +6,7 @@
  *   create-topic TOPIC PARTITIONS [--if-not-exists] [config=value ...]
  *   delete-topic TOPIC
  *   add-partitions TOPIC NEW_TOTAL
- *   produce TOPIC [-p PARTITION] [-k KEY] [-z] [-K]     (one message per stdin line)
+ *   produce TOPIC [-p PARTITION] [-k KEY] [-z] [-K] [-H NAME=VALUE ...]  (one message per stdin line)
  *   produce-seq TOPIC --count N [--start S] [--format csv|json|text] [--keyed]
  *   produce-tx TOPIC --count N --commit|--abort [--start S] [--format ...] [--keyed]
  *   watermarks TOPIC                                    (prints "partition low high")
@@ -56,7 +56,7 @@ usage(void)
 			"  create-topic TOPIC PARTITIONS [--if-not-exists] [config=value ...]\n"
 			"  delete-topic TOPIC\n"
 			"  add-partitions TOPIC NEW_TOTAL\n"
-			"  produce TOPIC [-p PARTITION] [-k KEY] [-z] [-K]\n"
+			"  produce TOPIC [-p PARTITION] [-k KEY] [-z] [-K] [-H NAME=VALUE ...]\n"
 			"  produce-seq TOPIC --count N [--start S] [--format csv|json|text] [--keyed]\n"
 			"  produce-tx TOPIC --count N --commit|--abort [--start S] [--format csv|json|text] [--keyed]\n"
 			"  watermarks TOPIC\n"
@@ -485,6 +485,9 @@ partition_count(rd_kafka_t *rk, const char *topic)
 	return wait_topic(rk, topic, 0, 0, now_ms() + tmo);
 }
 
+/* Headers every message of `produce` carries (-H), or NULL. */
+static rd_kafka_headers_t *g_headers;
+
 /* Produces one message, waiting (bounded) while the local queue is full. */
 static void
 produce_one(rd_kafka_t *rk, const char *topic, int32_t partition,
@@ -495,6 +498,8 @@ produce_one(rd_kafka_t *rk, const char *topic, int32_t partition,
 	for (;;)
 	{
 		rd_kafka_resp_err_t err;
+		/* a message takes its headers when it is queued */
+		rd_kafka_headers_t *hdrs = g_headers ? rd_kafka_headers_copy(g_headers) : NULL;
 
 		err = rd_kafka_producev(rk,
 								RD_KAFKA_V_TOPIC(topic),
@@ -502,9 +507,12 @@ produce_one(rd_kafka_t *rk, const char *topic, int32_t partition,
 								RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
 								RD_KAFKA_V_KEY(key, key ? keylen : 0),
 								RD_KAFKA_V_VALUE((void *) val, val ? vallen : 0),
+								RD_KAFKA_V_HEADERS(hdrs),
 								RD_KAFKA_V_END);
 		if (err == RD_KAFKA_RESP_ERR_NO_ERROR)
 			return;
+		if (hdrs)
+			rd_kafka_headers_destroy(hdrs);
 		if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL)
 			die("produce to %s [%d] failed: %s", topic, (int) partition, rd_kafka_err2str(err));
 		if (now_ms() >= deadline)
@@ -551,6 +559,16 @@ cmd_produce(int argc, char **argv)
 			null_empty = 1;
 		else if (strcmp(argv[i], "-K") == 0)
 			keyed_lines = 1;
+		else if (strcmp(argv[i], "-H") == 0 && i + 1 < argc)
+		{
+			const char *eq = strchr(argv[++i], '=');
+
+			if (!eq)
+				die("-H expects NAME=VALUE");
+			if (!g_headers)
+				g_headers = rd_kafka_headers_new(4);
+			rd_kafka_header_add(g_headers, argv[i], eq - argv[i], eq + 1, -1);
+		}
 		else if (argv[i][0] != '-' && !topic)
 			topic = argv[i];
 		else

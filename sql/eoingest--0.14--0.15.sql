@@ -1,0 +1,146 @@
+-- eoingest 0.14 -> 0.15: a job's mapping (create_job's and alter_job's
+-- mapping => '{"column": "source"}') fills each column it names from a
+-- path into the message's value or key, the message's topic, partition,
+-- offset, timestamp or headers, or a constant.
+\echo Use "ALTER EXTENSION eoingest UPDATE TO '0.15'" to load this file. \quit
+
+-- The grants on the functions this update drops and creates again, which
+-- the end of this script gives back (a DROP takes them with it).
+SELECT pg_catalog.set_config('eoingest_update.grants', coalesce((
+  SELECT pg_catalog.json_agg(g)::pg_catalog.text FROM (
+    SELECT 'FUNCTION' AS kind, p.proname::pg_catalog.text AS name, a.privilege_type AS privilege,
+           a.grantee, a.is_grantable
+      FROM pg_catalog.pg_proc p, pg_catalog.aclexplode(p.proacl) a
+     WHERE p.pronamespace OPERATOR(pg_catalog.=) '@extschema@'::pg_catalog.regnamespace AND p.proname OPERATOR(pg_catalog.=) ANY (ARRAY['create_job', 'alter_job']::pg_catalog.name[])
+       AND a.grantee OPERATOR(pg_catalog.<>) p.proowner) g), '[]'), true);
+
+-- mapping: {"column": source}, where a source is "/path" (into the value:
+-- a JSON pointer for json and avro, a field number for csv), "$key/path",
+-- "$value", "$key", "$topic", "$partition", "$offset", "$timestamp",
+-- "$headers", "$header/name", or {"const": value}.  NULL: the format fills
+-- the columns (or columns lists them).
+ALTER TABLE @extschema@.jobs ADD COLUMN mapping jsonb;
+COMMENT ON COLUMN @extschema@.jobs.mapping IS
+    'The columns the messages fill and where each value comes from (a path into the value or key, the message''s coordinates, timestamp or headers, a constant); NULL: the format''s columns.';
+
+-- The new parameter comes last, so that positional calls keep their
+-- meaning.
+DROP FUNCTION @extschema@.create_job(text, text, text, "any", text, text, text, text, integer, integer, integer,
+                                     jsonb, text, integer, text[], text, integer, integer, boolean, integer[],
+                                     integer, text[], text, text, text, text, jsonb, text, text, text, text);
+CREATE FUNCTION @extschema@.create_job(
+    name              text,
+    brokers           text,
+    topic             text,
+    target            "any" DEFAULT NULL,
+    format            text DEFAULT 'csv',
+    mode              text DEFAULT 'exactly_once',
+    transform         text DEFAULT NULL,
+    start_offset      text DEFAULT 'earliest',
+    batch_size        integer DEFAULT 10000,
+    batch_timeout_ms  integer DEFAULT 1000,
+    parallelism       integer DEFAULT 1,
+    options           jsonb DEFAULT '{}',
+    on_error          text DEFAULT 'dead_letter',
+    checkpoint_interval_ms integer DEFAULT 1000,
+    key_columns       text[] DEFAULT NULL,
+    key_format        text DEFAULT NULL,
+    offset_commit_interval_ms integer DEFAULT 1000,
+    max_message_bytes integer DEFAULT 10485760,
+    commit_to_kafka   boolean DEFAULT false,
+    partitions        integer[] DEFAULT NULL,
+    batch_max_bytes   integer DEFAULT 67108864,
+    columns           text[] DEFAULT NULL,
+    timestamp_unit    text DEFAULT 'auto',
+    envelope          text DEFAULT 'none',
+    on_truncate       text DEFAULT 'refuse',
+    schema_registry   text DEFAULT NULL,
+    targets           jsonb DEFAULT NULL,
+    transactions      text DEFAULT 'batch',
+    cdc_mode          text DEFAULT 'apply',
+    deleted_column    text DEFAULT NULL,
+    durability        text DEFAULT 'sync',
+    mapping           jsonb DEFAULT NULL)
+RETURNS void
+LANGUAGE C VOLATILE
+AS 'MODULE_PATHNAME', 'eoingest_create_job';
+REVOKE ALL ON FUNCTION @extschema@.create_job FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.create_job IS
+    'Defines a job (stopped) owned by the calling role: Kafka topic(s) into a target table (or, for Debezium change events, several targets by source table) or through a transform, in one of the modes exactly_once, two_phase, upsert, at_least_once, at_most_once.';
+
+DROP FUNCTION @extschema@.alter_job(text, integer, integer, jsonb, text, text, "any", text, integer, text[], text,
+                                    text, text, text, jsonb, text, text, text, text[], text, integer, integer,
+                                    integer, boolean, text, integer, integer[], text, text, text);
+CREATE FUNCTION @extschema@.alter_job(
+    name              text,
+    batch_size        integer DEFAULT NULL,
+    batch_timeout_ms  integer DEFAULT NULL,
+    options           jsonb DEFAULT NULL,
+    transform         text DEFAULT NULL,
+    on_error          text DEFAULT NULL,
+    target            "any" DEFAULT NULL,
+    mode              text DEFAULT NULL,
+    batch_max_bytes   integer DEFAULT NULL,
+    columns           text[] DEFAULT NULL,
+    timestamp_unit    text DEFAULT NULL,
+    envelope          text DEFAULT NULL,
+    on_truncate       text DEFAULT NULL,
+    schema_registry   text DEFAULT NULL,
+    targets           jsonb DEFAULT NULL,
+    transactions      text DEFAULT NULL,
+    brokers           text DEFAULT NULL,
+    format            text DEFAULT NULL,
+    key_columns       text[] DEFAULT NULL,
+    key_format        text DEFAULT NULL,
+    checkpoint_interval_ms integer DEFAULT NULL,
+    offset_commit_interval_ms integer DEFAULT NULL,
+    max_message_bytes integer DEFAULT NULL,
+    commit_to_kafka   boolean DEFAULT NULL,
+    topic             text DEFAULT NULL,
+    parallelism       integer DEFAULT NULL,
+    partitions        integer[] DEFAULT NULL,
+    cdc_mode          text DEFAULT NULL,
+    deleted_column    text DEFAULT NULL,
+    durability        text DEFAULT NULL,
+    mapping           jsonb DEFAULT NULL)
+RETURNS void
+LANGUAGE C VOLATILE
+AS 'MODULE_PATHNAME', 'eoingest_alter_job';
+REVOKE ALL ON FUNCTION @extschema@.alter_job FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.alter_job IS
+    'Changes what is given of a job (NULL keeps it), checked as create_job checks a definition; a running job''s workers restart with it.';
+
+-- job_definitions shows the new parameters.  Columns are only added: the
+-- view keeps its grants.
+CREATE OR REPLACE VIEW @extschema@.job_definitions AS
+SELECT j.name, pg_catalog.pg_get_userbyid(j.owner) AS owner, j.brokers, j.topic, j.target,
+       j.format, j.mode, j.transform, j.start_offset, j.batch_size, j.batch_timeout_ms,
+       j.parallelism,
+       CASE WHEN pg_catalog.pg_has_role(j.owner, 'USAGE') THEN j.options
+            ELSE eoingest_internal.mask_options(j.options) END AS options,
+       j.on_error, j.checkpoint_interval_ms, j.key_columns, j.key_format,
+       j.offset_commit_interval_ms, j.max_message_bytes, j.commit_to_kafka, j.partitions,
+       j.state, j.last_error, j.created_at,
+       j.batch_max_bytes, j.columns, j.timestamp_unit, j.envelope, j.on_truncate,
+       j.schema_registry, j.targets, j.transactions, j.cdc_mode, j.deleted_column, j.durability,
+       j.mapping
+  FROM @extschema@.jobs j
+ WHERE pg_catalog.pg_has_role(j.owner, 'USAGE')
+    OR pg_catalog.pg_has_role('pg_monitor', 'USAGE');
+
+-- The grants saved at the start of this script, on the functions it
+-- created again.
+DO $$
+DECLARE
+    g record;
+BEGIN
+    FOR g IN SELECT * FROM pg_catalog.json_to_recordset(pg_catalog.current_setting('eoingest_update.grants')::pg_catalog.json)
+                        AS (kind pg_catalog.text, name pg_catalog.text, privilege pg_catalog.text,
+                            grantee pg_catalog.oid, is_grantable pg_catalog.bool)
+    LOOP
+        EXECUTE pg_catalog.format('GRANT %s ON %s @extschema@.%I TO %s%s', g.privilege, g.kind, g.name,
+                                  CASE WHEN g.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
+                                       ELSE pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(g.grantee)) END,
+                                  CASE WHEN g.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+    END LOOP;
+END $$;
