@@ -15,7 +15,6 @@
 #include "storage/ipc.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
-#include "utils/varlena.h"
 
 #include "api/api_internal.h"
 #include "apply/direct.h"
@@ -80,35 +79,17 @@ static const struct config_enum_entry fault_action_options[] = {
 	{NULL, 0, false}
 };
 
-/* eoingest.database: empty, or a comma-separated list of database names. */
-static bool
-check_database_list(char **newval, void **extra, GucSource source)
-{
-	char	   *copy = pstrdup(*newval);
-	List	   *names;
-	bool		ok = SplitIdentifierString(copy, ',', &names);
-
-	list_free(names);
-	pfree(copy);
-	if (!ok)
-	{
-		GUC_check_errdetail("List syntax is invalid.");
-		GUC_check_errhint("Give database names separated by commas, or an empty string for every database.");
-	}
-	return ok;
-}
-
 static void
 eoi_define_settings(void)
 {
 	DefineCustomStringVariable("eoingest.database",
 							   "Databases whose eoingest jobs run; empty for every database.",
-							   "A comma-separated list of database names. Jobs can only be created in these databases.",
+							   "Database names separated by commas, each as written. Jobs can only be created in these databases.",
 							   &eoingest_database,
 							   "",
 							   PGC_POSTMASTER,
-							   GUC_LIST_INPUT,
-							   check_database_list, NULL, NULL);
+							   0,
+							   NULL, NULL, NULL);
 
 	DefineCustomIntVariable("eoingest.max_workers",
 							"Maximum number of eoingest workers running at once.",

@@ -22,6 +22,9 @@
  */
 #include "postgres.h"
 
+#include "access/htup_details.h"
+#include "access/xact.h"
+#include "catalog/pg_authid.h"
 #include "commands/dbcommands.h"
 #include "commands/defrem.h"
 #include "miscadmin.h"
@@ -29,6 +32,7 @@
 #include "pgstat.h"
 #include "storage/latch.h"
 #include "tcop/utility.h"
+#include "utils/syscache.h"
 #include "utils/timestamp.h"
 
 #include "api/api_internal.h"
@@ -61,7 +65,8 @@ clear_database(const char *name)
 	Oid			database;
 	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), LEAVE_WAIT_MS);
 
-	if (name == NULL || eoi_shared == NULL)
+	/* a command that will be refused in a transaction block: nothing to clear */
+	if (name == NULL || eoi_shared == NULL || IsTransactionBlock())
 		return;
 	database = get_database_oid(name, true);
 	/* only for whom the command can succeed: nobody else stops our jobs */
@@ -93,9 +98,26 @@ option_value(List *options, const char *name)
 	return NULL;
 }
 
+/* Whether the current role may create databases, as RENAME and CREATE DATABASE need. */
+static bool
+may_create_databases(void)
+{
+	HeapTuple	tup = SearchSysCache1(AUTHOID, ObjectIdGetDatum(GetUserId()));
+	bool		createdb = false;
+
+	if (HeapTupleIsValid(tup))
+	{
+		createdb = ((Form_pg_authid) GETSTRUCT(tup))->rolcreatedb;
+		ReleaseSysCache(tup);
+	}
+	return createdb || superuser();
+}
+
 /*
  * The database a command needs no one else connected to: DROP DATABASE's,
- * ALTER DATABASE's RENAME and SET TABLESPACE's, CREATE DATABASE's template.
+ * ALTER DATABASE's RENAME and SET TABLESPACE's, CREATE DATABASE's
+ * template; NULL for other commands, and where the role lacks CREATEDB
+ * that RENAME and CREATE DATABASE need.
  */
 static const char *
 database_to_clear(Node *stmt)
@@ -103,12 +125,13 @@ database_to_clear(Node *stmt)
 	if (IsA(stmt, DropdbStmt))
 		return ((DropdbStmt *) stmt)->dbname;
 	if (IsA(stmt, RenameStmt) && ((RenameStmt *) stmt)->renameType == OBJECT_DATABASE)
-		return ((RenameStmt *) stmt)->subname;
+		return may_create_databases() ? ((RenameStmt *) stmt)->subname : NULL;
 	if (IsA(stmt, AlterDatabaseStmt) &&
 		option_value(((AlterDatabaseStmt *) stmt)->options, "tablespace") != NULL)
 		return ((AlterDatabaseStmt *) stmt)->dbname;
 	if (IsA(stmt, CreatedbStmt))
-		return option_value(((CreatedbStmt *) stmt)->options, "template");
+		return may_create_databases() ?
+			option_value(((CreatedbStmt *) stmt)->options, "template") : NULL;
 	return NULL;
 }
 

@@ -26,7 +26,6 @@
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
-#include "utils/varlena.h"
 
 #include "base/settings.h"
 
@@ -114,24 +113,33 @@ eoi_role_worker_limit(Oid roleid)
 
 /*
  * Whether jobs run in the database `name`: in every database when
- * eoingest.database is empty, else in those it lists (its syntax was
- * checked when the setting was read).
+ * eoingest.database is empty, else in those it lists, separated by commas,
+ * each name as written (spaces around it aside).
  */
 bool
 eoi_database_served(const char *name)
 {
-	char	   *copy;
-	List	   *names;
-	ListCell   *lc;
-	bool		found = false;
+	const char *p = eoingest_database;
 
-	if (eoingest_database == NULL || eoingest_database[0] == '\0')
+	if (p == NULL)
 		return true;
-	copy = pstrdup(eoingest_database);
-	if (SplitIdentifierString(copy, ',', &names))
-		foreach(lc, names)
-			found = found || strcmp((char *) lfirst(lc), name) == 0;
-	list_free(names);
-	pfree(copy);
-	return found;
+	while (*p == ' ' || *p == '\t')
+		p++;
+	if (*p == '\0')
+		return true;
+	while (*p != '\0')
+	{
+		const char *end = strchr(p, ',');
+		size_t		len = end ? (size_t) (end - p) : strlen(p);
+
+		while (len > 0 && (p[len - 1] == ' ' || p[len - 1] == '\t'))
+			len--;
+		if (len == strlen(name) && strncmp(p, name, len) == 0)
+			return true;
+		if (end == NULL)
+			break;
+		for (p = end + 1; *p == ' ' || *p == '\t'; p++)
+			;
+	}
+	return false;
 }

@@ -9,8 +9,9 @@
  */
 #include "postgres.h"
 
+#include <signal.h>
+
 #include "miscadmin.h"
-#include "postmaster/bgworker_internals.h"
 #include "storage/ipc.h"
 #include "storage/shmem.h"
 
@@ -125,6 +126,38 @@ eoi_database_in_use(Oid database)
 }
 
 /*
+ * A database that is gone (dropped WITH (FORCE) kills its launcher and
+ * workers before they could free anything): free its workers' slots and
+ * waiting entries, those whose process is gone.  Returns the slots freed.
+ */
+int
+eoi_forget_database(Oid database)
+{
+	int			freed = 0;
+	int			kept = 0;
+
+	LWLockAcquire(eoi_shared->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < eoi_shared->nslots; i++)
+	{
+		EoiWorkerSlot *slot = &eoi_shared->slots[i];
+
+		if (slot->in_use && slot->database == database &&
+			(slot->pid == 0 || kill(slot->pid, 0) != 0))
+		{
+			slot->in_use = false;
+			slot->pid = 0;
+			freed++;
+		}
+	}
+	for (int i = 0; i < eoi_shared->nwaiting; i++)
+		if (eoi_shared->waiting[i].database != database)
+			eoi_shared->waiting[kept++] = eoi_shared->waiting[i];
+	eoi_shared->nwaiting = kept;
+	LWLockRelease(eoi_shared->lock);
+	return freed;
+}
+
+/*
  * Ask this database's launcher to look at the jobs now rather than at its
  * next tick.  When none runs (the database had no extension when the
  * cluster launcher last looked), ask the cluster launcher to start one.
@@ -152,6 +185,8 @@ eoi_wake_launcher(void)
 			listed = (eoi_shared->start_requests[i] == MyDatabaseId);
 		if (!listed && eoi_shared->nstart_requests < EOI_MAX_START_REQUESTS)
 			eoi_shared->start_requests[eoi_shared->nstart_requests++] = MyDatabaseId;
+		else if (!listed)
+			eoi_shared->start_requests_lost = true;
 		latch = eoi_shared->cluster_launcher_latch;
 	}
 	LWLockRelease(eoi_shared->lock);

@@ -125,6 +125,7 @@ typedef struct EoiDbLauncher
 	EoiDbExit	exit_reason;
 	bool		leave_asked;	/* stop the workers, then exit */
 	bool		woken;			/* a session asked it to look since its tick began */
+	bool		serving;		/* it found the extension: not a probe any more */
 	/* the waiting workers' messages of this database, one per reason */
 	char		wait_message[EOI_WAIT_REASONS][EOI_ERROR_LEN];
 } EoiDbLauncher;
@@ -141,6 +142,7 @@ typedef struct EoiShared
 	/* databases where a session asked for a launcher that did not run */
 	int			nstart_requests;
 	Oid			start_requests[EOI_MAX_START_REQUESTS];
+	bool		start_requests_lost;	/* the list was full: probe every database */
 	int			ndatabases;
 	EoiDbLauncher *databases;	/* ndatabases entries, after the slots */
 	uint64		next_generation;
@@ -163,6 +165,7 @@ extern EoiDbLauncher *eoi_db_launcher(Oid database);
 extern int	eoi_db_launchers_running(void);
 extern bool eoi_ask_to_leave(Oid database);
 extern bool eoi_database_in_use(Oid database);
+extern int	eoi_forget_database(Oid database);
 extern bool eoi_job_has_slot(int32 job_id, bool attached_only);
 extern pid_t eoi_job_worker_pid(int32 job_id, int32 config_version);
 

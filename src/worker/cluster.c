@@ -51,6 +51,7 @@
 
 #define CLUSTER_NAPTIME_MS 1000
 #define RESTART_DELAY_MS 5000
+#define MAX_PROBES 4			/* launchers looking for the extension at once */
 
 /* What the cluster launcher knows of one database. */
 typedef struct DbState
@@ -59,6 +60,7 @@ typedef struct DbState
 	BackgroundWorkerHandle *handle; /* of the launcher we started, or NULL */
 	TimestampTz start_at;		/* start a launcher then; 0: not wanted */
 	bool		seen;			/* in pg_database, eligible, this tick */
+	bool		probe;			/* started to see whether the extension is there */
 	bool		warned;			/* that no background worker slot was free */
 } DbState;
 
@@ -146,6 +148,7 @@ scan_databases(void)
 			db->handle = NULL;
 			db->start_at = now;
 			db->warned = false;
+			db->probe = true;
 		}
 		db->seen = true;
 	}
@@ -154,40 +157,85 @@ scan_databases(void)
 	CommitTransactionCommand();
 }
 
-/* The databases where a session asked for a launcher: start one now. */
+/*
+ * The databases where a session asked for a launcher: start one now.  When
+ * more asked at once than the list holds, every database is probed again.
+ */
 static void
 take_start_requests(void)
 {
 	Oid			requests[EOI_MAX_START_REQUESTS];
 	int			n;
+	bool		lost;
+	HASH_SEQ_STATUS status;
+	DbState    *db;
 
 	LWLockAcquire(eoi_shared->lock, LW_EXCLUSIVE);
 	n = eoi_shared->nstart_requests;
 	memcpy(requests, eoi_shared->start_requests, sizeof(Oid) * n);
 	eoi_shared->nstart_requests = 0;
+	lost = eoi_shared->start_requests_lost;
+	eoi_shared->start_requests_lost = false;
 	LWLockRelease(eoi_shared->lock);
 
 	for (int i = 0; i < n; i++)
 	{
-		DbState    *db = hash_search(databases, &requests[i], HASH_FIND, NULL);
-
+		db = hash_search(databases, &requests[i], HASH_FIND, NULL);
 		if (db != NULL && db->seen && db->start_at == 0)
+		{
 			db->start_at = GetCurrentTimestamp();
+			db->probe = false;
+		}
 	}
+	if (!lost)
+		return;
+	hash_seq_init(&status, databases);
+	while ((db = hash_seq_search(&status)) != NULL)
+		if (db->seen && db->start_at == 0)
+		{
+			db->start_at = GetCurrentTimestamp();
+			db->probe = true;
+		}
 }
 
 /*
- * Whether the database's launcher process is there: ours by its handle, or
- * one a predecessor started, by the pid in its entry.  The lock is held.
+ * Probes still looking for the extension: at most MAX_PROBES at once, so
+ * that a cluster of many databases does not take every background worker
+ * slot at the server's start.
+ */
+static int
+probes_running(void)
+{
+	HASH_SEQ_STATUS status;
+	DbState    *db;
+	int			n = 0;
+
+	LWLockAcquire(eoi_shared->lock, LW_SHARED);
+	hash_seq_init(&status, databases);
+	while ((db = hash_seq_search(&status)) != NULL)
+	{
+		EoiDbLauncher *entry = eoi_db_launcher(db->database);
+
+		if (db->probe && db->handle != NULL && (entry == NULL || !entry->serving))
+			n++;
+	}
+	LWLockRelease(eoi_shared->lock);
+	return n;
+}
+
+/*
+ * Whether the database's launcher process is there: the one attached to
+ * its entry (ours, or one a predecessor started), or ours by its handle
+ * before it attaches.  The lock is held.
  */
 static bool
 launcher_alive(DbState *db, EoiDbLauncher *entry)
 {
 	pid_t		pid;
 
-	if (db->handle != NULL)
-		return GetBackgroundWorkerPid(db->handle, &pid) != BGWH_STOPPED;
-	return entry != NULL && entry->pid != 0 && kill(entry->pid, 0) == 0;
+	if (entry != NULL && entry->pid != 0 && kill(entry->pid, 0) == 0)
+		return true;
+	return db->handle != NULL && GetBackgroundWorkerPid(db->handle, &pid) != BGWH_STOPPED;
 }
 
 /*
@@ -230,7 +278,9 @@ start_launcher(DbState *db)
 	bool		ok;
 
 	LWLockAcquire(eoi_shared->lock, LW_EXCLUSIVE);
-	entry = eoi_db_launcher(InvalidOid);
+	entry = eoi_db_launcher(db->database);	/* one left by a launcher that ended */
+	if (entry == NULL)
+		entry = eoi_db_launcher(InvalidOid);
 	if (entry != NULL)
 	{
 		memset(entry, 0, sizeof(EoiDbLauncher));
@@ -259,10 +309,10 @@ start_launcher(DbState *db)
 			memset(entry, 0, sizeof(EoiDbLauncher));
 			LWLockRelease(eoi_shared->lock);
 		}
-		if (!db->warned)
+		if (!db->warned && !db->probe)
 			ereport(WARNING,
 					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-					 errmsg("eoingest cannot start the launcher of database %u: no background worker slot is free",
+					 errmsg("could not start the eoingest launcher of database %u: no background worker slot is free",
 							db->database),
 					 errdetail("max_worker_processes is %d. Each database with the extension takes one slot for its launcher, and each running worker of its jobs one more.",
 							   max_worker_processes),
@@ -287,6 +337,7 @@ reconcile_databases(void)
 	HASH_SEQ_STATUS status;
 	DbState    *db;
 	TimestampTz now = GetCurrentTimestamp();
+	int			probes = probes_running();
 
 	hash_seq_init(&status, databases);
 	while ((db = hash_seq_search(&status)) != NULL)
@@ -311,11 +362,22 @@ reconcile_databases(void)
 
 		if (forget)
 		{
+			int			freed = eoi_forget_database(db->database);
+
+			if (freed > 0)
+				ereport(LOG,
+						(errmsg_plural("freed %d eoingest worker slot of database %u, which is gone",
+									   "freed %d eoingest worker slots of database %u, which is gone",
+									   freed, freed, db->database)));
 			hash_search(databases, &db->database, HASH_REMOVE, NULL);
 			continue;
 		}
-		if (!alive && db->seen && db->start_at != 0 && db->start_at <= now)
+		if (!alive && db->seen && db->start_at != 0 && db->start_at <= now &&
+			(!db->probe || probes < MAX_PROBES))
+		{
+			probes += db->probe;
 			start_launcher(db);
+		}
 	}
 }
 

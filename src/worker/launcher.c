@@ -178,7 +178,7 @@ launcher_exit(EoiDbExit reason)
 
 	LWLockAcquire(eoi_shared->lock, LW_EXCLUSIVE);
 	stay = (reason == EOI_DB_EXIT_NO_EXTENSION && my_entry->woken);
-	if (!stay)
+	if (!stay && my_entry->pid == MyProcPid)
 	{
 		my_entry->exit_reason = reason;
 		my_entry->pid = 0;
@@ -478,9 +478,13 @@ ask_to_stop(int slotno)
 	LWLockRelease(eoi_shared->lock);
 }
 
-/* Reap dead workers, and stop those whose job should not run. */
+/*
+ * Reap dead workers, and stop those whose job should not run: at once
+ * those of a dropped job, between batches those of a job stopped or
+ * altered, and all when `leaving`.
+ */
 static void
-reap_and_terminate(LauncherJob *jobs, int njobs)
+reap_and_terminate(LauncherJob *jobs, int njobs, bool leaving)
 {
 	for (int i = 0; i < eoi_shared->nslots; i++)
 	{
@@ -510,9 +514,9 @@ reap_and_terminate(LauncherJob *jobs, int njobs)
 		}
 
 		job = find_job(jobs, njobs, slot->job_id);
-		if (job == NULL)
+		if (job == NULL && !leaving)
 			terminate_slot(i);
-		else if (!job->running || slot->worker_index >= job->parallelism ||
+		else if (job == NULL || !job->running || slot->worker_index >= job->parallelism ||
 				 job->config_version != slot->config_version)
 			ask_to_stop(i);
 	}
@@ -920,14 +924,27 @@ prune_dead_letters(void)
 		TimestampTzPlusMilliseconds(GetCurrentTimestamp(), PRUNE_INTERVAL_MS) : 0;
 }
 
+/*
+ * Whether we were asked to leave.  An entry that is no longer ours (the
+ * cluster launcher restarted, and another launcher of this database took
+ * it) means another launcher runs here: we exit at once, touching nothing.
+ */
 static bool
 leave_asked(void)
 {
 	bool		asked;
+	bool		mine;
 
 	LWLockAcquire(eoi_shared->lock, LW_SHARED);
 	asked = my_entry->leave_asked;
+	mine = (my_entry->database == MyDatabaseId && my_entry->pid == MyProcPid);
 	LWLockRelease(eoi_shared->lock);
+	if (!mine)
+	{
+		ereport(LOG,
+				(errmsg("eoingest launcher of database \"%s\" exits: another one runs there", database_name)));
+		proc_exit(0);
+	}
 	return asked;
 }
 
@@ -966,6 +983,9 @@ announce_start(void)
 
 	if (announced)
 		return;
+	LWLockAcquire(eoi_shared->lock, LW_EXCLUSIVE);
+	my_entry->serving = true;
+	LWLockRelease(eoi_shared->lock);
 	ereport(LOG,
 			(errmsg("eoingest launcher started in database \"%s\"", database_name)));
 	announced = true;
@@ -985,7 +1005,7 @@ reconcile(void)
 	EOI_FAULT_POINT("launcher_tick");
 	if (!leaving)
 		jobs = read_jobs(&njobs);
-	reap_and_terminate(jobs, njobs);
+	reap_and_terminate(jobs, njobs, leaving);
 	prune_backoffs(jobs, njobs);
 	exit_if_not_needed(leaving);
 	if (leaving)
@@ -1109,7 +1129,7 @@ nap(long naptime)
 						 remaining,
 						 PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
-		if (failed_ticks == 0 || InterruptPending || ConfigReloadPending)
+		if (failed_ticks == 0 || InterruptPending || ConfigReloadPending || leave_asked())
 			return;
 	}
 }

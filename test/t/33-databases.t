@@ -9,7 +9,7 @@
 set -euo pipefail
 . "$(dirname "$0")/../lib/tap.sh"
 
-plan 27
+plan 29
 like() { case "$1" in *"$2"*) ok 0 "$3" ;; *) ok 1 "$3"; diag "got: $1" ;; esac; }
 
 # indb DB QUERY: sql in database DB.
@@ -131,8 +131,15 @@ is "$(sql "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'eoingest 
   "the other database's workers run on"
 
 # eoingest.database limits the databases whose jobs run.
-sql "ALTER SYSTEM SET eoingest.database = 'postgres, $dba'" >/dev/null
+# Names as written: case kept, spaces around them trimmed.
+sql "DROP DATABASE IF EXISTS \"Eoi_Db_M\" WITH (FORCE)" >/dev/null
+sql "CREATE DATABASE \"Eoi_Db_M\"" >/dev/null
+sql "ALTER SYSTEM SET eoingest.database = 'postgres,  $dba , Eoi_Db_M'" >/dev/null
 "$EOINGEST_TEST_DIR/pg.sh" restart >/dev/null
+indb Eoi_Db_M "CREATE EXTENSION eoingest; CREATE TABLE t (v text)" >/dev/null
+check "a listed database whose name has capitals serves jobs" \
+  indb Eoi_Db_M "SELECT eoingest.create_job(name => 'm', brokers => '$KAFKA_BROKERS', topic => '$tb', target => 't', format => 'text')"
+sql "DROP DATABASE \"Eoi_Db_M\"" >/dev/null
 indb $dbb "CREATE EXTENSION eoingest" >/dev/null
 out=$(indb $dbb "SELECT eoingest.create_job(name => 'k', brokers => '$KAFKA_BROKERS', topic => '$tb',
                  transform => 'INSERT INTO t SELECT \"partition\", \"offset\", value FROM eoingest.batch()')" 2>&1 || true)
@@ -148,7 +155,24 @@ sql "ALTER SYSTEM RESET eoingest.database" >/dev/null
 check "the job runs again after the restart" wait_until 30 \
   "SELECT count(*) = 2 FROM pg_stat_activity WHERE backend_type = 'eoingest worker' AND datname = '$dba'"
 check "DROP DATABASE without FORCE while its job runs" sql "DROP DATABASE $dba"
-for d in $dbb $dbn; do
-  sql "DROP DATABASE $d WITH (FORCE)" >/dev/null
+
+# A database dropped WITH (FORCE) while its launcher is down (here killed):
+# its workers die with it, and nobody is left to free their slots but the
+# cluster launcher.
+indb $dbb "CREATE TABLE IF NOT EXISTS t (part int, off bigint, value text);
+           SELECT eoingest.create_job(name => 'k', brokers => '$KAFKA_BROKERS', topic => '$tb', parallelism => 2,
+                  transform => 'INSERT INTO t SELECT \"partition\", \"offset\", value FROM eoingest.batch()');
+           SELECT eoingest.start_job('k')" >/dev/null
+wait_until 30 "SELECT count(*) = 2 FROM pg_stat_activity WHERE backend_type = 'eoingest worker' AND datname = '$dbb'" >/dev/null
+freed_before=$(grep -c "freed 2 eoingest worker slots of database" "$EOINGEST_RUN/pg.log" || true)
+sql "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE backend_type = 'eoingest launcher' AND datname = '$dbb'" >/dev/null
+sql "DROP DATABASE $dbb WITH (FORCE)" >/dev/null
+deadline=$((SECONDS + 20))
+until [ "$(grep -c "freed 2 eoingest worker slots of database" "$EOINGEST_RUN/pg.log" || true)" -gt "$freed_before" ] ||
+      [ $SECONDS -ge $deadline ]; do
+  sleep 0.5
 done
+ok $([ "$(grep -c "freed 2 eoingest worker slots of database" "$EOINGEST_RUN/pg.log" || true)" -gt "$freed_before" ]; echo $?) \
+  "the slots of a database dropped while its launcher was down are freed"
+sql "DROP DATABASE $dbn WITH (FORCE)" >/dev/null
 done_testing
