@@ -131,15 +131,15 @@ CREATE TABLE fm_bad (id int, g int GENERATED ALWAYS AS (id * 2) STORED, k text, 
 SELECT throws_ok(format($$SELECT eoingest.create_job(name => 'fm_bad', brokers => %L, topic => 'x', target => 'fm_bad', format => 'json', mapping => '[1]')$$, :'brokers'),
     '22023', 'mapping must be a JSON object of column names and their sources', 'a mapping that is not an object');
 SELECT throws_ok(format($$SELECT eoingest.create_job(name => 'fm_bad', brokers => %L, topic => 'x', target => 'fm_bad', format => 'json', mapping => '{"id": "$nope"}')$$, :'brokers'),
-    '22023', 'mapping of column "id": unrecognized source "$nope"', 'an unknown source');
+    '22023', 'mapping of column "id" has an unrecognized source "$nope"', 'an unknown source');
 SELECT throws_ok(format($$SELECT eoingest.create_job(name => 'fm_bad', brokers => %L, topic => 'x', target => 'fm_bad', format => 'json', mapping => '{"id": "/a~2"}')$$, :'brokers'),
     '22023', NULL, 'a JSON pointer with a bad escape');
 SELECT throws_ok(format($$SELECT eoingest.create_job(name => 'fm_bad', brokers => %L, topic => 'x', target => 'fm_bad', mapping => '{"id": "/0"}')$$, :'brokers'),
-    '22023', 'mapping of column "id": "/0" is not a field number of a csv value', 'csv fields are numbered from 1');
+    '22023', 'mapping of column "id" reads "/0", which is not a csv field number', 'csv fields are numbered from 1');
 SELECT throws_ok(format($$SELECT eoingest.create_job(name => 'fm_bad', brokers => %L, topic => 'x', target => 'fm_bad', format => 'text', mapping => '{"id": "/x"}')$$, :'brokers'),
-    '22023', 'mapping of column "id": format text has no fields to read "/x" from', 'format text has no fields');
+    '22023', 'mapping of column "id" reads "/x", but format text has no fields', 'format text has no fields');
 SELECT throws_ok(format($$SELECT eoingest.create_job(name => 'fm_bad', brokers => %L, topic => 'x', target => 'fm_bad', format => 'json', mapping => '{"id": "$key/id"}')$$, :'brokers'),
-    '22023', 'mapping of column "id": key_format text has no fields to read "$key/id" from', 'a key path needs a key_format with fields');
+    '22023', 'mapping of column "id" reads "$key/id", but key_format text has no fields', 'a key path needs a key_format with fields');
 SELECT throws_ok(format($$SELECT eoingest.create_job(name => 'fm_bad', brokers => %L, topic => 'x', target => 'fm_bad', format => 'json', mapping => '{"nosuch": "/id"}')$$, :'brokers'),
     '42703', NULL, 'a column the target lacks');
 SELECT throws_ok(format($$SELECT eoingest.create_job(name => 'fm_bad', brokers => %L, topic => 'x', target => 'fm_bad', format => 'json', mapping => '{"g": "/id"}')$$, :'brokers'),
@@ -149,7 +149,7 @@ SELECT throws_ok(format($$SELECT eoingest.create_job(name => 'fm_bad', brokers =
 SELECT throws_ok(format($$SELECT eoingest.create_job(name => 'fm_bad', brokers => %L, topic => 'x', format => 'json', transform => 'SELECT 1', mapping => '{"id": "/id"}')$$, :'brokers'),
     '22023', 'mapping applies to a target table, and the job has a transform', 'mapping with a transform');
 SELECT throws_ok(format($$SELECT eoingest.create_job(name => 'fm_bad', brokers => %L, topic => 'x', target => 'fm_bad', format => 'json', mapping => '{"id": {"const": 1, "x": 2}}')$$, :'brokers'),
-    '22023', 'mapping of column "id": an object source must be {"const": value}', 'a constant is {"const": value} only');
+    '22023', 'mapping of column "id" has an object source that is not {"const": value}', 'a constant is {"const": value} only');
 SELECT throws_ok(format($$SELECT eoingest.create_job(name => 'fm_bad', brokers => %L, topic => 'x', target => 'fm_bad', format => 'json', mode => 'upsert', mapping => '{"k": "/k"}')$$, :'brokers'),
     '22023', 'key column "id" of "fm_bad" is not in the mapping', 'upsert: the key columns must be mapped');
 SELECT throws_ok($$SELECT eoingest.alter_job('fm_csv', mapping => '{"a": "/x"}')$$,

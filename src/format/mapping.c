@@ -51,14 +51,6 @@
 
 /* ---- the mapping as create_job takes it ---- */
 
-static void
-refuse(const char *column, const char *message, const char *hint)
-{
-	ereport(ERROR,
-			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-			 errmsg("mapping of column \"%s\": %s", column, message),
-			 errhint("%s", hint)));
-}
 
 /*
  * The mapping must be an object of at most EOI_MAP_MAX_COLUMNS column
@@ -101,11 +93,16 @@ eoi_mapping_check_shape(Jsonb *mapping)
 						 errhint("Its keys are column names of the target: 1 to %d bytes.", NAMEDATALEN - 1)));
 		}
 		else if (tok == WJB_VALUE && depth == 1 && v.type != jbvString)
-			refuse(column, "its source is not a string",
-				   SOURCES_HINT);
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("mapping of column \"%s\" has a source that is not a string", column),
+					 errhint(SOURCES_HINT)));
 		else if (tok == WJB_KEY && depth == 2 &&
 				 (v.val.string.len != 5 || memcmp(v.val.string.val, "const", 5) != 0))
-			refuse(column, "an object source must be {\"const\": value}", SOURCES_HINT);
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("mapping of column \"%s\" has an object source that is not {\"const\": value}", column),
+					 errhint(SOURCES_HINT)));
 	}
 	/* {"const": v} objects: exactly one member */
 	it = JsonbIteratorInit(&mapping->root);
@@ -116,7 +113,10 @@ eoi_mapping_check_shape(Jsonb *mapping)
 			column = pnstrdup(v.val.string.val, v.val.string.len);
 		else if (tok == WJB_VALUE && v.type == jbvBinary &&
 				 (!JsonContainerIsObject(v.val.binary.data) || JsonContainerSize(v.val.binary.data) != 1))
-			refuse(column, "an object source must be {\"const\": value}", SOURCES_HINT);
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("mapping of column \"%s\" has an object source that is not {\"const\": value}", column),
+					 errhint(SOURCES_HINT)));
 	}
 }
 
@@ -145,8 +145,10 @@ parse_pointer(EoiMapSource *s, const char *column, const char *pointer)
 	for (p = pointer; *p; p++)
 		n += (*p == '/');
 	if (n > EOI_MAP_MAX_DEPTH)
-		refuse(column, psprintf("path \"%s\" has more than %d segments", s->spec, EOI_MAP_MAX_DEPTH),
-			   "Map a shallower field, or use a transform.");
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("mapping of column \"%s\" has a path of more than %d segments", column, EOI_MAP_MAX_DEPTH),
+				 errhint("Map a shallower field, or use a transform.")));
 	s->path = palloc(sizeof(char *) * n);
 	s->npath = 0;
 	p = pointer;
@@ -162,8 +164,11 @@ parse_pointer(EoiMapSource *s, const char *column, const char *pointer)
 			else if (p[1] == '0' || p[1] == '1')
 				appendStringInfoChar(&seg, *++p == '0' ? '~' : '/');
 			else
-				refuse(column, psprintf("path \"%s\" has a \"~\" that is neither \"~0\" nor \"~1\"", s->spec),
-					   "In a JSON pointer, write ~0 for ~ and ~1 for / in a name.");
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("mapping of column \"%s\" has a path \"%s\" with a \"~\" that is neither \"~0\" nor \"~1\"",
+								column, s->spec),
+						 errhint("In a JSON pointer, write ~0 for ~ and ~1 for / in a name.")));
 		}
 		s->path[s->npath++] = seg.data;
 	}
@@ -174,14 +179,20 @@ parse_pointer(EoiMapSource *s, const char *column, const char *pointer)
 static void
 parse_path(EoiMapSource *s, const char *column, const char *pointer, EoiFormat format, bool key)
 {
-	const char *what = key ? "key_format" : "format";
-
 	switch (format)
 	{
 		case EOI_FORMAT_TEXT:
-			refuse(column, psprintf("%s text has no fields to read \"%s\" from", what, s->spec),
-				   key ? "Map the whole key with \"$key\", or set key_format to json, avro or csv." :
-				   "Map the whole value with \"$value\".");
+			if (key)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("mapping of column \"%s\" reads \"%s\", but key_format text has no fields",
+								column, s->spec),
+						 errhint("Map the whole key with \"$key\", or set key_format to json, avro or csv.")));
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("mapping of column \"%s\" reads \"%s\", but format text has no fields",
+							column, s->spec),
+					 errhint("Map the whole value with \"$value\".")));
 			break;
 		case EOI_FORMAT_CSV:
 			{
@@ -192,9 +203,11 @@ parse_path(EoiMapSource *s, const char *column, const char *pointer, EoiFormat f
 				n = strtol(pointer + 1, &end, 10);
 				if (pointer[1] < '0' || pointer[1] > '9' || *end != '\0' || errno != 0 ||
 					n < 1 || n > EOI_MAP_MAX_COLUMNS)
-					refuse(column, psprintf("\"%s\" is not a field number of a csv %s", s->spec,
-											key ? "key" : "value"),
-						   psprintf("Number the fields from 1 to %d: \"/1\" is the first.", EOI_MAP_MAX_COLUMNS));
+					ereport(ERROR,
+							(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+							 errmsg("mapping of column \"%s\" reads \"%s\", which is not a csv field number",
+									column, s->spec),
+							 errhint("Number the fields from 1 to %d: \"/1\" is the first.", EOI_MAP_MAX_COLUMNS)));
 				s->field = (int) n - 1;
 				break;
 			}
@@ -248,8 +261,10 @@ eoi_mapping_source(Jsonb *mapping, const char *column, EoiFormat format, EoiForm
 	spec = pnstrdup(v->val.string.val, v->val.string.len);
 	s->spec = spec;
 	if (strlen(spec) > EOI_MAP_MAX_SOURCE || strlen(spec) != (size_t) v->val.string.len)
-		refuse(column, psprintf("its source is longer than %d bytes or holds a NUL", EOI_MAP_MAX_SOURCE),
-			   SOURCES_HINT);
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("mapping of column \"%s\" has a source longer than %d bytes", column, EOI_MAP_MAX_SOURCE),
+				 errhint(SOURCES_HINT)));
 	if (spec[0] == '/')
 	{
 		s->kind = EOI_MAP_VALUE_PATH;
@@ -265,7 +280,10 @@ eoi_mapping_source(Jsonb *mapping, const char *column, EoiFormat format, EoiForm
 	if (strncmp(spec, "$header/", 8) == 0)
 	{
 		if (spec[8] == '\0')
-			refuse(column, "\"$header/\" names no header", "Write \"$header/name\", or \"$headers\" for all of them.");
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("mapping of column \"%s\" reads \"$header/\", which names no header", column),
+					 errhint("Write \"$header/name\", or \"$headers\" for all of them.")));
 		s->kind = EOI_MAP_HEADER;
 		s->text = spec + 8;
 		return s;
@@ -276,7 +294,10 @@ eoi_mapping_source(Jsonb *mapping, const char *column, EoiFormat format, EoiForm
 			s->kind = named_sources[i].kind;
 			return s;
 		}
-	refuse(column, psprintf("unrecognized source \"%s\"", spec), SOURCES_HINT);
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("mapping of column \"%s\" has an unrecognized source \"%s\"", column, spec),
+			 errhint(SOURCES_HINT)));
 	return NULL;				/* keep the compiler quiet */
 }
 
@@ -302,6 +323,9 @@ typedef struct MapState
 	EoiJsonToken *tokens;		/* per column: its path's first segment */
 	bool	   *found;
 	int			csv_fields[2];	/* csv: the most fields a column reads */
+	int			nfirst[2];		/* json: the columns with a path, per document, */
+	int		   *first[2];		/* sorted by their first segment (first_order) */
+	uint64		members;		/* scanned, for the interrupt checks */
 	char	   *scratch[2];		/* json: the scans' unescaped strings, per document */
 	size_t		scratch_size[2];
 	StringInfoData text;
@@ -340,26 +364,48 @@ read_doc(MapState *st, bool key)
 typedef struct ScanArg
 {
 	MapState   *st;
-	EoiMapKind	kind;
+	bool		key;
 } ScanArg;
 
-/* Each top-level member: the token of every path whose first segment it is. */
+/* A member's name against column c's first segment: by length, then bytes. */
+static int
+compare_first(const EoiMapSource *s, const char *name, size_t len)
+{
+	if (len != s->first_len)
+		return len < s->first_len ? -1 : 1;
+	return memcmp(name, s->path[0], len);
+}
+
+/*
+ * Each top-level member: the token of every path whose first segment it
+ * is, found by binary search, so that a message of many members costs
+ * no more per member than the log of the mapping's columns.
+ */
 static bool
-scan_member(void *arg, const char *key, size_t key_len, const EoiJsonToken *value)
+scan_member(void *arg, const char *name, size_t len, const EoiJsonToken *value)
 {
 	ScanArg    *sa = arg;
-	EoiColumns *cols = sa->st->cols;
+	MapState   *st = sa->st;
+	EoiMapSource *sources = st->cols->sources;
+	int		   *first = st->first[sa->key];
+	int			lo = 0;
+	int			hi = st->nfirst[sa->key];
 
-	for (int c = 0; c < cols->ncolumns; c++)
+	if ((++st->members & 1023) == 0)
+		CHECK_FOR_INTERRUPTS();
+	while (lo < hi)
 	{
-		EoiMapSource *s = &cols->sources[c];
+		int			mid = (lo + hi) / 2;
 
-		if (s->kind == sa->kind && s->npath > 0 && s->first_len == key_len &&
-			memcmp(s->path[0], key, key_len) == 0)
-		{
-			sa->st->tokens[c] = *value;
-			sa->st->found[c] = true;	/* a repeated key: its last value, as jsonb */
-		}
+		if (compare_first(&sources[first[mid]], name, len) > 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; lo < st->nfirst[sa->key] && compare_first(&sources[first[lo]], name, len) == 0; lo++)
+	{
+		st->tokens[first[lo]] = *value;
+		st->found[first[lo]] = true;	/* a repeated name: its last value, as jsonb */
 	}
 	return true;
 }
@@ -375,7 +421,8 @@ static void
 scan_doc(MapState *st, bool key)
 {
 	MapDoc	   *doc = &st->docs[key];
-	ScanArg		sa = {st, key ? EOI_MAP_KEY_PATH : EOI_MAP_VALUE_PATH};
+	ScanArg		sa = {st, key};
+	EoiMapKind	kind = key ? EOI_MAP_KEY_PATH : EOI_MAP_VALUE_PATH;
 	char	   *scratch;
 
 	/* the value's tokens must outlive a scan of the key: a buffer each */
@@ -389,7 +436,7 @@ scan_doc(MapState *st, bool key)
 	scratch = st->scratch[key];
 
 	for (int c = 0; c < st->cols->ncolumns; c++)
-		if (st->cols->sources[c].kind == sa.kind)
+		if (st->cols->sources[c].kind == kind)
 			st->found[c] = false;
 	doc->scanned = eoi_json_scan_object(doc->data, doc->len, scratch,
 										GetDatabaseEncoding() == PG_UTF8, scan_member, &sa);
@@ -398,10 +445,17 @@ scan_doc(MapState *st, bool key)
 	/* the scan declined: jsonb reads it, or says what is wrong */
 	doc->jsonb = parse_jsonb(doc->data, doc->len);
 	if (!JB_ROOT_IS_OBJECT(doc->jsonb))
+	{
+		if (key)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
+					 errmsg("JSON key is not an object"),
+					 errhint("The mapping's paths read the members of an object; use a transform for other shapes.")));
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
-				 errmsg("JSON %s is not an object", key ? "key" : "message"),
+				 errmsg("JSON message is not an object"),
 				 errhint("The mapping's paths read the members of an object; use a transform for other shapes.")));
+	}
 }
 
 /* Follow path[from..] from `container`; NULL where the document has no such member. */
@@ -496,10 +550,14 @@ write_csv_field(MapState *st, int c, bool key, EoiRowWriter *writer)
 		doc->fields = palloc(sizeof(EoiCsvField) * (st->csv_fields[key] + 1));
 		doc->nfields = eoi_csv_split(doc->data, doc->len, palloc(doc->len + 1), doc->fields,
 									 st->csv_fields[key], &error);
+		if (doc->nfields < 0 && key)
+			ereport(ERROR,
+					(errcode(ERRCODE_BAD_COPY_FILE_FORMAT),
+					 errmsg("malformed CSV key: %s", error)));
 		if (doc->nfields < 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_BAD_COPY_FILE_FORMAT),
-					 errmsg("malformed CSV %s: %s", key ? "key" : "message", error)));
+					 errmsg("malformed CSV message: %s", error)));
 	}
 	if (s->field >= doc->nfields || doc->fields[s->field].isnull)
 		writer->field(writer, c, NULL, 0);
@@ -659,6 +717,32 @@ write_source(MapState *st, int c, const char *topic, EoiRowWriter *writer)
 	}
 }
 
+/* qsort_arg: columns by their first segment, as compare_first orders names. */
+static int
+first_order(const void *a, const void *b, void *arg)
+{
+	EoiMapSource *sources = arg;
+	const EoiMapSource *sb = &sources[*(const int *) b];
+	int			r = compare_first(&sources[*(const int *) a], sb->path[0], sb->first_len);
+
+	return -r;
+}
+
+/* The columns with a path into the value (key), sorted by first segment. */
+static void
+index_first_segments(MapState *st, bool key)
+{
+	EoiColumns *cols = st->cols;
+	EoiMapKind	kind = key ? EOI_MAP_KEY_PATH : EOI_MAP_VALUE_PATH;
+
+	st->first[key] = palloc(sizeof(int) * Max(cols->ncolumns, 1));
+	st->nfirst[key] = 0;
+	for (int c = 0; c < cols->ncolumns; c++)
+		if (cols->sources[c].kind == kind && cols->sources[c].npath > 0)
+			st->first[key][st->nfirst[key]++] = c;
+	qsort_arg(st->first[key], st->nfirst[key], sizeof(int), first_order, cols->sources);
+}
+
 /* The state kept in cols from message to message. */
 static MapState *
 map_state(EoiColumns *cols)
@@ -684,6 +768,8 @@ map_state(EoiColumns *cols)
 				st->csv_fields[key] = Max(st->csv_fields[key], s->field + 1);
 			}
 		}
+		index_first_segments(st, false);
+		index_first_segments(st, true);
 		initStringInfo(&st->text);
 		cols->map_state = st;
 		MemoryContextSwitchTo(old);
