@@ -456,7 +456,8 @@ eoingest_alter_job(PG_FUNCTION_ARGS)
 	 * are in the renamed table, or nowhere, as for a table created again.
 	 */
 	if ((!PG_ARGISNULL(6) || !PG_ARGISNULL(7)) && eoi_offsets_any(job) &&
-		!(PG_ARGISNULL(7) && job->target != NULL && !eoi_target_exists(job->target)))
+		!(PG_ARGISNULL(7) && job->target != NULL && !eoi_target_is_template(job->target) &&
+		  !eoi_target_exists(job->target)))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("the target and mode of job \"%s\" cannot change: it has committed offsets", name),

@@ -305,6 +305,79 @@ resolve_target(const char *target, const EoiMapping *mapping, EoiMode mode)
 	return qualified;
 }
 
+/* The schema a target template names, or the caller's first one. */
+static char *
+template_schema(const char *target, const char *placeholder, const char **table)
+{
+	const char *dot = NULL;
+	List	   *names;
+	List	   *path;
+
+	for (const char *p = target; p < placeholder; p++)
+		if (*p == '.')
+			dot = p;
+	if (dot != NULL)
+	{
+		names = eoi_qualified_name_list(pnstrdup(target, dot - target));
+		if (list_length(names) != 1)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("target template \"%s\" names more than a schema before its table", target),
+					 errhint("Write schema.table, with ${topic} in the table's part, e.g. 'raw.${topic}'.")));
+		*table = dot + 1;
+		return strVal(linitial(names));
+	}
+	path = fetch_search_path(false);
+	if (path == NIL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_SCHEMA_NAME),
+				 errmsg("target template \"%s\" names no schema, and search_path has none", target),
+				 errhint("Name the schema, e.g. 'raw.${topic}'.")));
+	*table = target;
+	return get_namespace_name(linitial_oid(path));
+}
+
+/*
+ * A target template ('raw.${topic}'): each topic's messages go into the
+ * table named by the template with ${topic} replaced by the topic (one
+ * identifier, taken as written).  Stored with its schema resolved now and
+ * quoted, the table's part as given.  The tables of the topics the job
+ * names now are checked as a target is, those that exist; a missing one is
+ * said, and the job waits for it when it gets there.
+ */
+static char *
+resolve_template(const JobDefinition *def, const EoiMapping *mapping)
+{
+	const char *placeholder = strstr(def->target, "${");
+	const char *table;
+	char	   *schema = template_schema(def->target, placeholder, &table);
+	char	   *stored;
+	ListCell   *lc;
+
+	(void) LookupExplicitNamespace(schema, false);	/* exists, and USAGE */
+	for (const char *p = strstr(table, "${"); p != NULL; p = strstr(p + 1, "${"))
+		if (strncmp(p, "${topic}", 8) != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("target template \"%s\" has an unrecognized placeholder", def->target),
+					 errhint("A target template names ${topic}, the message's topic, e.g. 'raw.${topic}'.")));
+	stored = psprintf("%s.%s", quote_identifier(schema), table);
+	if (eoi_topic_is_pattern(def->topic))
+		return stored;
+	foreach(lc, eoi_split_topics(def->topic))
+	{
+		char	   *routed = eoi_target_for_topic(stored, lfirst(lc));
+
+		if (eoi_target_exists(routed))
+			(void) resolve_target(routed, mapping, def->mode);
+		else
+			ereport(NOTICE,
+					(errmsg("target table %s of topic \"%s\" does not exist yet", routed, (char *) lfirst(lc)),
+					 errdetail("The job waits for it when it has messages of that topic.")));
+	}
+	return stored;
+}
+
 List *
 eoi_api_text_array_list(ArrayType *arr, const char *what)
 {
@@ -397,6 +470,51 @@ eoi_api_job_exists(const char *name)
 }
 
 static void check_can_start_mode(int32 job_id, const char *name, Oid owner, EoiMode mode, int parallelism);
+
+/* A target template routes plain messages: not change events, nor a history. */
+static void
+check_template(const JobDefinition *def)
+{
+	if (def->target == NULL || !eoi_target_is_template(def->target))
+		return;
+	if (strcmp(def->envelope_s, "none") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("a target template cannot be used with envelope %s", def->envelope_s),
+				 errhint("Route change events by their source table with targets => '{\"schema.table\": \"target\", ...}'.")));
+}
+
+/*
+ * Mode upsert into a target template: the key columns are named (there is
+ * no one table to take a primary key from), and each topic's table that
+ * exists now is checked with them.
+ */
+static void
+check_template_upsert(JobDefinition *def, const EoiMapping *mapping)
+{
+	ListCell   *lc;
+
+	if (def->key_columns == NIL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("mode upsert with a target template needs key_columns"),
+				 errhint("Name the key columns every topic's table has a unique index on: key_columns => '{id}'.")));
+	if (def->key_format_s == NULL && list_length(def->key_columns) > 1)
+	{
+		def->key_format = (def->format == EOI_FORMAT_JSON || def->format == EOI_FORMAT_AVRO) ?
+			def->format : EOI_FORMAT_CSV;
+		def->key_format_s = eoi_format_name(def->key_format);
+	}
+	if (eoi_topic_is_pattern(def->topic))
+		return;
+	foreach(lc, eoi_split_topics(def->topic))
+	{
+		char	   *routed = eoi_target_for_topic(def->qualified_target, lfirst(lc));
+
+		if (eoi_target_exists(routed))
+			(void) check_upsert(routed, mapping, def->key_format, def->key_columns, "mode upsert");
+	}
+}
 
 /*
  * A mapping fills the columns of one target table from plain messages: not
@@ -768,7 +886,10 @@ eoi_api_check_definition(JobDefinition *def)
 				 errmsg("columns applies to a target table, and the job has a transform"),
 				 errhint("A transform maps the messages itself; leave columns out.")));
 	def->qualified_target = NULL;
-	if (def->target != NULL)
+	check_template(def);
+	if (def->target != NULL && eoi_target_is_template(def->target))
+		def->qualified_target = resolve_template(def, &mapping);
+	else if (def->target != NULL)
 		def->qualified_target = resolve_target(def->target, &mapping, def->mode);
 	else if (def->transform != NULL)
 		check_transform_with_path(def->transform, def->search_path);
@@ -780,6 +901,8 @@ eoi_api_check_definition(JobDefinition *def)
 	check_transactions(def);
 	if (def->cdc_mode == EOI_CDC_HISTORY && def->target != NULL)
 		check_cdc_mode_target(def, def->qualified_target, &mapping, NIL);
+	else if (def->mode == EOI_MODE_UPSERT && eoi_target_is_template(def->qualified_target))
+		check_template_upsert(def, &mapping);
 	else if ((def->mode == EOI_MODE_UPSERT || def->envelope == EOI_ENVELOPE_DEBEZIUM) && def->target != NULL)
 	{
 		Relation	rel = eoi_open_target(def->qualified_target, AccessShareLock);

@@ -168,6 +168,12 @@ check_previewable(const EoiJob *job)
 				 errmsg("eoingest.preview_job cannot preview job \"%s\": it has a transform", job->name),
 				 errdetail("A transform's rows exist only once its SQL runs over a batch."),
 				 errhint("Run the transform's query over eoingest.batch() in a transaction you roll back.")));
+	if (eoi_target_is_template(job->target))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("eoingest.preview_job cannot preview job \"%s\": its target is a template", job->name),
+				 errdetail("Each topic's messages go into a table of their own (%s).", job->target),
+				 errhint("Preview a job of the same settings whose target is one of those tables.")));
 }
 
 /* Apply step->msg as a change event, nothing written; run in a subtransaction. */

@@ -311,17 +311,10 @@ check_sizes(const EoiJob *job, EoiBatch *batch)
 		eoi_check_message_size(job, batch->messages[i], eoi_message_topic(batch, i));
 }
 
-/*
- * The writer of rows (envelope none): the job's transform, the upsert of
- * keyed rows, or the insert of rows.  Returns how many rows were written.
- * Called as an attempt's writer (eoi_sink_write).
- */
-uint64
-eoi_sink_write_rows(const EoiJob *job, EoiBatch *batch)
+/* The rows of `batch` into the job's target: upserted by key, or inserted. */
+static uint64
+write_into_target(const EoiJob *job, EoiBatch *batch)
 {
-	Assert(eoi_attempt != NULL && eoi_attempt->batch == batch);
-	if (job->transform != NULL)
-		return run_transform(job, batch);
 	if (job->mode == EOI_MODE_UPSERT)
 	{
 		uint64		rows = eoi_upsert_batch(job, batch);
@@ -330,6 +323,80 @@ eoi_sink_write_rows(const EoiJob *job, EoiBatch *batch)
 		return rows;
 	}
 	return copy_into_target(job, batch);
+}
+
+/* Set when a write stopped for a routed target that does not exist. */
+static bool target_missing = false;
+
+/*
+ * A target template: each topic's messages into the table it names, in
+ * the order the topics first come in the batch, with every check a target
+ * gets.  A table that does not exist (yet) stops the batch; the worker
+ * retries it (eoi_target_missing()), so the job goes on from its offsets
+ * once the table is created.
+ */
+static uint64
+write_routed(const EoiJob *job, EoiBatch *batch)
+{
+	uint64		rows = 0;
+	List	   *done = NIL;
+
+	target_missing = false;
+	for (int i = 0; i < batch->n; i++)
+	{
+		const char *topic = eoi_message_topic(batch, i);
+		EoiJob		routed = *job;
+		EoiBatch	part;
+
+		if (list_member(done, makeString((char *) topic)))
+			continue;
+		done = lappend(done, makeString((char *) topic));
+		routed.target = eoi_target_for_topic(job->target, topic);
+		if (!eoi_target_exists(routed.target))
+		{
+			target_missing = true;
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_TABLE),
+					 errmsg("target table %s of topic \"%s\" does not exist", routed.target, topic),
+					 errdetail("Job \"%s\" writes each topic into the table its target %s names; it retries until the table exists.",
+							   job->name, job->target),
+					 errhint("Create the table, and the job goes on from its offsets.")));
+		}
+		part = eoi_batch_of_topic(batch, topic);
+		rows += write_into_target(&routed, &part);
+	}
+	return rows;
+}
+
+/*
+ * Whether the last failed write stopped for a routed target that does not
+ * exist: an error to retry rather than to fail the job for (workerfail.c).
+ * Asking forgets it.
+ */
+bool
+eoi_target_missing(void)
+{
+	bool		missing = target_missing;
+
+	target_missing = false;
+	return missing;
+}
+
+/*
+ * The writer of rows (envelope none): the job's transform, the upsert of
+ * keyed rows, or the insert of rows, into the target or, for a target
+ * template, each topic's table.  Returns how many rows were written.
+ * Called as an attempt's writer (eoi_sink_write).
+ */
+uint64
+eoi_sink_write_rows(const EoiJob *job, EoiBatch *batch)
+{
+	Assert(eoi_attempt != NULL && eoi_attempt->batch == batch);
+	if (job->transform != NULL)
+		return run_transform(job, batch);
+	if (eoi_target_is_template(job->target))
+		return write_routed(job, batch);
+	return write_into_target(job, batch);
 }
 
 /*

@@ -19,4 +19,6 @@ extern uint64 eoi_sink_write_batch(const EoiJob *job, EoiBatch *batch, EoiBatchW
 extern void eoi_sink_supersede_dead_letters(const EoiJob *job, EoiBatch *batch,
 											const bool *applied);
 
+extern bool eoi_target_missing(void);
+
 #endif

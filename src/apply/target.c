@@ -58,6 +58,78 @@ eoi_open_target(const char *target, LOCKMODE lockmode)
 	return rel;
 }
 
+/*
+ * A target template names each topic's table: "schema".prefix${topic}suffix
+ * as stored, the schema quoted, the table's part as written, where each
+ * ${topic} stands for the message's topic (the whole, one identifier).
+ */
+bool
+eoi_target_is_template(const char *target)
+{
+	return target != NULL && strstr(target, "${") != NULL;
+}
+
+/* A stored template's schema, unquoted, and its table part. */
+void
+eoi_target_split_template(const char *template, char **schema, char **table)
+{
+	StringInfoData buf;
+	const char *p = template;
+
+	initStringInfo(&buf);
+	if (*p == '"')
+	{
+		for (p++; *p && !(p[0] == '"' && p[1] != '"'); p++)
+		{
+			appendStringInfoChar(&buf, *p);
+			if (p[0] == '"')
+				p++;			/* "" stands for " */
+		}
+		if (*p == '"')
+			p++;
+	}
+	else
+		for (; *p && *p != '.'; p++)
+			appendStringInfoChar(&buf, *p);
+	if (*p != '.')
+		elog(ERROR, "malformed target template \"%s\"", template);
+	*schema = buf.data;
+	*table = pstrdup(p + 1);
+}
+
+/*
+ * The schema-qualified, quoted name of the table `template` routes the
+ * messages of `topic` to.  A name longer than PostgreSQL's identifiers is
+ * an error that names the topic, never a truncation.
+ */
+char *
+eoi_target_for_topic(const char *template, const char *topic)
+{
+	char	   *schema;
+	char	   *table;
+	StringInfoData name;
+
+	eoi_target_split_template(template, &schema, &table);
+	initStringInfo(&name);
+	for (const char *p = table; *p;)
+	{
+		if (strncmp(p, "${topic}", 8) == 0)
+		{
+			appendStringInfoString(&name, topic);
+			p += 8;
+		}
+		else
+			appendStringInfoChar(&name, *p++);
+	}
+	if (name.len >= NAMEDATALEN)
+		ereport(ERROR,
+				(errcode(ERRCODE_NAME_TOO_LONG),
+				 errmsg("the target table of topic \"%s\" would be named \"%s\", longer than %d bytes",
+						topic, name.data, NAMEDATALEN - 1),
+				 errhint("Shorten the fixed part of the target template, or read this topic with a job of its own.")));
+	return quote_qualified_identifier(schema, name.data);
+}
+
 /* Does a relation of the stored, schema-qualified name exist now? */
 bool
 eoi_target_exists(const char *target)

@@ -230,3 +230,26 @@ eoi_message_header(rd_kafka_message_t *msg, const char *name, const void **value
 		return false;
 	return rd_kafka_header_get_last(hdrs, name, value, size) == RD_KAFKA_RESP_ERR_NO_ERROR;
 }
+
+/*
+ * The messages of `topic` in the batch, in order, as a batch that does not
+ * own them (messages rebuilt from dead letters keep their topics).
+ */
+EoiBatch
+eoi_batch_of_topic(EoiBatch *batch, const char *topic)
+{
+	EoiBatch	part = *batch;
+
+	part.messages = palloc(sizeof(rd_kafka_message_t *) * Max(batch->n, 1));
+	part.topics = batch->topics != NULL ? palloc(sizeof(char *) * Max(batch->n, 1)) : NULL;
+	part.n = 0;
+	for (int i = 0; i < batch->n; i++)
+	{
+		if (strcmp(eoi_message_topic(batch, i), topic) != 0)
+			continue;
+		if (part.topics != NULL)
+			part.topics[part.n] = batch->topics[i];
+		part.messages[part.n++] = batch->messages[i];
+	}
+	return part;
+}

@@ -14,6 +14,7 @@
 #include "storage/ipc.h"
 #include "utils/builtins.h"
 
+#include "apply/sink.h"
 #include "base/txn.h"
 #include "worker/worker_internal.h"
 
@@ -153,7 +154,8 @@ eoi_worker_handle_failure(MemoryContext error_context)
 	message = eoi_describe_error(edata);
 	if (eoi_worker.epoch_open != 0)
 		epoch_failed(message);
-	kind = eoi_classify_error(edata);
+	/* a routed target not created yet: the job waits for it */
+	kind = eoi_target_missing() ? EOI_ERROR_TRANSIENT : eoi_classify_error(edata);
 	shrunk = shrink_batches(kind, message);
 	eoi_worker.writing_messages = 0;
 	eoi_worker.unreported.errors++;
