@@ -471,6 +471,17 @@ eoi_api_job_exists(const char *name)
 
 static void check_can_start_mode(int32 job_id, const char *name, Oid owner, EoiMode mode, int parallelism);
 
+/* By default a one-column key is the message key's text, else like the value. */
+static void
+default_key_format(JobDefinition *def)
+{
+	if (def->key_format_s != NULL || list_length(def->key_columns) <= 1)
+		return;
+	def->key_format = (def->format == EOI_FORMAT_JSON || def->format == EOI_FORMAT_AVRO) ?
+		def->format : EOI_FORMAT_CSV;
+	def->key_format_s = eoi_format_name(def->key_format);
+}
+
 /* A target template routes plain messages: not change events, nor a history. */
 static void
 check_template(const JobDefinition *def)
@@ -499,12 +510,7 @@ check_template_upsert(JobDefinition *def, const EoiMapping *mapping)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("mode upsert with a target template needs key_columns"),
 				 errhint("Name the key columns every topic's table has a unique index on: key_columns => '{id}'.")));
-	if (def->key_format_s == NULL && list_length(def->key_columns) > 1)
-	{
-		def->key_format = (def->format == EOI_FORMAT_JSON || def->format == EOI_FORMAT_AVRO) ?
-			def->format : EOI_FORMAT_CSV;
-		def->key_format_s = eoi_format_name(def->key_format);
-	}
+	default_key_format(def);
 	if (eoi_topic_is_pattern(def->topic))
 		return;
 	foreach(lc, eoi_split_topics(def->topic))
@@ -910,13 +916,7 @@ eoi_api_check_definition(JobDefinition *def)
 		if (def->key_columns == NIL)
 			def->key_columns = eoi_primary_key_columns(rel);
 		table_close(rel, NoLock);
-		/* By default a one-column key is the message key's text, else like the value. */
-		if (def->key_format_s == NULL && list_length(def->key_columns) > 1)
-		{
-			def->key_format = (def->format == EOI_FORMAT_JSON || def->format == EOI_FORMAT_AVRO) ?
-				def->format : EOI_FORMAT_CSV;
-			def->key_format_s = eoi_format_name(def->key_format);
-		}
+		default_key_format(def);
 		def->key_columns = check_upsert(def->qualified_target, &mapping, def->key_format,
 										def->key_columns,
 										def->envelope == EOI_ENVELOPE_DEBEZIUM ? "envelope debezium" : "mode upsert");
