@@ -307,26 +307,13 @@ resolve_target(const char *target, const EoiMapping *mapping, EoiMode mode)
 
 /* The schema a target template names, or the caller's first one. */
 static char *
-template_schema(const char *target, const char *placeholder, const char **table)
+template_schema(const char *target, const char **table)
 {
-	const char *dot = NULL;
-	List	   *names;
+	char	   *schema;
 	List	   *path;
 
-	for (const char *p = target; p < placeholder; p++)
-		if (*p == '.')
-			dot = p;
-	if (dot != NULL)
-	{
-		names = eoi_qualified_name_list(pnstrdup(target, dot - target));
-		if (list_length(names) != 1)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("target template \"%s\" names more than a schema before its table", target),
-					 errhint("Write schema.table, with ${topic} in the table's part, e.g. 'raw.${topic}'.")));
-		*table = dot + 1;
-		return strVal(linitial(names));
-	}
+	if (eoi_target_split_template(target, &schema, table))
+		return schema;
 	path = fetch_search_path(false);
 	if (path == NIL)
 		ereport(ERROR,
@@ -348,9 +335,8 @@ template_schema(const char *target, const char *placeholder, const char **table)
 static char *
 resolve_template(const JobDefinition *def, const EoiMapping *mapping)
 {
-	const char *placeholder = strstr(def->target, "${");
 	const char *table;
-	char	   *schema = template_schema(def->target, placeholder, &table);
+	char	   *schema = template_schema(def->target, &table);
 	char	   *stored;
 	ListCell   *lc;
 

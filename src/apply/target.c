@@ -69,32 +69,33 @@ eoi_target_is_template(const char *target)
 	return target != NULL && strstr(target, "${") != NULL;
 }
 
-/* A stored template's schema, unquoted, and its table part. */
-void
-eoi_target_split_template(const char *template, char **schema, char **table)
+/*
+ * A template's schema, unquoted, and its table part: the schema is what
+ * stands before the last '.' ahead of the first ${ (one name, quoted or
+ * not), the table part what follows it, as written.  False when the
+ * template names no schema.
+ */
+bool
+eoi_target_split_template(const char *template, char **schema, const char **table)
 {
-	StringInfoData buf;
-	const char *p = template;
+	const char *placeholder = strstr(template, "${");
+	const char *dot = NULL;
+	List	   *names;
 
-	initStringInfo(&buf);
-	if (*p == '"')
-	{
-		for (p++; *p && !(p[0] == '"' && p[1] != '"'); p++)
-		{
-			appendStringInfoChar(&buf, *p);
-			if (p[0] == '"')
-				p++;			/* "" stands for " */
-		}
-		if (*p == '"')
-			p++;
-	}
-	else
-		for (; *p && *p != '.'; p++)
-			appendStringInfoChar(&buf, *p);
-	if (*p != '.')
-		elog(ERROR, "malformed target template \"%s\"", template);
-	*schema = buf.data;
-	*table = pstrdup(p + 1);
+	for (const char *p = template; p < placeholder; p++)
+		if (*p == '.')
+			dot = p;
+	if (dot == NULL)
+		return false;
+	names = eoi_qualified_name_list(pnstrdup(template, dot - template));
+	if (list_length(names) != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("target template \"%s\" names more than a schema before its table", template),
+				 errhint("Write schema.table, with ${topic} in the table's part, e.g. 'raw.${topic}'.")));
+	*schema = strVal(linitial(names));
+	*table = dot + 1;
+	return true;
 }
 
 /*
@@ -106,10 +107,12 @@ char *
 eoi_target_for_topic(const char *template, const char *topic)
 {
 	char	   *schema;
-	char	   *table;
+	const char *table;
 	StringInfoData name;
 
-	eoi_target_split_template(template, &schema, &table);
+	/* stored with its schema (jobdef.c) */
+	if (!eoi_target_split_template(template, &schema, &table))
+		elog(ERROR, "target template \"%s\" has no schema", template);
 	initStringInfo(&name);
 	for (const char *p = table; *p;)
 	{

@@ -25,7 +25,7 @@ extern Relation eoi_open_job_target(const EoiJob *job, LOCKMODE lockmode);
 extern bool eoi_target_exists(const char *target);
 extern bool eoi_target_is_template(const char *target);
 extern char *eoi_target_for_topic(const char *template, const char *topic);
-extern void eoi_target_split_template(const char *template, char **schema, char **table);
+extern bool eoi_target_split_template(const char *template, char **schema, const char **table);
 extern void eoi_check_target_kind(Relation rel, EoiMode mode);
 extern void eoi_check_target_insert(Relation rel, List *colnames);
 extern void eoi_check_insert(struct ParseState *pstate, Relation rel);
