@@ -281,6 +281,39 @@ failed=$(sql "SELECT string_agg(name || ': ' || coalesce(last_error, ''), '; ') 
 [ -z "$failed" ] || diag "failed: $failed"
 
 # ---- every column of every row
+
+# explain_difference TABLE: for a failed comparison, the change events of the first ids that differ, as
+# Kafka holds them (partition, offset, op, source sequence and commit time), and the server's lines on
+# events skipped as sent again or applied as a new history.
+explain_difference() {
+  local tbl=$1 topic id
+  case "$tbl" in
+    dbz_a_plain) topic=dbzp.public.dbz_a ;;
+    dbz_b_hist_now) topic=dbz.public.dbz_b ;;
+    dbz_a_soft_now) topic=dbz.public.dbz_a ;;
+    *) topic=dbz.public.$tbl ;;
+  esac
+  [ -f "$run/$topic.events" ] ||
+    timeout 60 kcat -b "$KAFKA_BROKERS" -C -t "$topic" -e -q -f '%p %o %s\n' 2>/dev/null |
+    python3 -c '
+import json, sys
+for line in sys.stdin:
+    p, o, v = (line.rstrip("\n").split(" ", 2) + [""])[:3]
+    try:
+        e = json.loads(v)
+    except ValueError:
+        continue
+    e = e.get("payload", e) or {}
+    s = e.get("source") or {}
+    for img in ("before", "after"):
+        if e.get(img):
+            print(e[img].get("id"), img, "p%s@%s" % (p, o), e.get("op"), s.get("sequence"), s.get("ts_ms"), s.get("txId"))
+' >"$run/$topic.events" || true
+  for id in $(comm -3 "$run/$tbl.source" "$run/$tbl.target" | awk '{print $1}' | sort -u | head -n 3); do
+    diag "$tbl: events of id $id in $topic: $(awk -v id="$id" '$1 == id' "$run/$topic.events" | tr '\n' ';')"
+  done
+  diag "$(grep -E 'sent again|new history|as they came' -A1 "$EOINGEST_RUN/pg.log" | grep -v '^--' | tail -n 30)"
+}
 dump() {
   local tbl=$1
   shift
@@ -294,6 +327,7 @@ for pair in dbz_a:dbz_a dbz_b:dbz_b dbz_a:dbz_a_plain dbz_acct:dbz_acct dbz_xfer
   only_tgt=$(comm -13 "$run/$tbl.source" "$run/$tbl.target" | wc -l)
   if [ "$only_src$only_tgt" != 00 ]; then
     diag "$(diff "$run/$tbl.source" "$run/$tbl.target" | head -n 20)"
+    explain_difference "$tbl"
   fi
   is "$only_src" 0 "$tbl: source EXCEPT target is empty ($(wc -l <"$run/$tbl.source") rows)"
   is "$only_tgt" 0 "$tbl: target EXCEPT source is empty"
