@@ -12,6 +12,7 @@ OBJS = \
 	src/store/offsets.o \
 	src/store/fence.o \
 	src/store/deadletter.o \
+	src/store/targetchanges.o \
 	src/kafka/kafka.o \
 	src/kafka/kafkameta.o \
 	src/kafka/kafkapoll.o \
@@ -43,6 +44,7 @@ OBJS = \
 	src/apply/upsertkeep.o \
 	src/apply/errclass.o \
 	src/apply/shape.o \
+	src/apply/evolve.o \
 	src/apply/target.o \
 	src/apply/replay.o \
 	src/envelope/envelope.o \

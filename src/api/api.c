@@ -86,6 +86,10 @@ eoingest_create_job(PG_FUNCTION_ARGS)
 	/* ... nor mapping (before 0.15) */
 	bool		v15 = PG_NARGS() > 31;
 	Jsonb	   *mapping = (v15 && !PG_ARGISNULL(31)) ? PG_GETARG_JSONB_P(31) : NULL;
+	/* ... nor create_target and schema_changes (before 0.16) */
+	bool		v16 = PG_NARGS() > 33;
+	bool		create_target = v16 && !PG_ARGISNULL(32) && PG_GETARG_BOOL(32);
+	char	   *schema_changes_s = v16 ? eoi_api_required_text(fcinfo, 33, "schema_changes") : "none";
 	EoiSavedUser saved;
 	/* The transform's names resolve as they do for the caller now. */
 	const char *search_path = pstrdup(GetConfigOption("search_path", false, false));
@@ -119,6 +123,8 @@ eoingest_create_job(PG_FUNCTION_ARGS)
 	def.deleted_column = deleted_column;
 	def.durability_s = durability_s;
 	def.mapping = mapping;
+	def.create_target = create_target;
+	def.schema_changes_s = schema_changes_s;
 	eoi_api_check_definition(&def);
 	qualified_target = (char *) def.qualified_target;
 	key_columns = def.key_columns;
@@ -133,13 +139,13 @@ eoingest_create_job(PG_FUNCTION_ARGS)
 				 errmsg("eoingest job \"%s\" already exists", name),
 				 errhint("Choose another name, or drop the existing job with eoingest.drop_job('%s').", name)));
 	{
-		Oid			types[34] = {TEXTOID, OIDOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
+		Oid			types[36] = {TEXTOID, OIDOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
 			TEXTOID, TEXTOID, INT4OID, INT4OID, INT4OID, JSONBOID, TEXTOID, INT4OID,
 			TEXTARRAYOID, TEXTOID, INT4OID, TEXTOID, INT4OID, BOOLOID, INT4ARRAYOID, INT4OID,
 			TEXTARRAYOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, TEXTOID, TEXTOID, TEXTOID,
-		TEXTOID, JSONBOID};
-		Datum		args[34];
-		char		nulls[34];
+		TEXTOID, JSONBOID, BOOLOID, TEXTOID};
+		Datum		args[36];
+		char		nulls[36];
 		/* Called through the 0.1 definition, there is no commit_to_kafka. */
 		bool		v02 = PG_NARGS() > 18;
 
@@ -196,13 +202,15 @@ eoingest_create_job(PG_FUNCTION_ARGS)
 		args[32] = CStringGetTextDatum(durability_s);
 		args[33] = mapping ? JsonbPGetDatum(mapping) : (Datum) 0;
 		nulls[33] = mapping ? ' ' : 'n';
+		args[34] = BoolGetDatum(create_target);
+		args[35] = CStringGetTextDatum(schema_changes_s);
 
 		if (SPI_execute_with_args(psprintf("INSERT INTO eoingest.jobs (name, owner, brokers, topic, target,"
 										   " format, mode, transform, start_offset, batch_size, batch_timeout_ms,"
 										   " parallelism, options, on_error, search_path, checkpoint_interval_ms,"
-										   " key_columns, key_format, offset_commit_interval_ms, max_message_bytes%s%s%s%s%s%s%s%s)"
+										   " key_columns, key_format, offset_commit_interval_ms, max_message_bytes%s%s%s%s%s%s%s%s%s)"
 										   " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $19, $14, $15,"
-										   "         $16, $17, $18, $20%s%s%s%s%s%s%s%s)",
+										   "         $16, $17, $18, $20%s%s%s%s%s%s%s%s%s)",
 										   v02 ? ", commit_to_kafka, partitions" : "", v03 ? ", batch_max_bytes" : "",
 										   v04 ? ", columns, timestamp_unit" : "",
 										   v04_envelope ? ", envelope, on_truncate" : "",
@@ -210,11 +218,12 @@ eoingest_create_job(PG_FUNCTION_ARGS)
 										   v04_txn ? ", targets, transactions" : "",
 										   v13 ? ", cdc_mode, deleted_column, durability" : "",
 										   v15 ? ", mapping" : "",
+										   v16 ? ", create_target, schema_changes" : "",
 										   v02 ? ", $21, $22" : "", v03 ? ", $23" : "", v04 ? ", $24, $25" : "",
 										   v04_envelope ? ", $26, $27" : "", v04_registry ? ", $28" : "",
 										   v04_txn ? ", $29, $30" : "", v13 ? ", $31, $32, $33" : "",
-										   v15 ? ", $34" : ""),
-								  v15 ? 34 : v13 ? 33 : v04_txn ? 30 : v04_registry ? 28 : v04_envelope ? 27 : v04 ? 25 : v03 ? 23 : v02 ? 22 : 20,
+										   v15 ? ", $34" : "", v16 ? ", $35, $36" : ""),
+								  v16 ? 36 : v15 ? 34 : v13 ? 33 : v04_txn ? 30 : v04_registry ? 28 : v04_envelope ? 27 : v04 ? 25 : v03 ? 23 : v02 ? 22 : 20,
 								  types, args, nulls, false, 0) != SPI_OK_INSERT)
 			elog(ERROR, "could not insert into eoingest.jobs");
 	}
@@ -335,6 +344,8 @@ stored_definition(const EoiJob *job)
 	def.deleted_column = job->deleted_column;
 	def.durability_s = job->durability_async ? "async" : "sync";
 	def.mapping = job->mapping;
+	def.create_target = job->create_target;
+	def.schema_changes_s = eoi_schema_changes_name(job->schema_changes);
 	return def;
 }
 
@@ -407,18 +418,20 @@ eoingest_alter_job(PG_FUNCTION_ARGS)
 	EoiJob	   *job;
 	JobDefinition def;
 	StringInfoData sql;
-	Datum		args[31];
-	Oid			types[31] = {TEXTOID, INT4OID, INT4OID, JSONBOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
+	Datum		args[33];
+	Oid			types[33] = {TEXTOID, INT4OID, INT4OID, JSONBOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
 		TEXTOID, TEXTARRAYOID, INT4OID, TEXTARRAYOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, TEXTOID,
 		TEXTOID, TEXTOID, INT4OID, INT4OID, INT4OID, BOOLOID, TEXTOID, INT4OID, INT4ARRAYOID, TEXTOID, TEXTOID,
-	TEXTOID, JSONBOID};
-	char		nulls[31] = "                               ";
+	TEXTOID, JSONBOID, BOOLOID, TEXTOID};
+	char		nulls[33] = "                                 ";
 	/* brokers ... partitions (0.12): eleven, 16 to 26 */
 	bool		v12 = PG_NARGS() > 26;
 	/* cdc_mode, deleted_column and durability (0.13): three after partitions */
 	bool		v13 = PG_NARGS() > 29;
 	/* mapping (0.15): the last one */
 	bool		v15 = PG_NARGS() > 30;
+	/* create_target and schema_changes (0.16): the last two */
+	bool		v16 = PG_NARGS() > 32;
 	/* what only a job that is not running may change: its topics, parallelism, partitions */
 	bool		moves_partitions = v12 && (!PG_ARGISNULL(24) || !PG_ARGISNULL(25) || !PG_ARGISNULL(26));
 	/* targets and transactions (0.5): the two before */
@@ -561,6 +574,10 @@ eoingest_alter_job(PG_FUNCTION_ARGS)
 
 		def.mapping = (JB_ROOT_IS_OBJECT(mapping) && JB_ROOT_COUNT(mapping) == 0) ? NULL : mapping;
 	}
+	if (v16 && !PG_ARGISNULL(31))
+		def.create_target = PG_GETARG_BOOL(31);
+	if (v16 && !PG_ARGISNULL(32))
+		def.schema_changes_s = text_to_cstring(PG_GETARG_TEXT_PP(32));
 
 	/*
 	 * Checked as the owner's worker will run it (target privileges), and as
@@ -614,6 +631,8 @@ eoingest_alter_job(PG_FUNCTION_ARGS)
 	args[29] = CStringGetTextDatum(def.durability_s);
 	nulls[30] = def.mapping ? ' ' : 'n';
 	args[30] = def.mapping ? JsonbPGetDatum(def.mapping) : (Datum) 0;
+	args[31] = BoolGetDatum(def.create_target);
+	args[32] = CStringGetTextDatum(def.schema_changes_s);
 
 	initStringInfo(&sql);
 	appendStringInfoString(&sql,
@@ -650,6 +669,8 @@ eoingest_alter_job(PG_FUNCTION_ARGS)
 		appendStringInfoString(&sql, ", cdc_mode = $28, deleted_column = $29, durability = $30");
 	if (v15)
 		appendStringInfoString(&sql, ", mapping = $31");
+	if (v16)
+		appendStringInfoString(&sql, ", create_target = $32, schema_changes = $33");
 	appendStringInfoString(&sql, " WHERE name = $1");
 	/* a start_job between check_not_running and here is refused too */
 	if (moves_partitions)
@@ -658,7 +679,7 @@ eoingest_alter_job(PG_FUNCTION_ARGS)
 	eoi_become_extension_owner(&saved);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute_with_args(sql.data, v15 ? 31 : v13 ? 30 : 27, types, args, nulls, false, 0) != SPI_OK_UPDATE_RETURNING)
+	if (SPI_execute_with_args(sql.data, v16 ? 33 : v15 ? 31 : v13 ? 30 : 27, types, args, nulls, false, 0) != SPI_OK_UPDATE_RETURNING)
 		elog(ERROR, "could not update eoingest.jobs");
 	if (SPI_processed == 1)
 	{

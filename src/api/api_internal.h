@@ -54,6 +54,8 @@ typedef struct JobDefinition
 	const char *deleted_column; /* soft_delete: the boolean column, NULL: the default */
 	const char *durability_s;	/* sync, async */
 	Jsonb	   *mapping;		/* {"column": source}, or NULL */
+	bool		create_target;	/* create a missing target from the writer schema */
+	const char *schema_changes_s;	/* none, add_columns, widen */
 
 	/* set by check_definition */
 	EoiFormat	format;
@@ -63,6 +65,8 @@ typedef struct JobDefinition
 	EoiEnvelope envelope;
 	EoiCdcMode	cdc_mode;
 	Jsonb	   *qualified_targets;	/* targets with their names schema-qualified, or NULL */
+	EoiSchemaChanges schema_changes;
+	bool		target_missing;	/* create_target: the target is created when a message comes */
 } JobDefinition;
 
 /* jobdef.c */

@@ -14,11 +14,14 @@
 #include "access/table.h"
 #include "access/htup_details.h"
 #include "access/twophase.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_database.h"
+#include "catalog/pg_namespace.h"
 #include "catalog/namespace.h"
 #include "commands/dbcommands.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/regproc.h"
@@ -305,6 +308,131 @@ resolve_target(const char *target, const EoiMapping *mapping, EoiMode mode)
 	return qualified;
 }
 
+/*
+ * create_target creates tables as the job's owner (the caller): in a schema
+ * it may create in, and not a temporary one.
+ */
+static void
+check_may_create_in(Oid nsp, const char *target)
+{
+	char	   *schema = get_namespace_name(nsp);
+
+	if (isAnyTempNamespace(nsp))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("create_target cannot create target \"%s\" in a temporary schema", target),
+				 errhint("A job's worker is another session and cannot see it: name a schema, e.g. 'public.%s'.", target)));
+	if (!eoi_may_create_in_schema(nsp, GetUserId()))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied to create target \"%s\" in schema %s", target, quote_identifier(schema)),
+				 errdetail("create_target creates the table as the job's owner, %s.", GetUserNameFromId(GetUserId(), false)),
+				 errhint("GRANT CREATE ON SCHEMA %s TO %s; or create the table yourself.",
+						 quote_identifier(schema), quote_identifier(GetUserNameFromId(GetUserId(), false)))));
+}
+
+/* Does the target, as given (resolved with the caller's search_path), exist? */
+static bool
+target_named_exists(const char *target)
+{
+	return OidIsValid(RangeVarGetRelid(makeRangeVarFromNameList(eoi_qualified_name_list(target)),
+									   NoLock, true));
+}
+
+/*
+ * The schema-qualified name of a target that does not exist yet, which
+ * create_target makes from the first message's schema: its schema (the
+ * caller's first, if the name has none) must exist and let the caller
+ * create in it.
+ */
+static char *
+resolve_target_to_create(const char *target)
+{
+	RangeVar   *rv = makeRangeVarFromNameList(eoi_qualified_name_list(target));
+	Oid			nsp = RangeVarGetCreationNamespace(rv);
+
+	check_may_create_in(nsp, target);
+	ereport(NOTICE,
+			(errmsg("target table %s does not exist yet",
+					quote_qualified_identifier(get_namespace_name(nsp), rv->relname)),
+			 errdetail("The job creates it from the writer schema of its first message.")));
+	return quote_qualified_identifier(get_namespace_name(nsp), rv->relname);
+}
+
+/*
+ * schema_changes alters the target as the job's owner, who must own it
+ * (a target template's tables are checked as the job meets them).
+ */
+static void
+check_may_alter(const JobDefinition *def)
+{
+	Relation	rel;
+
+	if (def->schema_changes == EOI_SCHEMA_CHANGES_NONE || def->target_missing ||
+		def->qualified_target == NULL || eoi_target_is_template(def->qualified_target))
+		return;
+	rel = eoi_open_target(def->qualified_target, AccessShareLock);
+	if (!eoi_owns_relation(RelationGetRelid(rel), GetUserId()))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("schema_changes %s alters target %s, which role %s does not own",
+						def->schema_changes_s, def->qualified_target,
+						quote_identifier(GetUserNameFromId(GetUserId(), false))),
+				 errhint("Give the job's owner the table (ALTER TABLE %s OWNER TO %s), or leave schema_changes at none.",
+						 def->qualified_target, quote_identifier(GetUserNameFromId(GetUserId(), false)))));
+	table_close(rel, NoLock);
+}
+
+/*
+ * create_target and schema_changes: a target that follows the writer
+ * schema of the messages.  For a format whose messages carry one (avro),
+ * into a target table the format fills by field name: not with a
+ * transform, a columns list, a mapping or change events.
+ */
+static void
+check_schema_following(JobDefinition *def)
+{
+	const char *what;
+
+	def->schema_changes = eoi_parse_schema_changes(def->schema_changes_s);
+	if (!def->create_target && def->schema_changes == EOI_SCHEMA_CHANGES_NONE)
+		return;
+	what = def->create_target ? "create_target" : psprintf("schema_changes %s", def->schema_changes_s);
+	if (def->transform != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s applies to a target table, and the job has a transform", what),
+				 errhint("The transform decides the columns: create and alter its tables yourself.")));
+	if (def->format != EOI_FORMAT_AVRO && def->format != EOI_FORMAT_JSON)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("%s needs messages that carry their schema, and format %s has none", what, def->format_s),
+				 errhint("Use format => 'avro' with a schema registry, or format => 'json' with Kafka Connect's wrapper (schemas.enable=true); for csv and text, create the table (and add its columns) yourself.")));
+	if (strcmp(def->envelope_s, "none") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("%s cannot be used with envelope %s", what, def->envelope_s),
+				 errhint("Create the target tables as the source tables are defined.")));
+	/*
+	 * A change holds the table's lock until its epoch commits, and the
+	 * epoch commits when every worker has prepared: a worker that must
+	 * write the table first would wait for it to the lock timeout, epoch
+	 * after epoch.
+	 */
+	if (def->mode == EOI_MODE_TWO_PHASE && def->parallelism > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("%s cannot be used in mode two_phase with more than one worker", what),
+				 errdetail("A change of the target holds its lock until the epoch commits, and the other workers' epoch writes wait for it."),
+				 errhint("Use parallelism => 1, or mode => 'exactly_once'.")));
+	if (def->columns != NIL || def->mapping != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s cannot be used with %s", what, def->columns != NIL ? "columns" : "mapping"),
+				 errhint("%s names the columns the job fills; leave it out to fill the columns of the schema's fields, or create the table yourself.",
+						 def->columns != NIL ? "columns" : "mapping")));
+}
+
 /* The schema a target template names, or the caller's first one. */
 static char *
 template_schema(const char *target, const char **table)
@@ -339,8 +467,11 @@ resolve_template(const JobDefinition *def, const EoiMapping *mapping)
 	char	   *schema = template_schema(def->target, &table);
 	char	   *stored;
 	ListCell   *lc;
+	Oid			nsp;
 
-	(void) LookupExplicitNamespace(schema, false);	/* exists, and USAGE */
+	nsp = LookupExplicitNamespace(schema, false);	/* exists, and USAGE */
+	if (def->create_target)
+		check_may_create_in(nsp, def->target);
 	for (const char *p = strstr(table, "${"); p != NULL; p = strstr(p + 1, "${"))
 		if (strncmp(p, "${topic}", 8) != 0)
 			ereport(ERROR,
@@ -359,6 +490,8 @@ resolve_template(const JobDefinition *def, const EoiMapping *mapping)
 		else
 			ereport(NOTICE,
 					(errmsg("target table %s of topic \"%s\" does not exist yet", routed, (char *) lfirst(lc)),
+					 def->create_target ?
+					 errdetail("The job creates it from the writer schema of the topic's first message.") :
 					 errdetail("The job waits for it when it has messages of that topic.")));
 	}
 	return stored;
@@ -860,6 +993,7 @@ eoi_api_check_definition(JobDefinition *def)
 	eoi_check_start_offset(def->start_offset);
 	check_schema_registry(def);
 	check_mapping(def);
+	check_schema_following(def);
 
 	if (def->target == NULL && def->transform == NULL &&
 		(def->targets == NULL || JsonContainerSize(&def->targets->root) == 0))
@@ -878,9 +1012,15 @@ eoi_api_check_definition(JobDefinition *def)
 				 errmsg("columns applies to a target table, and the job has a transform"),
 				 errhint("A transform maps the messages itself; leave columns out.")));
 	def->qualified_target = NULL;
+	def->target_missing = false;
 	check_template(def);
 	if (def->target != NULL && eoi_target_is_template(def->target))
 		def->qualified_target = resolve_template(def, &mapping);
+	else if (def->target != NULL && def->create_target && !target_named_exists(def->target))
+	{
+		def->target_missing = true;
+		def->qualified_target = resolve_target_to_create(def->target);
+	}
 	else if (def->target != NULL)
 		def->qualified_target = resolve_target(def->target, &mapping, def->mode);
 	else if (def->transform != NULL)
@@ -891,7 +1031,18 @@ eoi_api_check_definition(JobDefinition *def)
 	check_durability(def);
 	check_targets(def, &mapping);
 	check_transactions(def);
-	if (def->cdc_mode == EOI_CDC_HISTORY && def->target != NULL)
+	check_may_alter(def);
+	if (def->target_missing && def->mode == EOI_MODE_UPSERT)
+	{
+		/* the table is created with the key columns as its primary key */
+		if (def->key_columns == NIL)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("mode upsert with create_target needs key_columns while the target does not exist"),
+					 errhint("Name the fields of the key: key_columns => '{id}'; the table is created with them as its primary key.")));
+		default_key_format(def);
+	}
+	else if (def->cdc_mode == EOI_CDC_HISTORY && def->target != NULL)
 		check_cdc_mode_target(def, def->qualified_target, &mapping, NIL);
 	else if (def->mode == EOI_MODE_UPSERT && eoi_target_is_template(def->qualified_target))
 		check_template_upsert(def, &mapping);

@@ -485,6 +485,11 @@ eoingest_rename_job(PG_FUNCTION_ARGS)
 							  " (SELECT id FROM eoingest.jobs WHERE name = $2)",
 							  2, types, args, NULL, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not update eoingest.dead_letters");
+	if (eoi_jobs_have_column("create_target") &&
+		SPI_execute_with_args("UPDATE eoingest.target_changes SET job = $2 WHERE job_id ="
+							  " (SELECT id FROM eoingest.jobs WHERE name = $2)",
+							  2, types, args, NULL, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not update eoingest.target_changes");
 	SPI_finish();
 	eoi_restore_user(&saved);
 	if (job->commit_to_kafka)

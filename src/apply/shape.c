@@ -159,3 +159,26 @@ eoi_check_target_unchanged(const EoiJob *job, Relation rel, EoiColumns *cols)
 			 errdetail("The job writes columns (%s); the table now has them as (%s).", other, shape),
 			 errhint("Check that the job's format still fits the table, then run eoingest.start_job() again.")));
 }
+
+/*
+ * Forget the shapes recorded for `target` (schema-qualified, quoted), by
+ * every job: a job changed the table (evolve.c) in the current
+ * transaction, adding nullable columns or widening them, which no writer's
+ * records fail for; each job's next write records the table as it is now.
+ */
+void
+eoi_shape_forget(const char *target)
+{
+	Oid			types[1] = {TEXTOID};
+	Datum		args[1] = {CStringGetTextDatum(target)};
+	EoiSavedUser saved;
+
+	eoi_become_extension_owner(&saved);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute_with_args("DELETE FROM eoingest.target_shapes WHERE target = $1",
+							  1, types, args, NULL, false, 0) != SPI_OK_DELETE)
+		elog(ERROR, "could not delete from eoingest.target_shapes");
+	SPI_finish();
+	eoi_restore_user(&saved);
+}

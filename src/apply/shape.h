@@ -16,5 +16,6 @@ struct EoiColumns;
 
 extern void eoi_shape_set_worker(int worker_index);
 extern void eoi_check_target_unchanged(const EoiJob *job, Relation rel, struct EoiColumns *cols);
+extern void eoi_shape_forget(const char *target);
 
 #endif							/* EOI_SHAPE_H */

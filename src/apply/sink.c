@@ -51,6 +51,7 @@
 #include "apply/attempt.h"
 #include "apply/direct.h"
 #include "apply/errclass.h"
+#include "apply/evolve.h"
 #include "apply/shape.h"
 #include "apply/sink.h"
 #include "apply/target.h"
@@ -315,6 +316,7 @@ check_sizes(const EoiJob *job, EoiBatch *batch)
 static uint64
 write_into_target(const EoiJob *job, EoiBatch *batch)
 {
+	eoi_evolve_target(job, batch, job->target);
 	if (job->mode == EOI_MODE_UPSERT)
 	{
 		uint64		rows = eoi_upsert_batch(job, batch);
@@ -352,7 +354,7 @@ write_routed(const EoiJob *job, EoiBatch *batch)
 			continue;
 		done = lappend(done, makeString((char *) topic));
 		routed.target = eoi_target_for_topic(job->target, topic);
-		if (!eoi_target_exists(routed.target))
+		if (!job->create_target && !eoi_target_exists(routed.target))
 		{
 			target_missing = true;
 			ereport(ERROR,

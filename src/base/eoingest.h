@@ -15,7 +15,7 @@
 #include "utils/jsonb.h"
 
 /* The SQL objects this library expects (eoingest.control's default_version). */
-#define EOI_EXTENSION_VERSION "0.15"
+#define EOI_EXTENSION_VERSION "0.16"
 
 /* Settings: their variables (settings.c), registered by _PG_init (eoingest.c) */
 extern char *eoingest_database;
@@ -72,6 +72,14 @@ typedef enum EoiCdcMode
 	EOI_CDC_SOFT_DELETE			/* as apply, a delete sets deleted_column */
 } EoiCdcMode;
 
+/* What a writer schema wider than the target does to it (apply/evolve.c). */
+typedef enum EoiSchemaChanges
+{
+	EOI_SCHEMA_CHANGES_NONE,	/* nothing: the target stays as it is */
+	EOI_SCHEMA_CHANGES_ADD_COLUMNS, /* a field the target lacks becomes a column */
+	EOI_SCHEMA_CHANGES_WIDEN	/* also a column too narrow for its field widens */
+} EoiSchemaChanges;
+
 typedef enum EoiOnError
 {
 	EOI_ON_ERROR_FAIL,
@@ -122,6 +130,8 @@ typedef struct EoiJob
 	EoiCdcMode	cdc_mode;		/* debezium */
 	char	   *deleted_column;	/* EOI_CDC_SOFT_DELETE: the boolean column, else NULL */
 	bool		durability_async;	/* commits do not wait for their WAL flush */
+	bool		create_target;	/* create a missing target from the writer schema */
+	EoiSchemaChanges schema_changes;	/* evolve the target with the writer schema */
 } EoiJob;
 
 /* An error as one line: message, detail, hint, context (errtext.c). */

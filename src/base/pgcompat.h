@@ -47,6 +47,18 @@
 #endif
 
 /*
+ * Whether a role may create in a schema, and whether it owns a relation
+ * (callers include utils/acl.h, catalog/pg_namespace.h and pg_class.h).
+ */
+#if PG_VERSION_NUM < 160000
+#define eoi_may_create_in_schema(nsp, role) (pg_namespace_aclcheck((nsp), (role), ACL_CREATE) == ACLCHECK_OK)
+#define eoi_owns_relation(relid, role) pg_class_ownercheck((relid), (role))
+#else
+#define eoi_may_create_in_schema(nsp, role) (object_aclcheck(NamespaceRelationId, (nsp), (role), ACL_CREATE) == ACLCHECK_OK)
+#define eoi_owns_relation(relid, role) object_ownercheck(RelationRelationId, (relid), (role))
+#endif
+
+/*
  * A database a DROP DATABASE left half-dropped (it cannot be connected to):
  * marked since 15.4 and 16.0; before, there were none.
  */

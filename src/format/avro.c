@@ -66,6 +66,7 @@ typedef struct SchemaEntry
 	avro_value_t value;			/* reused for every record of the schema */
 	AvroType   *type;
 	EoiAvroFlat *flat;			/* a record of primitives: avroflat.c reads it */
+	EoiSchemaFields *fields;	/* its fields as columns, once asked for */
 	MemoryContext cxt;			/* the type tree */
 } SchemaEntry;
 
@@ -675,6 +676,49 @@ eoi_avro_decode(EoiColumns *cols, const char *value, size_t len, EoiRowWriter *w
 	}
 	for (int c = 0; c < cols->ncolumns; c++)
 		write_field(cols, c, writer, &fields[c], econtext);
+}
+
+/* ---- the writer's schema as columns ---- */
+
+static EoiSchemaFields *
+schema_fields(SchemaEntry *e, const char *what)
+{
+	MemoryContext old = MemoryContextSwitchTo(e->cxt);
+	EoiSchemaFields *f = palloc0(sizeof(EoiSchemaFields));
+	AvroType   *t = e->type;
+
+	f->what = pstrdup(what);
+	f->type_name = pstrdup(avro_schema_type_name(t->schema));
+	if (t->kind == AVRO_RECORD)
+	{
+		f->record = true;
+		f->nfields = t->nchildren;
+		f->fields = palloc0(sizeof(EoiSchemaField) * Max(t->nchildren, 1));
+		for (int i = 0; i < t->nchildren; i++)
+		{
+			const char *name = avro_schema_record_field_name(t->schema, i);
+
+			if (name == NULL)
+				eoi_avro_failed("record field name");
+			f->fields[i].name = pstrdup(name);
+			eoi_avro_column_type(t->children[i], &f->fields[i].typid, &f->fields[i].typmod);
+		}
+	}
+	MemoryContextSwitchTo(old);
+	return f;
+}
+
+const EoiSchemaFields *
+eoi_avro_schema_fields(const char *value, size_t len)
+{
+	char	   *what;
+	const unsigned char *body;
+	size_t		body_len;
+	SchemaEntry *e = read_message(value, len, &what, &body, &body_len);
+
+	if (e->fields == NULL)
+		e->fields = schema_fields(e, what);
+	return e->fields;
 }
 
 /*

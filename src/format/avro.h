@@ -16,6 +16,7 @@
 #include <librdkafka/rdkafka.h>
 
 #include "format/columns.h"
+#include "format/writerschema.h"
 
 /* Use this job's registry for what follows (sink.c, before decoding). */
 extern void eoi_avro_use_job(const EoiJob *job);
@@ -23,6 +24,14 @@ extern void eoi_avro_use_job(const EoiJob *job);
 /* Decode one Avro message into one row of `cols` for `writer`. */
 extern void eoi_avro_decode(EoiColumns *cols, const char *value, size_t len,
 							EoiRowWriter *writer, ExprContext *econtext);
+
+/*
+ * The fields of the writer's schema of one Avro message (value as
+ * eoi_avro_framed gives it), from the cache or the registry: kept with the
+ * schema, valid until the job's registry settings change.  Errors as
+ * decoding's: a bad header or an unknown schema is a record error.
+ */
+extern const EoiSchemaFields *eoi_avro_schema_fields(const char *value, size_t len);
 
 /* An Avro message as JSON text: records and maps as objects. */
 extern char *eoi_avro_json(const char *value, size_t len);

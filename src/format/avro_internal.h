@@ -49,6 +49,7 @@ typedef struct AvroType
 	avro_type_t kind;
 	Logical		logical;
 	int			scale;			/* decimal; bits: their number, or -1 */
+	int			precision;		/* decimal, as the schema says (0: not said) */
 	int			nchildren;		/* record fields, union branches, items, values */
 	struct AvroType **children;
 } AvroType;
@@ -60,6 +61,7 @@ typedef struct Builder
 
 /* avrotype.c */
 extern AvroType *eoi_avro_build_type(Builder *b, avro_schema_t s, JsonbValue *json);
+extern void eoi_avro_column_type(const AvroType *t, Oid *typid, int32 *typmod);
 
 /* avrovalue.c */
 extern void eoi_avro_failed(const char *call);

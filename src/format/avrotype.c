@@ -9,8 +9,11 @@
  */
 #include "postgres.h"
 
+#include "catalog/pg_type.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/numeric.h"
 #include "utils/varbit.h"
 
 #include "format/avro_internal.h"
@@ -116,7 +119,7 @@ connect_logical_of(JsonbValue *json, avro_type_t kind, int *scale)
  * does not fit its base type is ignored, as the Avro specification says.
  */
 static Logical
-logical_of(JsonbValue *json, avro_schema_t s, avro_type_t kind, int *scale)
+logical_of(JsonbValue *json, avro_schema_t s, avro_type_t kind, int *scale, int *precision)
 {
 	JsonbValue	lt;
 
@@ -125,6 +128,7 @@ logical_of(JsonbValue *json, avro_schema_t s, avro_type_t kind, int *scale)
 	if (json_is(&lt, "decimal") && (kind == AVRO_BYTES || kind == AVRO_FIXED))
 	{
 		*scale = json_int(json, "scale", 0);
+		*precision = json_int(json, "precision", 0);
 		return L_DECIMAL;
 	}
 	if (json_is(&lt, "uuid") && (kind == AVRO_STRING ||
@@ -191,7 +195,7 @@ eoi_avro_build_type(Builder *b, avro_schema_t s, JsonbValue *json)
 	t->kind = avro_typeof(s);
 	if (is_avro_named_type(s))
 		b->named = lappend(b->named, t);
-	t->logical = logical_of(json, s, t->kind, &t->scale);
+	t->logical = logical_of(json, s, t->kind, &t->scale, &t->precision);
 
 	switch (t->kind)
 	{
@@ -233,4 +237,120 @@ eoi_avro_build_type(Builder *b, avro_schema_t s, JsonbValue *json)
 			break;
 	}
 	return t;
+}
+
+/* ---- the column a value of the schema fills ---- */
+
+/* A union of null and one other branch: that branch, else NULL. */
+static const AvroType *
+nullable_branch(const AvroType *t)
+{
+	if (t->kind != AVRO_UNION || t->nchildren != 2)
+		return NULL;
+	if (t->children[0]->kind == AVRO_NULL)
+		return t->children[1];
+	if (t->children[1]->kind == AVRO_NULL)
+		return t->children[0];
+	return NULL;
+}
+
+/* The type of a logical type's column, or InvalidOid for none. */
+static Oid
+logical_column_type(const AvroType *t, int32 *typmod)
+{
+	switch (t->logical)
+	{
+		case L_DECIMAL:
+			/* numeric(p, s) where the schema states a precision numeric can hold */
+			if (t->precision >= 1 && t->precision <= NUMERIC_MAX_PRECISION &&
+				t->scale >= 0 && t->scale <= t->precision)
+				*typmod = ((t->precision << 16) | t->scale) + VARHDRSZ;
+			return NUMERICOID;
+		case L_VARIABLE_DECIMAL:
+			return NUMERICOID;
+		case L_DATE:
+			return DATEOID;
+		case L_TIME_MILLIS:
+		case L_TIME_MICROS:
+		case L_TIME_NANOS:
+			return TIMEOID;
+		case L_TIMESTAMP_MILLIS:
+		case L_TIMESTAMP_MICROS:
+		case L_TIMESTAMP_NANOS:
+			return TIMESTAMPTZOID;
+		case L_LOCAL_TIMESTAMP_MILLIS:
+		case L_LOCAL_TIMESTAMP_MICROS:
+		case L_LOCAL_TIMESTAMP_NANOS:
+			return TIMESTAMPOID;
+		case L_UUID:
+			return UUIDOID;
+		case L_DURATION:
+			return INTERVALOID;
+		case L_BITS:
+			return VARBITOID;
+		case L_NONE:
+			break;
+	}
+	return InvalidOid;
+}
+
+/*
+ * The column type that values of `t` fill best, as docs/formats.md's table
+ * of Avro types gives it: a logical type's, a primitive's, a nullable
+ * union's other branch's, an array of a scalar's array type; records, maps,
+ * other unions and arrays of anything else into jsonb.
+ */
+void
+eoi_avro_column_type(const AvroType *t, Oid *typid, int32 *typmod)
+{
+	const AvroType *branch = nullable_branch(t);
+
+	*typmod = -1;
+	if (branch != NULL)
+		t = branch;
+	*typid = logical_column_type(t, typmod);
+	if (OidIsValid(*typid))
+		return;
+	switch (t->kind)
+	{
+		case AVRO_STRING:
+		case AVRO_ENUM:
+		case AVRO_NULL:
+			*typid = TEXTOID;
+			return;
+		case AVRO_BYTES:
+		case AVRO_FIXED:
+			*typid = BYTEAOID;
+			return;
+		case AVRO_INT32:
+			*typid = INT4OID;
+			return;
+		case AVRO_INT64:
+			*typid = INT8OID;
+			return;
+		case AVRO_FLOAT:
+			*typid = FLOAT4OID;
+			return;
+		case AVRO_DOUBLE:
+			*typid = FLOAT8OID;
+			return;
+		case AVRO_BOOLEAN:
+			*typid = BOOLOID;
+			return;
+		case AVRO_ARRAY:
+			{
+				Oid			elem;
+				int32		elem_typmod;
+
+				eoi_avro_column_type(t->children[0], &elem, &elem_typmod);
+				*typid = (elem == JSONBOID || elem == BYTEAOID || type_is_array(elem)) ?
+					InvalidOid : get_array_type(elem);
+				if (!OidIsValid(*typid))
+					*typid = JSONBOID;
+				return;
+			}
+		default:
+			*typid = JSONBOID;
+			return;
+	}
 }

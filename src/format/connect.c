@@ -17,6 +17,8 @@
 #include "utils/date.h"
 #include "utils/datetime.h"
 #include "utils/jsonb.h"
+#include "utils/lsyscache.h"
+#include "utils/numeric.h"
 
 #include "base/pgcompat.h"
 #include "format/connect.h"
@@ -487,4 +489,139 @@ eoi_connect_cached_codecs(EoiColumns *cols, const char *text, size_t len)
 		}
 	}
 	return s->codecs;
+}
+
+/* ---- a struct schema's fields as columns ---- */
+
+/* The column type of a Connect schema's logical name, or InvalidOid. */
+static Oid
+connect_logical_type(const char *name, JsonbContainer *field, int32 *typmod)
+{
+	static const struct
+	{
+		const char *name;
+		Oid			typid;
+	}			names[] = {
+		{"org.apache.kafka.connect.data.Date", DATEOID},
+		{"org.apache.kafka.connect.data.Time", TIMEOID},
+		{"org.apache.kafka.connect.data.Timestamp", TIMESTAMPTZOID},
+		{"org.apache.kafka.connect.data.Decimal", NUMERICOID},
+		{"io.debezium.time.Date", DATEOID},
+		{"io.debezium.time.Time", TIMEOID},
+		{"io.debezium.time.MicroTime", TIMEOID},
+		{"io.debezium.time.NanoTime", TIMEOID},
+		{"io.debezium.time.ZonedTime", TIMETZOID},
+		{"io.debezium.time.Timestamp", TIMESTAMPOID},
+		{"io.debezium.time.MicroTimestamp", TIMESTAMPOID},
+		{"io.debezium.time.NanoTimestamp", TIMESTAMPOID},
+		{"io.debezium.time.ZonedTimestamp", TIMESTAMPTZOID},
+		{"io.debezium.time.MicroDuration", INTERVALOID},
+		{"io.debezium.data.VariableScaleDecimal", NUMERICOID},
+		{"io.debezium.data.Bits", VARBITOID},
+		{"io.debezium.data.Json", JSONBOID},
+		{"io.debezium.data.Uuid", UUIDOID},
+		{"io.debezium.data.Enum", TEXTOID},
+		{"io.debezium.data.Xml", TEXTOID},
+	};
+
+	for (int i = 0; i < lengthof(names); i++)
+	{
+		if (strcmp(names[i].name, name) != 0)
+			continue;
+		if (names[i].typid == NUMERICOID && strcmp(name, "org.apache.kafka.connect.data.Decimal") == 0)
+		{
+			/* numeric(p, s) when Debezium states the precision, else any digits */
+			int			scale = schema_int_parameter(field, "scale", -1);
+			int			precision = schema_int_parameter(field, "connect.decimal.precision", 0);
+
+			if (precision >= 1 && precision <= NUMERIC_MAX_PRECISION && scale >= 0 && scale <= precision)
+				*typmod = ((precision << 16) | scale) + VARHDRSZ;
+		}
+		return names[i].typid;
+	}
+	return InvalidOid;
+}
+
+/* The column type that values of a field of Connect schema `field` fill best. */
+static void
+connect_column_type(JsonbContainer *field, Oid *typid, int32 *typmod, int depth)
+{
+	char	   *name = eoi_connect_member_string(field, "name");
+	char	   *type = eoi_connect_member_string(field, "type");
+	static const struct
+	{
+		const char *type;
+		Oid			typid;
+	}			types[] = {
+		{"int8", INT2OID}, {"int16", INT2OID}, {"int32", INT4OID}, {"int64", INT8OID},
+		{"float32", FLOAT4OID}, {"float64", FLOAT8OID}, {"boolean", BOOLOID},
+		{"string", TEXTOID}, {"bytes", BYTEAOID},
+	};
+
+	check_stack_depth();
+	*typmod = -1;
+	*typid = name != NULL ? connect_logical_type(name, field, typmod) : InvalidOid;
+	if (OidIsValid(*typid))
+		return;
+	*typid = JSONBOID;			/* struct, map, and what is not known */
+	if (type == NULL)
+		return;
+	for (int i = 0; i < lengthof(types); i++)
+		if (strcmp(types[i].type, type) == 0)
+			*typid = types[i].typid;
+	if (strcmp(type, "array") == 0 && depth < 1)
+	{
+		JsonbValue	items;
+		Oid			elem;
+		int32		elem_typmod;
+
+		*typid = JSONBOID;
+		if (eoi_connect_member(field, "items", &items) == NULL || items.type != jbvBinary ||
+			!JsonContainerIsObject(items.val.binary.data))
+			return;
+		connect_column_type(items.val.binary.data, &elem, &elem_typmod, depth + 1);
+		if (elem != JSONBOID && elem != BYTEAOID && OidIsValid(get_array_type(elem)))
+			*typid = get_array_type(elem);
+	}
+}
+
+/*
+ * The fields of a Connect struct schema, as columns: each field's name
+ * ("field") and the type its values fill best.  `what` names the schema in
+ * messages.  A schema that is not a struct has no fields (record false).
+ */
+EoiSchemaFields *
+eoi_connect_struct_fields(JsonbContainer *schema, const char *what)
+{
+	EoiSchemaFields *f = palloc0(sizeof(EoiSchemaFields));
+	char	   *type = eoi_connect_member_string(schema, "type");
+	JsonbValue	fields;
+	int			n;
+
+	f->what = pstrdup(what);
+	f->type_name = type ? type : "schema without a type";
+	if (type == NULL || strcmp(type, "struct") != 0 ||
+		eoi_connect_member(schema, "fields", &fields) == NULL || fields.type != jbvBinary ||
+		!JsonContainerIsArray(fields.val.binary.data))
+		return f;
+	f->record = true;
+	n = JsonContainerSize(fields.val.binary.data);
+	f->fields = palloc0(sizeof(EoiSchemaField) * Max(n, 1));
+	for (int i = 0; i < n; i++)
+	{
+		JsonbValue *field = getIthJsonbValueFromContainer(fields.val.binary.data, i);
+		char	   *name;
+
+		CHECK_FOR_INTERRUPTS();
+		if (field == NULL || field->type != jbvBinary || !JsonContainerIsObject(field->val.binary.data) ||
+			(name = eoi_connect_member_string(field->val.binary.data, "field")) == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("field %d of the Kafka Connect schema (%s) has no name", i + 1, what)));
+		f->fields[f->nfields].name = name;
+		connect_column_type(field->val.binary.data, &f->fields[f->nfields].typid,
+							&f->fields[f->nfields].typmod, 0);
+		f->nfields++;
+	}
+	return f;
 }

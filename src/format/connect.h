@@ -17,6 +17,7 @@
 #include "utils/jsonb.h"
 
 #include "format/columns.h"
+#include "format/writerschema.h"
 
 /* How a field's JSON value encodes the column's value. */
 typedef enum EoiConversion
@@ -49,6 +50,7 @@ extern char *eoi_connect_member_string(JsonbContainer *object, const char *name)
 extern JsonbContainer *eoi_connect_schema_field(JsonbContainer *struct_schema, const char *name);
 
 extern EoiFieldCodec eoi_connect_codec(JsonbContainer *field, Oid coltype);
+extern EoiSchemaFields *eoi_connect_struct_fields(JsonbContainer *schema, const char *what);
 extern char *eoi_connect_convert(const EoiFieldCodec *fc, char *s);
 
 /*

@@ -21,6 +21,7 @@
 
 #include "access/tupdesc.h"
 #include "catalog/pg_type.h"
+#include "common/hashfn.h"
 #include "mb/pg_wchar.h"
 #include "nodes/makefuncs.h"
 #include "optimizer/optimizer.h"
@@ -875,4 +876,104 @@ eoi_decode_json_text(EoiColumns *cols, const char *text, size_t len, EoiRowWrite
 					 ExprContext *econtext)
 {
 	decode_json(cols, text, len, writer, econtext, JSON_IMAGE);
+}
+
+/* ---- the schema a message carries, as columns ---- */
+
+/*
+ * The wrappers' schemas met lately, by their text: a topic repeats one
+ * schema in every message, and it is parsed once.
+ */
+#define SCHEMAS_KEPT 8
+
+typedef struct KeptSchema
+{
+	MemoryContext cxt;			/* the text and the fields */
+	char	   *text;
+	size_t		len;
+	EoiSchemaFields *fields;
+} KeptSchema;
+
+static KeptSchema kept[SCHEMAS_KEPT];
+static int	next_kept = 0;
+
+/*
+ * Where the JSON object at `p` ends, strings skipped (the bytes are checked
+ * when parsed), or NULL if `p` holds no object.
+ */
+static const char *
+object_end(const char *p, const char *end)
+{
+	int			depth = 0;
+	bool		in_string = false;
+
+	if (p >= end || *p != '{')
+		return NULL;
+	for (; p < end; p++)
+	{
+		if (in_string)
+		{
+			if (*p == '\\')
+				p++;
+			else if (*p == '"')
+				in_string = false;
+		}
+		else if (*p == '"')
+			in_string = true;
+		else if (*p == '{' || *p == '[')
+			depth++;
+		else if ((*p == '}' || *p == ']') && --depth == 0)
+			return p + 1;
+	}
+	return NULL;
+}
+
+/*
+ * The fields of the Kafka Connect schema a JSON message carries in
+ * JsonConverter's wrapper ({"schema":{...},"payload":...}, as it writes
+ * it, in Confluent's JSON Schema framing or not), or NULL for a message
+ * without one.  Valid until SCHEMAS_KEPT other schemas have come.
+ */
+const EoiSchemaFields *
+eoi_json_schema_fields(const char *value, size_t len)
+{
+	size_t		head = strlen(WRAPPER_HEAD);
+	const char *text;
+	const char *end;
+	KeptSchema *k;
+	Jsonb	   *jb;
+	MemoryContext old;
+
+	if (len >= 5 && value[0] == '\0')
+	{
+		value += 5;				/* Confluent's framing: magic byte and schema id */
+		len -= 5;
+	}
+	if (len < head || memcmp(value, WRAPPER_HEAD, head) != 0)
+		return NULL;
+	text = value + head;
+	end = object_end(text, value + len);
+	if (end == NULL)
+		return NULL;
+	for (int i = 0; i < SCHEMAS_KEPT; i++)
+		if (kept[i].text != NULL && kept[i].len == (size_t) (end - text) &&
+			memcmp(kept[i].text, text, kept[i].len) == 0)
+			return kept[i].fields;
+
+	k = &kept[next_kept];
+	next_kept = (next_kept + 1) % SCHEMAS_KEPT;
+	if (k->cxt != NULL)
+		MemoryContextDelete(k->cxt);
+	memset(k, 0, sizeof(KeptSchema));
+	jb = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(pnstrdup(text, end - text))));
+	k->cxt = AllocSetContextCreate(TopMemoryContext, "eoingest connect schema", ALLOCSET_SMALL_SIZES);
+	old = MemoryContextSwitchTo(k->cxt);
+	k->fields = eoi_connect_struct_fields(&jb->root,
+										  psprintf("Kafka Connect schema %016llx",
+												   (unsigned long long) hash_bytes_extended((const unsigned char *) text,
+																							end - text, 0)));
+	k->len = end - text;
+	k->text = pnstrdup(text, k->len);
+	MemoryContextSwitchTo(old);
+	return k->fields;
 }

@@ -204,6 +204,35 @@ eoi_parse_durability(const char *durability)
 			 errhint("Choose sync (each batch's commit waits for its WAL flush) or async (it does not; a crash loses the last batches' rows and offsets together, and the job reads them again).")));
 }
 
+EoiSchemaChanges
+eoi_parse_schema_changes(const char *schema_changes)
+{
+	if (strcmp(schema_changes, "none") == 0)
+		return EOI_SCHEMA_CHANGES_NONE;
+	if (strcmp(schema_changes, "add_columns") == 0)
+		return EOI_SCHEMA_CHANGES_ADD_COLUMNS;
+	if (strcmp(schema_changes, "widen") == 0)
+		return EOI_SCHEMA_CHANGES_WIDEN;
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("unrecognized schema_changes \"%s\"", schema_changes),
+			 errhint("Choose none (the target stays as it is), add_columns (a field the target lacks becomes a nullable column) or widen (also the safe widenings of a column's type).")));
+}
+
+const char *
+eoi_schema_changes_name(EoiSchemaChanges schema_changes)
+{
+	switch (schema_changes)
+	{
+		case EOI_SCHEMA_CHANGES_ADD_COLUMNS:
+			return "add_columns";
+		case EOI_SCHEMA_CHANGES_WIDEN:
+			return "widen";
+		default:
+			return "none";
+	}
+}
+
 /* on_truncate: true for 'truncate', false for 'refuse'. */
 bool
 eoi_parse_on_truncate(const char *on_truncate)
@@ -529,12 +558,14 @@ job_load(const char *where, Oid argtype, Datum arg)
 				   "       key_columns, key_format, offset_commit_interval_ms, max_message_bytes,"
 				   "       commit_to_kafka, partitions, config_version, batch_max_bytes,"
 				   "       columns, timestamp_unit, envelope, on_truncate, schema_registry,"
-				   "       targets, transactions, %s, %s"
+				   "       targets, transactions, %s, %s, %s"
 				   "  FROM eoingest.jobs WHERE %s",
-				   /* before 0.13, 0.15: their defaults */
+				   /* before 0.13, 0.15, 0.16: their defaults */
 				   eoi_jobs_have_column("durability") ? "cdc_mode, deleted_column, durability" :
 				   "'apply', NULL::text, 'sync'",
-				   eoi_jobs_have_column("mapping") ? "mapping" : "NULL::jsonb", where);
+				   eoi_jobs_have_column("mapping") ? "mapping" : "NULL::jsonb",
+				   eoi_jobs_have_column("create_target") ? "create_target, schema_changes" :
+				   "false, 'none'", where);
 	ret = SPI_execute_with_args(sql, 1, argtypes, args, NULL, true, 1);
 	if (ret != SPI_OK_SELECT)
 		elog(ERROR, "could not read eoingest.jobs: %s", SPI_result_code_string(ret));
@@ -639,6 +670,8 @@ job_load(const char *where, Oid argtype, Datum arg)
 			job->mapping = isnull ? NULL : DatumGetJsonbPCopy(d);
 			MemoryContextSwitchTo(old);
 		}
+		job->create_target = DatumGetBool(SPI_getbinval(tup, desc, 38, &isnull));
+		job->schema_changes = eoi_parse_schema_changes(text_column(tup, desc, 39, cxt));
 	}
 	SPI_finish();
 	eoi_restore_user(&saved);

@@ -28,6 +28,8 @@ extern const char *eoi_envelope_name(EoiEnvelope envelope);
 extern bool eoi_parse_on_truncate(const char *on_truncate);
 extern EoiCdcMode eoi_parse_cdc_mode(const char *cdc_mode);
 extern bool eoi_parse_durability(const char *durability);
+extern EoiSchemaChanges eoi_parse_schema_changes(const char *schema_changes);
+extern const char *eoi_schema_changes_name(EoiSchemaChanges schema_changes);
 extern bool eoi_jobs_have_column(const char *name);
 extern const char *eoi_cdc_mode_name(EoiCdcMode cdc_mode);
 extern bool eoi_parse_transactions(const char *transactions);

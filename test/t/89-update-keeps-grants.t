@@ -67,9 +67,10 @@ eoi-kafka produce-seq "$topic" --count 1000 --start 1000 --format csv >/dev/null
 is "$(psql -XAtq -U "$tenant" -c "SELECT eoingest.wait_for_catchup('upg', '60 s')")" t \
   "after the update the job runs, and its owner can still wait for it"
 psql -XAtq -U "$tenant" -c "SELECT eoingest.create_job(name => 'upg_map', brokers => '$KAFKA_BROKERS', topic => '$topic',
-                              target => 'upg_t', mapping => '{\"id\": \"/1\", \"ts\": \"/2\"}')" >/dev/null 2>&1 || true
-is "$(sql "SELECT mapping->>'ts' FROM eoingest.jobs WHERE name = 'upg_map' AND owner = '$tenant'::regrole")" \
-  "/2" "create_job, which the update created again, keeps the tenant's grant and takes 0.15's mapping"
+                              target => 'upg_t', mapping => '{\"id\": \"/1\", \"ts\": \"/2\"}',
+                              create_target => false, schema_changes => 'none')" >/dev/null 2>&1 || true
+is "$(sql "SELECT mapping->>'ts' || ' ' || schema_changes FROM eoingest.jobs WHERE name = 'upg_map' AND owner = '$tenant'::regrole")" \
+  "/2 none" "create_job, which the update created again, keeps the tenant's grant and takes 0.15's mapping and 0.16's schema_changes"
 is "$(sql "SELECT count(*) || ' ' || count(DISTINCT ts) || ' ' || string_agg(DISTINCT who, ',') FROM upg_t")" \
   "2000 2000 $tenant" "every record once, written as the tenant"
 psql -XAtq -U "$tenant" -c "SELECT eoingest.stop_job('upg')" >/dev/null
