@@ -251,6 +251,12 @@ def target_lines(summary, lat, paired=()):
         r = mapped["rate"] / plain_json["rate"]
         add("json mapping with 4 metadata columns ≥ 0.9 × plain json (b=10000 par=1)", r, 0.9,
             f"{r:.2f} × plain json")
+    # Following the writer schema (schema_changes) when it changes nothing, against the plain Avro path.
+    evolve = find(summary, method="eoingest_evolve", mode="exactly_once", batch="10000", par="1")
+    plain_avro = find(summary, method="eoingest", mode="exactly_once", format="avro", batch="10000", par="1", pk="no")
+    if evolve and plain_avro:
+        r = evolve["rate"] / plain_avro["rate"]
+        add("avro with schema_changes ≥ 0.95 × plain avro (b=10000 par=1)", r, 0.95, f"{r:.2f} × plain avro")
     # The CDC stream (--cdc / --peers), events/s to the final state.
     cdc = find(summary, method="eoingest_cdc", format="cdc_debezium")
     cdc_upsert = find(summary, method="eoingest_cdc", format="cdc_upsert")

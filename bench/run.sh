@@ -538,6 +538,7 @@ eoi_once() {
     target=NULL extra+=", transform => \$eoi\$$VARIANT_TRANSFORM\$eoi\$"
   fi
   [ -n "${VARIANT_MAPPING:-}" ] && extra+=", mapping => '$VARIANT_MAPPING'"
+  [ -n "${VARIANT_SCHEMA_CHANGES:-}" ] && extra+=", schema_changes => '$VARIANT_SCHEMA_CHANGES'"
 
   job_drop
   q "TRUNCATE $table" >/dev/null
@@ -794,6 +795,15 @@ eoi_mapping_variant() {
   VARIANT_MAPPING=''
 }
 
+# The Avro rows with schema_changes => 'widen' (method eoingest_evolve): the schema fits the table,
+# so this measures what following the schema costs every batch that changes nothing.
+eoi_evolve_variant() {
+  VARIANT_SCHEMA_CHANGES=widen
+  variant "(d) eoingest" "eoingest exactly_once b=10000 par=1 avro schema_changes widen" eoingest_evolve avro 4 \
+    no exactly_once 10000 1 -- eoi_once "$(topic_name avro 4)" bench_nopk avro exactly_once 10000 1
+  VARIANT_SCHEMA_CHANGES=''
+}
+
 eoi_transform_variant() {
   VARIANT_TRANSFORM="INSERT INTO public.bench_nopk SELECT value_json->>'id', (value_json->>'ts')::bigint,
     (value_json->>'temperature')::double precision FROM eoingest.batch()"
@@ -817,6 +827,7 @@ run_eoingest() {
     eoi_transform_variant
     eoi_mapping_variant
     eoi_variant exactly_once avro 4 no 10000 1
+    eoi_evolve_variant
     eoi_variant exactly_once csv 1 no 10000 1
     eoi_variant exactly_once csv 4 no 10000 1 0 "$PREFETCH_B" "$PREFETCH_B_LABEL"
     eoi_partitioned_variants
@@ -856,6 +867,7 @@ run_eoingest() {
     [ "$pk" = no ] && eoi_transform_variant
     [ "$pk" = no ] && eoi_mapping_variant
     for par in "${pars[@]}"; do eoi_variant exactly_once avro 4 "$pk" 10000 "$par"; done
+    if [ "$pk" = no ]; then eoi_evolve_variant; fi
     eoi_variant exactly_once csv 1 "$pk" 10000 1
   done
   eoi_partitioned_variants
