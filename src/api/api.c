@@ -15,16 +15,83 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
+#include "utils/snapmgr.h"
 
 #include "api/api_internal.h"
+#include "apply/evolve.h"
 #include "apply/target.h"
 #include "base/shmem.h"
+#include "base/txn.h"
 #include "format/decode.h"
 #include "store/offsets.h"
+
+/* create_target at create_job: one target, for one topic (evolve.c). */
+typedef struct CreateNow
+{
+	const EoiJob *job;
+	const char *topic;
+	const char *target;
+	bool		created;
+} CreateNow;
+
+static void
+create_now(void *arg)
+{
+	CreateNow  *c = arg;
+
+	c->created = eoi_evolve_create_now(c->job, c->topic, c->target);
+}
+
+/*
+ * create_target: the job's missing targets are created now where the
+ * registry already has a schema for their topic, so that they are there to
+ * grant and look at before the first message; the others when it comes.
+ * Not for a topic pattern (which topics it will match is not known).  A
+ * registry that cannot be read now is said, and does not fail create_job.
+ */
+static void
+create_targets_now(const char *name)
+{
+	EoiJob	   *job;
+	bool		template;
+	ListCell   *lc;
+
+	/* the job as this command inserted it */
+	CommandCounterIncrement();
+	PushCopiedSnapshot(GetActiveSnapshot());
+	UpdateActiveSnapshotCommandId();
+	job = eoi_job_load_by_name(name);
+	PopActiveSnapshot();
+
+	if (!job->create_target || job->target == NULL || job->topic_pattern != NULL)
+		return;
+	template = eoi_target_is_template(job->target);
+	foreach(lc, job->topics)
+	{
+		const char *topic = lfirst(lc);
+		CreateNow	c = {job, topic, template ? eoi_target_for_topic(job->target, topic) : job->target, false};
+		ErrorData  *edata;
+
+		if (eoi_target_exists(c.target))
+			continue;
+		edata = eoi_try_subxact(create_now, &c);
+		if (edata != NULL)
+			ereport(NOTICE,
+					(errmsg("target table %s is not created yet: %s", c.target, edata->message),
+					 errdetail("The job creates it from the writer schema of the first message of topic \"%s\".", topic)));
+		else if (c.created)
+			ereport(NOTICE,
+					(errmsg("created target table %s from the schema registry's latest schema for topic \"%s\"",
+							c.target, topic)));
+		if (!template && c.created)
+			break;
+	}
+}
 
 PG_FUNCTION_INFO_V1(eoingest_create_job);
 
@@ -229,6 +296,8 @@ eoingest_create_job(PG_FUNCTION_ARGS)
 	}
 	SPI_finish();
 	eoi_restore_user(&saved);
+	if (create_target)
+		create_targets_now(name);
 	PG_RETURN_VOID();
 }
 

@@ -1034,12 +1034,12 @@ eoi_api_check_definition(JobDefinition *def)
 	check_may_alter(def);
 	if (def->target_missing && def->mode == EOI_MODE_UPSERT)
 	{
-		/* the table is created with the key columns as its primary key */
-		if (def->key_columns == NIL)
+		/* the table is created with the key columns, or the key schema's fields, as its primary key */
+		if (def->key_columns == NIL && def->key_format != EOI_FORMAT_AVRO)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("mode upsert with create_target needs key_columns while the target does not exist"),
-					 errhint("Name the fields of the key: key_columns => '{id}'; the table is created with them as its primary key.")));
+					 errmsg("mode upsert with create_target needs key_columns, or Avro keys, while the target does not exist"),
+					 errhint("Name the fields of the key: key_columns => '{id}', or take the key schema's fields with key_format => 'avro'; the table is created with them as its primary key.")));
 		default_key_format(def);
 	}
 	else if (def->cdc_mode == EOI_CDC_HISTORY && def->target != NULL)

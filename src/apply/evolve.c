@@ -531,24 +531,67 @@ field_named(const EoiSchemaFields *f, const char *name)
 	return NULL;
 }
 
-/* CREATE TABLE from a writer schema; in mode upsert with the key columns as primary key. */
+/*
+ * The fields of the first Avro key of the batch, as the primary key of a
+ * table create_target makes for mode upsert without key_columns.
+ */
+static List *
+key_schema_columns(const EoiJob *job, EoiBatch *batch, const char *target)
+{
+	for (int i = 0; i < batch->n; i++)
+	{
+		rd_kafka_message_t *msg = batch->messages[i];
+		const EoiSchemaFields *f;
+		const char *key;
+		size_t		len;
+		List	   *names = NIL;
+
+		CHECK_FOR_INTERRUPTS();
+		if (msg->key == NULL)
+			continue;
+		key = eoi_avro_framed(msg, true, false, &len);
+		f = eoi_avro_schema_fields(key, len);
+		if (!f->record || f->nfields == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("the key's %s is %s, not a record: it names no primary key for target %s",
+							f->what, f->record ? "a record without fields" : f->type_name, target),
+					 errhint("Name the key columns: eoingest.alter_job('%s', key_columns => '{id}').", job->name)));
+		for (int k = 0; k < f->nfields; k++)
+			names = lappend(names, makeString(pstrdup(f->fields[k].name)));
+		return names;
+	}
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("target %s does not exist, and no message of the batch has a key whose schema names its primary key", target),
+			 errhint("Name the key columns: eoingest.alter_job('%s', key_columns => '{id}').", job->name)));
+	return NIL;					/* not reached */
+}
+
+/*
+ * CREATE TABLE from a writer schema; in mode upsert with the key columns
+ * (named, or the key schema's fields) as primary key.
+ */
 static void
-create_target(const EoiJob *job, const char *target, const SchemaUse *use)
+create_target(const EoiJob *job, EoiBatch *batch, const char *target, const SchemaUse *use)
 {
 	const EoiSchemaFields *f = use->fields;
 	StringInfoData sql;
 	ListCell   *lc;
+	List	   *keys = job->key_columns;
 
 	check_fields(target, use);
+	if (job->mode == EOI_MODE_UPSERT && keys == NIL)
+		keys = key_schema_columns(job, batch, target);
 	initStringInfo(&sql);
 	appendStringInfo(&sql, "CREATE TABLE %s (", target);
 	for (int i = 0; i < f->nfields; i++)
 		appendStringInfo(&sql, "%s%s %s", i > 0 ? ", " : "", quote_identifier(f->fields[i].name),
 						 type_sql(f->fields[i].typid, f->fields[i].typmod));
-	if (job->mode == EOI_MODE_UPSERT && job->key_columns != NIL)
+	if (job->mode == EOI_MODE_UPSERT)
 	{
 		appendStringInfoString(&sql, ", PRIMARY KEY (");
-		foreach(lc, job->key_columns)
+		foreach(lc, keys)
 		{
 			const char *key = strVal(lfirst(lc));
 
@@ -556,7 +599,7 @@ create_target(const EoiJob *job, const char *target, const SchemaUse *use)
 				ereport(ERROR,
 						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 						 errmsg("key column \"%s\" of job \"%s\" is not a field of %s", key, job->name, f->what),
-						 errdetail("create_target makes target %s from the fields of the topic's writer schema, and mode upsert keys it by key_columns.", target),
+						 errdetail("create_target makes target %s from the fields of the topic's writer schema, and mode upsert keys it by key_columns or the key's schema.", target),
 						 errhint("Name fields of the schema in key_columns (eoingest.alter_job), or create the table yourself.")));
 			appendStringInfo(&sql, "%s%s", foreach_current_index(lc) > 0 ? ", " : "", quote_identifier(key));
 		}
@@ -731,7 +774,7 @@ eoi_evolve_target(const EoiJob *job, EoiBatch *batch, const char *target)
 		lock_target_name(target);
 		if (!eoi_target_exists(target))
 		{
-			create_target(job, target, linitial(uses));
+			create_target(job, batch, target, linitial(uses));
 			uses = list_delete_first(uses);
 		}
 	}
@@ -739,4 +782,35 @@ eoi_evolve_target(const EoiJob *job, EoiBatch *batch, const char *target)
 		return;
 	foreach(lc, uses)
 		evolve_for(job, target, lfirst(lc));
+}
+
+/*
+ * create_job's part of create_target: create the job's missing `target`
+ * for `topic` now, from the latest schema the registry has for the topic
+ * (subject "<topic>-value", Confluent's default naming), so that it is
+ * there to grant and look at before the first message.  Returns false
+ * when there is nothing to create it from yet (not avro, no such subject,
+ * or an upsert keyed by the key's schema): the worker creates it then.  In
+ * the caller's transaction, as the job's owner.
+ */
+bool
+eoi_evolve_create_now(const EoiJob *job, const char *topic, const char *target)
+{
+	const EoiSchemaFields *fields;
+	SchemaUse	use;
+
+	if (!job->create_target || job->format != EOI_FORMAT_AVRO ||
+		(job->mode == EOI_MODE_UPSERT && job->key_columns == NIL))
+		return false;
+	eoi_avro_use_job(job);
+	fields = eoi_avro_subject_fields(psprintf("%s-value", topic));
+	if (fields == NULL)
+		return false;
+	use.fields = copy_fields(fields);
+	use.topic = topic;
+	lock_target_name(target);
+	if (eoi_target_exists(target))
+		return false;
+	create_target(job, NULL, target, &use);
+	return true;
 }

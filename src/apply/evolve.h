@@ -14,5 +14,6 @@
 #include "kafka/batch.h"
 
 extern void eoi_evolve_target(const EoiJob *job, EoiBatch *batch, const char *target);
+extern bool eoi_evolve_create_now(const EoiJob *job, const char *topic, const char *target);
 
 #endif							/* EOI_EVOLVE_H */

@@ -853,7 +853,9 @@ eoi_upsert_batch(const EoiJob *job, EoiBatch *batch)
 	ExprContext *econtext = GetPerTupleExprContext(estate);
 	EoiMapping	mapping = eoi_job_mapping(job);
 	EoiColumns *cols = eoi_columns_for(rel, &mapping, estate);
-	EoiColumns *keys = eoi_columns_for_keys(rel, &mapping, job->key_format, job->key_columns);
+	/* a target create_target made from the key's schema: its primary key */
+	List	   *key_columns = job->key_columns != NIL ? job->key_columns : eoi_primary_key_columns(rel);
+	EoiColumns *keys = eoi_columns_for_keys(rel, &mapping, job->key_format, key_columns);
 	EoiChangeSet *cs;
 	uint64		processed;
 	DecodePosition dp = {batch, -1};
@@ -861,7 +863,7 @@ eoi_upsert_batch(const EoiJob *job, EoiBatch *batch)
 
 	eoi_check_target_kind(rel, job->mode);
 	eoi_check_target_unchanged(job, rel, cols);
-	cs = eoi_changes_begin(rel, job->target, cols, keys, job->key_columns);
+	cs = eoi_changes_begin(rel, job->target, cols, keys, key_columns);
 
 	errcb.callback = decode_error_callback;
 	errcb.arg = &dp;

@@ -708,6 +708,28 @@ schema_fields(SchemaEntry *e, const char *what)
 	return f;
 }
 
+/*
+ * The fields of the schema the registry has under `subject` now (its
+ * latest version), or NULL when it has no such subject.
+ */
+const EoiSchemaFields *
+eoi_avro_subject_fields(const char *subject)
+{
+	int64		id = eoi_registry_latest_id(subject);
+	char		path[SCHEMA_KEY_LEN];
+	char	   *what;
+	SchemaEntry *e;
+
+	if (id < 0)
+		return NULL;
+	snprintf(path, sizeof(path), "/schemas/ids/%u", (uint32) id);
+	what = psprintf("schema id %u", (uint32) id);
+	e = schema_for(path, what);
+	if (e->fields == NULL)
+		e->fields = schema_fields(e, what);
+	return e->fields;
+}
+
 const EoiSchemaFields *
 eoi_avro_schema_fields(const char *value, size_t len)
 {

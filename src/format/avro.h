@@ -32,6 +32,7 @@ extern void eoi_avro_decode(EoiColumns *cols, const char *value, size_t len,
  * decoding's: a bad header or an unknown schema is a record error.
  */
 extern const EoiSchemaFields *eoi_avro_schema_fields(const char *value, size_t len);
+extern const EoiSchemaFields *eoi_avro_subject_fields(const char *subject);
 
 /* An Avro message as JSON text: records and maps as objects. */
 extern char *eoi_avro_json(const char *value, size_t len);

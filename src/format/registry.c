@@ -354,8 +354,18 @@ shown_reason(const char *base, const char *reason)
  * The registry's answer at `path`, a JSON object, from the first URL that
  * gives one; *base is that URL.  Errors as eoi_registry_fetch_schema says.
  */
+static Jsonb *fetch_answer_extended(const char *path, const char *what, const char **base_out,
+									 bool missing_ok);
+
 static Jsonb *
 fetch_answer(const char *path, const char *what, const char **base_out)
+{
+	return fetch_answer_extended(path, what, base_out, false);
+}
+
+/* fetch_answer, or NULL when `missing_ok` and the registry has no such thing. */
+static Jsonb *
+fetch_answer_extended(const char *path, const char *what, const char **base_out, bool missing_ok)
 {
 	StringInfoData errors;
 	ListCell   *lc;
@@ -414,6 +424,8 @@ fetch_answer(const char *path, const char *what, const char **base_out)
 			*base_out = base;
 			return jb;
 		}
+		if (status == 404 && is_not_found_answer(jb) && missing_ok)
+			return NULL;
 		if (status == 404 && is_not_found_answer(jb))
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -553,4 +565,29 @@ eoi_registry_fetch_schema(const char *path, const char *what, bool *with_referen
 		return schema;
 	return psprintf("{\"type\": \"record\", \"name\": \"%s\", \"fields\": [%s{\"name\": \"schema\", \"type\": %s}]}",
 					EOI_REFERENCES_RECORD, refs.fields.data, schema);
+}
+
+/*
+ * The id of the latest schema registered under `subject`, or -1 when the
+ * registry has no such subject.  Errors as eoi_registry_fetch_schema's.
+ */
+int64
+eoi_registry_latest_id(const char *subject)
+{
+	char	   *what = psprintf("the latest version of subject \"%s\"", subject);
+	const char *base;
+	Jsonb	   *jb = fetch_answer_extended(psprintf("/subjects/%s/versions/latest", escaped_subject(subject)),
+										   what, &base, true);
+	JsonbValue	v;
+	int64		id;
+
+	if (jb == NULL)
+		return -1;
+	if (!json_key(jb, "id", &v) || v.type != jbvNumeric ||
+		(id = DatumGetInt64(DirectFunctionCall1(numeric_int8, NumericGetDatum(v.val.numeric)))) < 0 ||
+		id > PG_UINT32_MAX)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("schema registry at %s answered the request for %s without a schema id", base, what)));
+	return id;
 }

@@ -40,4 +40,10 @@ extern uint64 eoi_registry_configure(const char *urls, Jsonb *options, Oid owner
 
 extern char *eoi_registry_fetch_schema(const char *path, const char *what, bool *with_references);
 
+/*
+ * The id of the latest schema registered under `subject` ("orders-value"),
+ * or -1 when the registry has no such subject.
+ */
+extern int64 eoi_registry_latest_id(const char *subject);
+
 #endif

@@ -13,7 +13,7 @@ set -euo pipefail
 . "$(dirname "$0")/../lib/tap.sh"
 . "$(dirname "$0")/../lib/faults.sh"
 
-plan 39
+plan 42
 
 venv=$EOINGEST_CACHE/avro-venv
 if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import confluent_kafka.schema_registry.avro' 2>/dev/null; then
@@ -67,12 +67,13 @@ sql "CREATE ROLE evo_tenant LOGIN;
        eoingest.drop_job TO evo_tenant;
      GRANT SELECT ON eoingest.job_status, eoingest.job_definitions, eoingest.offsets, eoingest.dead_letters,
        eoingest.target_changes TO evo_tenant" >/dev/null
-for t in evo.a evo.b1 evo.b2 evo.u evo.j; do eoi-kafka delete-topic "$t" >/dev/null 2>&1 || true; done
+for t in evo.a evo.b1 evo.b2 evo.u evo.k evo.j; do eoi-kafka delete-topic "$t" >/dev/null 2>&1 || true; done
 eoi-kafka create-topic evo.a 2 >/dev/null
 eoi-kafka create-topic evo.b1 1 >/dev/null
 eoi-kafka create-topic evo.b2 1 >/dev/null
 eoi-kafka create-topic evo.u 1 >/dev/null
 eoi-kafka create-topic evo.j 1 >/dev/null
+eoi-kafka create-topic evo.k 1 >/dev/null
 common="brokers => '$KAFKA_BROKERS', format => 'avro', schema_registry => '$reg_url', batch_timeout_ms => 100"
 
 # ---- refusals, each with its SQLSTATE
@@ -112,6 +113,10 @@ records 100 1 '{"schema": "v1", "value": {"id": @, "name": "n@", "amount": D("@.
 out=$(as_tenant "SELECT eoingest.create_job(name => 'evo_a', $common, topic => 'evo.a', target => 'evo.orders',
         create_target => true, schema_changes => 'widen', parallelism => 2)" 2>&1)
 like "$out" "does not exist yet" "create_job says the target is created from the first message's schema"
+like "$out" 'created target table evo.orders from the schema registry' \
+  "create_job creates it already from the registry's latest schema for the topic (subject evo.a-value)"
+is "$(columns_of evo.orders) $(sql "SELECT count(*) FROM evo.orders")" "id integer, name text, amount numeric(10,2) 0" \
+  "the table is there before the job starts, to grant and look at"
 is "$(sql "SELECT create_target, schema_changes FROM eoingest.job_definitions WHERE name = 'evo_a'")" "t|widen" \
   "job_definitions shows create_target and schema_changes"
 as_tenant "SELECT eoingest.start_job('evo_a')" >/dev/null
@@ -224,6 +229,17 @@ check "upsert: the created table is keyed by key_columns and holds each key's la
 is "$(sql "SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = 'evo.keyed'::regclass AND contype = 'p'")" \
   "PRIMARY KEY (id)" "upsert: the primary key is key_columns"
 
+schema key <<'EOF'
+{"type": "record", "name": "Key", "namespace": "evo", "fields": [{"name": "id", "type": "int"}]}
+EOF
+records 5 1 '{"schema": "v1", "key_schema": "key", "key": {"id": @ % 2}, "value": {"id": @ % 2, "name": "k@", "amount": D("@.00")}}' |
+  produce evo.k v1=$work/v1.avsc key=$work/key.avsc >/dev/null
+as_tenant "SELECT eoingest.create_job(name => 'evo_k', $common, topic => 'evo.k', target => 'evo.keyed2', mode => 'upsert',
+             key_format => 'avro', create_target => true); SELECT eoingest.start_job('evo_k')" >/dev/null
+check "upsert without key_columns: the created table's primary key is the Avro key schema's fields" wait_until 60 \
+  "SELECT to_regclass('evo.keyed2') IS NOT NULL AND (SELECT string_agg(id || ':' || name, ',' ORDER BY id) FROM evo.keyed2) = '0:k4,1:k5'
+     AND (SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = 'evo.keyed2'::regclass AND contype = 'p') = 'PRIMARY KEY (id)'"
+
 # ---- Kafka Connect's JsonConverter wrapper (Connect's own jars), its schema gaining a field
 "$EOINGEST_TEST_DIR/connect.sh" fetch debezium-postgres >/dev/null
 libs=$EOINGEST_CACHE/connect-$KAFKA_VERSION/libs
@@ -258,7 +274,7 @@ check "json: a schema naming a system column is a dead letter (22023), and the j
 
 # ---- the record of changes, as the tenant reads it
 is "$(as_tenant "SELECT string_agg(job || ':' || split_part(statement, ' ', 1) || ':' || (schema ~ '^(schema id [0-9]+|Kafka Connect schema [0-9a-f]{16})$'), ',' ORDER BY id) FROM eoingest.target_changes")" \
-  "evo_a:CREATE:true,evo_a:ALTER:true,evo_a:ALTER:true,evo_a:ALTER:true,evo_b:CREATE:true,evo_b:CREATE:true,evo_u:CREATE:true,evo_j:CREATE:true,evo_j:ALTER:true" \
+  "evo_a:CREATE:true,evo_a:ALTER:true,evo_a:ALTER:true,evo_a:ALTER:true,evo_b:CREATE:true,evo_b:CREATE:true,evo_u:CREATE:true,evo_k:CREATE:true,evo_j:CREATE:true,evo_j:ALTER:true" \
   "eoingest.target_changes: every statement, with its job and schema, readable by the job's owner"
 
 sql "SELECT eoingest.drop_job(name) FROM eoingest.jobs WHERE name LIKE 'evo\_%'" >/dev/null
