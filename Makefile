@@ -26,6 +26,7 @@ OBJS = \
 	src/format/mapping.o \
 	src/format/decode.o \
 	src/format/decodejson.o \
+	src/format/jsonschema.o \
 	src/format/jsonscan.o \
 	src/format/jsonvalue.o \
 	src/format/avro.o \

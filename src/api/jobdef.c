@@ -678,10 +678,13 @@ check_schema_registry(JobDefinition *def)
 {
 	if (def->format != EOI_FORMAT_AVRO && def->key_format != EOI_FORMAT_AVRO)
 	{
-		if (def->schema_registry != NULL)
+		/* format json: the registry holds the JSON Schemas of JSON Schema records */
+		if (def->schema_registry != NULL && def->format == EOI_FORMAT_JSON)
+			(void) eoi_check_registry_urls(def->schema_registry, def->owner);
+		else if (def->schema_registry != NULL)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("schema_registry is only used by format avro"),
+					 errmsg("schema_registry is only used by formats avro and json"),
 					 errhint("Leave schema_registry out, or use format => 'avro'.")));
 		return;
 	}

@@ -769,7 +769,7 @@ eoi_evolve_target(const EoiJob *job, EoiBatch *batch, const char *target)
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("target %s does not exist, and no message of the batch carries a schema to create it from", target),
-					 errdetail("Format json carries one in Kafka Connect's wrapper only (JsonConverter with schemas.enable=true)."),
+					 errdetail("Format json carries one in Kafka Connect's wrapper (JsonConverter with schemas.enable=true), or, for JSON Schema records, in the registry that schema_registry names."),
 					 errhint("Create the table yourself; the job goes on from its offsets when started again.")));
 		lock_target_name(target);
 		if (!eoi_target_exists(target))

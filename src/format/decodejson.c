@@ -36,6 +36,8 @@
 #include "format/connect.h"
 #include "format/decodejson.h"
 #include "format/jsonscan.h"
+#include "format/jsonschema.h"
+#include "format/registry.h"
 
 int			eoingest_json_decode = EOI_JSON_DECODE_SCAN;
 
@@ -928,11 +930,49 @@ object_end(const char *p, const char *end)
 	return NULL;
 }
 
+/* The JSON Schemas of the registry met lately, by id. */
+typedef struct KeptId
+{
+	MemoryContext cxt;
+	uint32		id;
+	EoiSchemaFields *fields;
+} KeptId;
+
+static KeptId kept_ids[SCHEMAS_KEPT];
+static int	next_kept_id = 0;
+
+/* The fields of JSON Schema `id` of the job's registry. */
+static const EoiSchemaFields *
+registry_schema_fields(uint32 id)
+{
+	KeptId	   *k;
+	char	   *what = psprintf("schema id %u", id);
+	char	   *text;
+	MemoryContext old;
+
+	for (int i = 0; i < SCHEMAS_KEPT; i++)
+		if (kept_ids[i].fields != NULL && kept_ids[i].id == id)
+			return kept_ids[i].fields;
+	text = eoi_registry_fetch_json_schema(psprintf("/schemas/ids/%u", id), what);
+	k = &kept_ids[next_kept_id];
+	next_kept_id = (next_kept_id + 1) % SCHEMAS_KEPT;
+	if (k->cxt != NULL)
+		MemoryContextDelete(k->cxt);
+	memset(k, 0, sizeof(KeptId));
+	k->cxt = AllocSetContextCreate(TopMemoryContext, "eoingest json schema", ALLOCSET_SMALL_SIZES);
+	old = MemoryContextSwitchTo(k->cxt);
+	k->fields = eoi_json_schema_columns(text, what);
+	k->id = id;
+	MemoryContextSwitchTo(old);
+	return k->fields;
+}
+
 /*
- * The fields of the Kafka Connect schema a JSON message carries in
- * JsonConverter's wrapper ({"schema":{...},"payload":...}, as it writes
- * it, in Confluent's JSON Schema framing or not), or NULL for a message
- * without one.  Valid until SCHEMAS_KEPT other schemas have come.
+ * The fields of the schema a JSON message carries: in Confluent's JSON
+ * Schema framing, the registry's schema of its id (when the job names a
+ * registry); in JsonConverter's wrapper ({"schema":{...},"payload":...},
+ * as it writes it), that Kafka Connect schema.  NULL for a message without
+ * one.  Valid until SCHEMAS_KEPT other schemas have come.
  */
 const EoiSchemaFields *
 eoi_json_schema_fields(const char *value, size_t len)
@@ -946,8 +986,13 @@ eoi_json_schema_fields(const char *value, size_t len)
 
 	if (len >= 5 && value[0] == '\0')
 	{
+		const unsigned char *p = (const unsigned char *) value;
+		uint32		id = ((uint32) p[1] << 24) | ((uint32) p[2] << 16) | ((uint32) p[3] << 8) | p[4];
+
 		value += 5;				/* Confluent's framing: magic byte and schema id */
 		len -= 5;
+		if ((len < head || memcmp(value, WRAPPER_HEAD, head) != 0) && eoi_registry_configured())
+			return registry_schema_fields(id);
 	}
 	if (len < head || memcmp(value, WRAPPER_HEAD, head) != 0)
 		return NULL;

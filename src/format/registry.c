@@ -591,3 +591,41 @@ eoi_registry_latest_id(const char *subject)
 				 errmsg("schema registry at %s answered the request for %s without a schema id", base, what)));
 	return id;
 }
+
+/*
+ * The JSON Schema that the registry holds at `path` ("/schemas/ids/42"),
+ * for the record whose schema `what` names; its references are not
+ * followed (a property that refers to one fills a jsonb column).  Errors
+ * as eoi_registry_fetch_schema's; a schema of another type is a record
+ * error.
+ */
+char *
+eoi_registry_fetch_json_schema(const char *path, const char *what)
+{
+	const char *base;
+	Jsonb	   *jb = fetch_answer(path, what, &base);
+	JsonbValue	v;
+
+	if (!json_key(jb, "schema", &v) || v.type != jbvString)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("schema registry at %s answered the request for %s without a schema", base, what)));
+	{
+		char	   *schema = pnstrdup(v.val.string.val, v.val.string.len);
+
+		if (!json_key(jb, "schemaType", &v) || v.type != jbvString ||
+			!(v.val.string.len == 4 && strncmp(v.val.string.val, "JSON", 4) == 0))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("%s is not a JSON Schema", what),
+					 errhint("Format json takes the JSON Schema of a record in Confluent's framing; this id names a schema of another type.")));
+		return schema;
+	}
+}
+
+/* Whether a job's registry is configured (eoi_registry_configure). */
+bool
+eoi_registry_configured(void)
+{
+	return config.urls != NIL;
+}

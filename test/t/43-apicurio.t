@@ -8,6 +8,7 @@
 # and answers nothing, as a hung registry does).
 set -euo pipefail
 . "$(dirname "$0")/../lib/tap.sh"
+. "$(dirname "$0")/../lib/avro.sh"
 
 [ "${EOINGEST_LONG:-0}" = 1 ] || [ "${EOINGEST_APICURIO:-0}" = 1 ] ||
   skip_all "long mode only (EOINGEST_LONG=1 or EOINGEST_APICURIO=1): builds Apicurio Registry with Maven"
@@ -15,13 +16,7 @@ set -euo pipefail
 plan 13
 
 apicurio=$EOINGEST_TEST_DIR/apicurio.sh
-venv=$EOINGEST_CACHE/avro-venv
-if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import confluent_kafka.schema_registry.avro' 2>/dev/null; then
-  rm -rf "$venv"
-  { python3 -m venv "$venv" && "$venv/bin/pip" install -q 'confluent-kafka[avro,schemaregistry]'; } </dev/null >"$EOINGEST_RUN/avro-venv.log" 2>&1 ||
-    { cat "$EOINGEST_RUN/avro-venv.log" >&2; eoi_die "could not install confluent-kafka into $venv"; }
-fi
-py=$venv/bin/python
+py=$(avro_python)
 tools=$EOINGEST_TEST_DIR/tools
 work=$(mktemp -d "$EOINGEST_RUN/apicurio.XXXXXX")
 trap '"$apicurio" stop; rm -rf "$work"' EXIT

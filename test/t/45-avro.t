@@ -8,22 +8,12 @@
 # schemas), wrong credentials, the registry stopped mid-ingestion, SIGKILLs.
 set -euo pipefail
 . "$(dirname "$0")/../lib/tap.sh"
+. "$(dirname "$0")/../lib/avro.sh"
 . "$(dirname "$0")/../lib/jobs.sh"
 
 plan 79
 
-venv=$EOINGEST_CACHE/avro-venv
-if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import confluent_kafka.schema_registry.avro' 2>/dev/null; then
-  rm -rf "$venv"
-  { python3 -m venv "$venv" && "$venv/bin/pip" install -q 'confluent-kafka[avro,schemaregistry]'; } </dev/null >"$EOINGEST_RUN/avro-venv.log" 2>&1 ||
-    { cat "$EOINGEST_RUN/avro-venv.log" >&2; eoi_die "could not install confluent-kafka into $venv"; }
-fi
-# JSONSerializer (JSON Schema records) needs jsonschema, which venvs made before it was used lack
-if ! "$venv/bin/python" -c 'import jsonschema, confluent_kafka.schema_registry.json_schema' 2>/dev/null; then
-  "$venv/bin/pip" install -q jsonschema </dev/null >>"$EOINGEST_RUN/avro-venv.log" 2>&1 ||
-    { cat "$EOINGEST_RUN/avro-venv.log" >&2; eoi_die "could not install jsonschema into $venv"; }
-fi
-py=$venv/bin/python
+py=$(avro_python)
 tools=$EOINGEST_TEST_DIR/tools
 reg_port=${EOINGEST_REGISTRY_PORT:-$((KAFKA_PORT + 10))}
 reg_user=eoi_reg:s3cret-$$

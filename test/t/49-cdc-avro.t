@@ -8,16 +8,11 @@
 # as a dead letter with its SQLSTATE, and the offsets at the log end.
 set -euo pipefail
 . "$(dirname "$0")/../lib/tap.sh"
+. "$(dirname "$0")/../lib/avro.sh"
 
 plan 9
 
-venv=$EOINGEST_CACHE/avro-venv
-if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import confluent_kafka.schema_registry.avro' 2>/dev/null; then
-  rm -rf "$venv"
-  { python3 -m venv "$venv" && "$venv/bin/pip" install -q 'confluent-kafka[avro,schemaregistry]'; } </dev/null >"$EOINGEST_RUN/avro-venv.log" 2>&1 ||
-    { cat "$EOINGEST_RUN/avro-venv.log" >&2; eoi_die "could not install confluent-kafka into $venv"; }
-fi
-py=$venv/bin/python
+py=$(avro_python)
 tools=$EOINGEST_TEST_DIR/tools
 reg_port=${EOINGEST_REGISTRY_PORT:-$((KAFKA_PORT + 10))}
 reg_user=eoi_reg:s3cret-$$

@@ -7,21 +7,17 @@
 # hint) until a person changes the column. Workers SIGKILLed right after a change, before the batch
 # commits: the change, its record and the rows go together, each row once, each change recorded once.
 # A target template creates one table per topic; mode upsert keys a created table by key_columns.
-# Format json creates and evolves its table from Kafka Connect's JsonConverter wrapper (Connect's own jars).
+# Format json creates and evolves its table from Kafka Connect's JsonConverter wrapper (Connect's own jars)
+# and from the registry's JSON Schemas of JSON Schema records (confluent-kafka's JSONSerializer).
 # Every change is in eoingest.target_changes, which the tenant reads.
 set -euo pipefail
 . "$(dirname "$0")/../lib/tap.sh"
+. "$(dirname "$0")/../lib/avro.sh"
 . "$(dirname "$0")/../lib/faults.sh"
 
-plan 42
+plan 46
 
-venv=$EOINGEST_CACHE/avro-venv
-if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import confluent_kafka.schema_registry.avro' 2>/dev/null; then
-  rm -rf "$venv"
-  { python3 -m venv "$venv" && "$venv/bin/pip" install -q 'confluent-kafka[avro,schemaregistry]'; } </dev/null >"$EOINGEST_RUN/avro-venv.log" 2>&1 ||
-    { cat "$EOINGEST_RUN/avro-venv.log" >&2; eoi_die "could not install confluent-kafka into $venv"; }
-fi
-py=$venv/bin/python
+py=$(avro_python)
 tools=$EOINGEST_TEST_DIR/tools
 reg_port=${EOINGEST_REGISTRY_PORT:-$((KAFKA_PORT + 10))}
 reg_url=http://127.0.0.1:$reg_port
@@ -67,13 +63,14 @@ sql "CREATE ROLE evo_tenant LOGIN;
        eoingest.drop_job TO evo_tenant;
      GRANT SELECT ON eoingest.job_status, eoingest.job_definitions, eoingest.offsets, eoingest.dead_letters,
        eoingest.target_changes TO evo_tenant" >/dev/null
-for t in evo.a evo.b1 evo.b2 evo.u evo.k evo.j; do eoi-kafka delete-topic "$t" >/dev/null 2>&1 || true; done
+for t in evo.a evo.b1 evo.b2 evo.u evo.k evo.j evo.js; do eoi-kafka delete-topic "$t" >/dev/null 2>&1 || true; done
 eoi-kafka create-topic evo.a 2 >/dev/null
 eoi-kafka create-topic evo.b1 1 >/dev/null
 eoi-kafka create-topic evo.b2 1 >/dev/null
 eoi-kafka create-topic evo.u 1 >/dev/null
 eoi-kafka create-topic evo.j 1 >/dev/null
 eoi-kafka create-topic evo.k 1 >/dev/null
+eoi-kafka create-topic evo.js 1 >/dev/null
 common="brokers => '$KAFKA_BROKERS', format => 'avro', schema_registry => '$reg_url', batch_timeout_ms => 100"
 
 # ---- refusals, each with its SQLSTATE
@@ -272,9 +269,38 @@ connect_produce 1000 10 NUMERIC true
 check "json: a schema naming a system column is a dead letter (22023), and the job goes on" wait_until 90 \
   "SELECT (SELECT count(*) FROM evo.connect) = 1010 AND (SELECT string_agg(sqlstate, ',') FROM eoingest.dead_letters WHERE job = 'evo_j') = '22023'"
 
+# ---- JSON Schema records (confluent-kafka's JSONSerializer): the registry's schema by the record's id
+cat >"$work/js1.json" <<'EOF'
+{"type": "object", "title": "Reading", "properties": {
+  "sensor": {"type": "string"}, "at": {"type": "string", "format": "date-time"}, "value": {"type": "number"},
+  "count": {"type": "integer"}},
+ "required": ["sensor"]}
+EOF
+cat >"$work/js2.json" <<'EOF'
+{"type": "object", "title": "Reading", "properties": {
+  "sensor": {"type": "string"}, "at": {"type": "string", "format": "date-time"}, "value": {"type": "number"},
+  "count": {"type": "integer"}, "tags": {"type": "array", "items": {"type": "string"}},
+  "ok": {"oneOf": [{"type": "null"}, {"type": "boolean"}]}, "extra": {"type": "object"}},
+ "required": ["sensor"]}
+EOF
+js_produce() { "$py" "$tools/json_schema_produce.py" "$KAFKA_BROKERS" "$reg_url" evo.js "$@" >/dev/null; }
+records 5 1 '{"value": {"sensor": "s@", "at": "2026-01-0@T00:00:00Z", "value": @.5, "count": @}}' | js_produce "$work/js1.json"
+as_tenant "SELECT eoingest.create_job(name => 'evo_js', brokers => '$KAFKA_BROKERS', topic => 'evo.js', target => 'evo.readings',
+             format => 'json', schema_registry => '$reg_url', create_target => true, schema_changes => 'add_columns',
+             batch_timeout_ms => 100); SELECT eoingest.start_job('evo_js')" >/dev/null
+check "JSON Schema records: the table is created from the registry's JSON Schema" wait_until 60 \
+  "SELECT to_regclass('evo.readings') IS NOT NULL AND (SELECT count(*) FROM evo.readings) = 5"
+is "$(columns_of evo.readings)" "sensor text, at timestamp with time zone, value double precision, count bigint" \
+  "JSON Schema records: the properties as columns, in the schema's order, typed by type and format"
+records 5 6 '{"value": {"sensor": "s@", "at": "2026-01-01T00:00:00Z", "value": @.5, "count": @, "tags": ["a", "b@"], "ok": true, "extra": {"n": @}}}' |
+  js_produce "$work/js2.json"
+check "JSON Schema records: the evolved schema's records arrive" wait_until 60 "SELECT count(*) = 10 FROM evo.readings"
+is "$(columns_of evo.readings | sed 's/^.*count bigint, //') $(sql "SELECT count(*) FROM evo.readings WHERE tags = ARRAY['a', 'b' || count] AND ok AND (extra->>'n')::int = count")" \
+  "tags text[], ok boolean, extra jsonb 5" "JSON Schema records: the new properties are new columns, with their values"
+
 # ---- the record of changes, as the tenant reads it
 is "$(as_tenant "SELECT string_agg(job || ':' || split_part(statement, ' ', 1) || ':' || (schema ~ '^(schema id [0-9]+|Kafka Connect schema [0-9a-f]{16})$'), ',' ORDER BY id) FROM eoingest.target_changes")" \
-  "evo_a:CREATE:true,evo_a:ALTER:true,evo_a:ALTER:true,evo_a:ALTER:true,evo_b:CREATE:true,evo_b:CREATE:true,evo_u:CREATE:true,evo_k:CREATE:true,evo_j:CREATE:true,evo_j:ALTER:true" \
+  "evo_a:CREATE:true,evo_a:ALTER:true,evo_a:ALTER:true,evo_a:ALTER:true,evo_b:CREATE:true,evo_b:CREATE:true,evo_u:CREATE:true,evo_k:CREATE:true,evo_j:CREATE:true,evo_j:ALTER:true,evo_js:CREATE:true,evo_js:ALTER:true" \
   "eoingest.target_changes: every statement, with its job and schema, readable by the job's owner"
 
 sql "SELECT eoingest.drop_job(name) FROM eoingest.jobs WHERE name LIKE 'evo\_%'" >/dev/null
