@@ -251,6 +251,13 @@ def target_lines(summary, lat, paired=()):
         r = mapped["rate"] / plain_json["rate"]
         add("json mapping with 4 metadata columns ≥ 0.9 × plain json (b=10000 par=1)", r, 0.9,
             f"{r:.2f} × plain json")
+    # 100 topics into 100 tables (a target template), against one topic into one table.
+    many = find(summary, method="eoingest_many", mode="exactly_once", batch="10000", par="1")
+    one = find(summary, method="eoingest", mode="exactly_once", format="csv", batch="10000", par="1", pk="no", parts="4")
+    if many and one:
+        r = many["rate"] / one["rate"]
+        add("100 topics into 100 tables ≥ 0.8 × one topic into one table (b=10000 par=1)", r, 0.8,
+            f"{r:.2f} × one topic")
     # Following the writer schema (schema_changes) when it changes nothing, against the plain Avro path.
     evolve = find(summary, method="eoingest_evolve", mode="exactly_once", batch="10000", par="1")
     plain_avro = find(summary, method="eoingest", mode="exactly_once", format="avro", batch="10000", par="1", pk="no")

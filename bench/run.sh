@@ -524,6 +524,12 @@ rss_sampler() {
   done
 }
 
+# watermarks_of TOPIC[, TOPIC...]: "partition low high" of every partition of the topics.
+watermarks_of() {
+  local t
+  for t in ${1//,/ }; do eoi-kafka watermarks "$t"; done
+}
+
 # eoi_once TOPIC TABLE FORMAT MODE BATCH PARALLELISM [CONFLICTS%] [PERF_DATA]
 eoi_once() {
   local topic=$1 table=$2 fmt=$3 mode=$4 batch=$5 par=$6 conflicts=${7:-0} perf_data=${8:-}
@@ -534,6 +540,7 @@ eoi_once() {
   [ "$fmt" = avro ] && extra+=", schema_registry => '$BENCH_REGISTRY'"
   [ -n "$VARIANT_DURABILITY" ] && extra+=", durability => '$VARIANT_DURABILITY'"
   local target="'$table'"
+  [ -n "${VARIANT_TARGET:-}" ] && target="'$VARIANT_TARGET'"
   if [ -n "${VARIANT_TRANSFORM:-}" ]; then
     target=NULL extra+=", transform => \$eoi\$$VARIANT_TRANSFORM\$eoi\$"
   fi
@@ -610,7 +617,7 @@ eoi_once() {
   R_RSS=$(cat "$WORK/rss" 2>/dev/null || true)
   # Every stored offset: the sum equals the topic's log end, one row per partition
   # (at_least_once may store its offsets a little after the rows: wait for them).
-  hw=$(eoi-kafka watermarks "$topic")
+  hw=$(watermarks_of "$topic")
   sum=$(awk '{n += $3} END {print n + 0}' <<<"$hw")
   parts=$(wc -l <<<"$hw")
   [ "$R_STATUS" = ok ] &&
@@ -795,6 +802,37 @@ eoi_mapping_variant() {
   VARIANT_MAPPING=''
 }
 
+# 100 topics into 100 tables through a target template (method eoingest_many): the same RECORDS CSV
+# rows, RECORDS / 100 per topic (one partition each, the rows' ts distinct across topics), each topic
+# into the table of its name, children of bench_many, through which the rows are counted and timed.
+MANY_TOPICS=100
+preload_many() {
+  local i t per=$((RECORDS / MANY_TOPICS)) wm
+  q "CREATE TABLE IF NOT EXISTS bench_many (LIKE bench_nopk) WITH (autovacuum_enabled = off)" >/dev/null
+  log "preloading $MANY_TOPICS topics of $per $RECORD_BYTES-byte csv records (bench_many_000 ...)"
+  for ((i = 0; i < MANY_TOPICS; i++)); do
+    t=$(printf 'bench_many_%03d' "$i")
+    q "CREATE TABLE IF NOT EXISTS $t () INHERITS (bench_many) WITH (autovacuum_enabled = off)" >/dev/null
+    if ! wm=$(eoi-kafka -t 3 watermarks "$t" 2>/dev/null) ||
+      [ "$(awk '{n += $3} END {print n + 0}' <<<"$wm")" != "$per" ]; then
+      eoi-kafka delete-topic "$t" >/dev/null 2>&1 || true
+      eoi-kafka create-topic "$t" 1 >/dev/null
+      bench-kafka preload "$t" --count "$per" --first $((i * per)) --size "$RECORD_BYTES" --format csv
+    fi
+  done
+}
+many_topics() {
+  local i
+  for ((i = 0; i < MANY_TOPICS; i++)); do printf '%sbench_many_%03d' "$([ "$i" -gt 0 ] && echo ', ')" "$i"; done
+}
+eoi_many_variant() {
+  preload_many
+  VARIANT_TARGET='public.${topic}'
+  variant "(d) eoingest" "eoingest exactly_once b=10000 par=1 100 topics into 100 tables" eoingest_many csv 1 \
+    no exactly_once 10000 1 -- eoi_once "$(many_topics)" bench_many csv exactly_once 10000 1
+  VARIANT_TARGET=''
+}
+
 # The Avro rows with schema_changes => 'widen' (method eoingest_evolve): the schema fits the table,
 # so this measures what following the schema costs every batch that changes nothing.
 eoi_evolve_variant() {
@@ -826,6 +864,7 @@ run_eoingest() {
     eoi_variant exactly_once json 4 no 10000 1
     eoi_transform_variant
     eoi_mapping_variant
+    eoi_many_variant
     eoi_variant exactly_once avro 4 no 10000 1
     eoi_evolve_variant
     eoi_variant exactly_once csv 1 no 10000 1
@@ -866,6 +905,7 @@ run_eoingest() {
     for par in "${pars[@]}"; do eoi_variant exactly_once json 4 "$pk" 10000 "$par"; done
     [ "$pk" = no ] && eoi_transform_variant
     [ "$pk" = no ] && eoi_mapping_variant
+    if [ "$pk" = no ]; then eoi_many_variant; fi
     for par in "${pars[@]}"; do eoi_variant exactly_once avro 4 "$pk" 10000 "$par"; done
     if [ "$pk" = no ]; then eoi_evolve_variant; fi
     eoi_variant exactly_once csv 1 "$pk" 10000 1

@@ -2,13 +2,14 @@
  * bench-kafka: the benchmark's record generator and producer (librdkafka).
  *
  *   bench-kafka [-b BROKERS] rows    --count N [--size B]
- *   bench-kafka [-b BROKERS] preload TOPIC --count N [--size B] [--format csv|json|connect|avro|debezium|upsert-csv] [--keys K] [--schema-id ID]
+ *   bench-kafka [-b BROKERS] preload TOPIC --count N [--first S] [--size B] [--format csv|json|connect|avro|debezium|upsert-csv] [--keys K] [--schema-id ID]
  *   bench-kafka cdc-expected --count N [--keys K]
  *   bench-kafka [-b BROKERS] paced   TOPIC --rate R --seconds S [--size B] [--format csv|connect]
  *
  * rows:    prints the N records as CSV lines on stdout (the file for COPY).
  * preload: produces the same N records to TOPIC, record i to partition
- *          i % partitions, and waits until every one is acknowledged.
+ *          i % partitions, and waits until every one is acknowledged;
+ *          with --first S, records S to S + N - 1 (of the plain formats).
  * paced:   produces R records per second for S seconds, each carrying its
  *          produce time (microseconds since the epoch, CLOCK_REALTIME) in
  *          the ts field, as CSV or in Kafka Connect's envelope (--format
@@ -498,7 +499,7 @@ usage(void)
 {
 	fprintf(stderr,
 			"usage: bench-kafka [-b BROKERS] rows --count N [--size B]\n"
-			"       bench-kafka [-b BROKERS] preload TOPIC --count N [--size B] [--format csv|json|connect|avro|debezium|upsert-csv] [--keys K] [--schema-id ID]\n"
+			"       bench-kafka [-b BROKERS] preload TOPIC --count N [--first S] [--size B] [--format csv|json|connect|avro|debezium|upsert-csv] [--keys K] [--schema-id ID]\n"
 			"       bench-kafka cdc-expected --count N [--keys K]\n"
 			"       bench-kafka [-b BROKERS] paced TOPIC --rate R --seconds S [--size B] [--format csv|connect]\n");
 	exit(2);
@@ -513,6 +514,7 @@ main(int argc, char **argv)
 	long long	rate = -1;
 	long long	seconds = -1;
 	int			size = 100;
+	long long	first = 0;
 	int			json = 0;
 	long long	keys = -1;
 	char		buf[1024];
@@ -528,6 +530,8 @@ main(int argc, char **argv)
 	{
 		if (strcmp(argv[i], "--count") == 0 && i + 1 < argc)
 			count = num(argv[++i], "count");
+		else if (strcmp(argv[i], "--first") == 0 && i + 1 < argc)
+			first = num(argv[++i], "first");
 		else if (strcmp(argv[i], "--size") == 0 && i + 1 < argc)
 			size = (int) num(argv[++i], "size");
 		else if (strcmp(argv[i], "--rate") == 0 && i + 1 < argc)
@@ -601,7 +605,7 @@ main(int argc, char **argv)
 			finish(rk);
 			return 0;
 		}
-		for (long long r = 0; r < count; r++)
+		for (long long r = first; r < first + count; r++)
 		{
 			int			len = format_record(buf, sizeof(buf), json, r, r, size);
 

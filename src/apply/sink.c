@@ -341,18 +341,15 @@ static uint64
 write_routed(const EoiJob *job, EoiBatch *batch)
 {
 	uint64		rows = 0;
-	List	   *done = NIL;
+	int			nparts;
+	EoiBatch   *parts = eoi_batch_by_topic(batch, &nparts);
 
 	target_missing = false;
-	for (int i = 0; i < batch->n; i++)
+	for (int p = 0; p < nparts; p++)
 	{
-		const char *topic = eoi_message_topic(batch, i);
+		const char *topic = eoi_message_topic(&parts[p], 0);
 		EoiJob		routed = *job;
-		EoiBatch	part;
 
-		if (list_member(done, makeString((char *) topic)))
-			continue;
-		done = lappend(done, makeString((char *) topic));
 		routed.target = eoi_target_for_topic(job->target, topic);
 		if (!job->create_target && !eoi_target_exists(routed.target))
 		{
@@ -364,8 +361,7 @@ write_routed(const EoiJob *job, EoiBatch *batch)
 							   job->name, job->target),
 					 errhint("Create the table, and the job goes on from its offsets.")));
 		}
-		part = eoi_batch_of_topic(batch, topic);
-		rows += write_into_target(&routed, &part);
+		rows += write_into_target(&routed, &parts[p]);
 	}
 	return rows;
 }

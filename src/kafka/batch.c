@@ -232,24 +232,68 @@ eoi_message_header(rd_kafka_message_t *msg, const char *name, const void **value
 }
 
 /*
- * The messages of `topic` in the batch, in order, as a batch that does not
- * own them (messages rebuilt from dead letters keep their topics).
+ * The batch's messages by topic: one part per topic, in the order the
+ * topics first come, each part's messages in their order, as batches that
+ * do not own them (messages rebuilt from dead letters keep their topics).
+ * One pass over the batch: a topic's messages come in runs (a fetch is of
+ * one partition), so a message's topic is mostly the one before's.
  */
-EoiBatch
-eoi_batch_of_topic(EoiBatch *batch, const char *topic)
+EoiBatch *
+eoi_batch_by_topic(EoiBatch *batch, int *nparts)
 {
-	EoiBatch	part = *batch;
+	int		   *part_of = palloc(sizeof(int) * Max(batch->n, 1));
+	const char **names = palloc(sizeof(char *) * 8);
+	int		   *counts = palloc(sizeof(int) * 8);
+	int			n = 0;
+	int			capacity = 8;
+	const char *last = NULL;
+	int			last_part = -1;
+	EoiBatch   *parts;
 
-	part.messages = palloc(sizeof(rd_kafka_message_t *) * Max(batch->n, 1));
-	part.topics = batch->topics != NULL ? palloc(sizeof(char *) * Max(batch->n, 1)) : NULL;
-	part.n = 0;
 	for (int i = 0; i < batch->n; i++)
 	{
-		if (strcmp(eoi_message_topic(batch, i), topic) != 0)
-			continue;
-		if (part.topics != NULL)
-			part.topics[part.n] = batch->topics[i];
-		part.messages[part.n++] = batch->messages[i];
+		const char *topic = eoi_message_topic(batch, i);
+
+		if (last == NULL || (topic != last && strcmp(topic, last) != 0))
+		{
+			last_part = -1;
+			for (int p = 0; p < n && last_part < 0; p++)
+				if (strcmp(names[p], topic) == 0)
+					last_part = p;
+			if (last_part < 0)
+			{
+				if (n == capacity)
+				{
+					capacity *= 2;
+					names = repalloc(names, sizeof(char *) * capacity);
+					counts = repalloc(counts, sizeof(int) * capacity);
+				}
+				names[n] = topic;
+				counts[n] = 0;
+				last_part = n++;
+			}
+			last = topic;
+		}
+		part_of[i] = last_part;
+		counts[last_part]++;
 	}
-	return part;
+	parts = palloc(sizeof(EoiBatch) * Max(n, 1));
+	for (int p = 0; p < n; p++)
+	{
+		parts[p] = *batch;
+		parts[p].messages = palloc(sizeof(rd_kafka_message_t *) * counts[p]);
+		parts[p].topics = batch->topics != NULL ? palloc(sizeof(char *) * counts[p]) : NULL;
+		parts[p].n = 0;
+	}
+	for (int i = 0; i < batch->n; i++)
+	{
+		EoiBatch   *part = &parts[part_of[i]];
+
+		if (part->topics != NULL)
+			part->topics[part->n] = batch->topics[i];
+		part->messages[part->n++] = batch->messages[i];
+	}
+	pfree(part_of);
+	*nparts = n;
+	return parts;
 }

@@ -40,7 +40,7 @@ eoi_batch_from_partitions(const EoiBatch *batch)
 extern void eoi_message_errcontext(EoiBatch *batch, int index);
 extern int	eoi_blamed_message(EoiBatch *batch, const ErrorData *edata);
 extern EoiBatch eoi_batch_slice(EoiBatch *batch, int from, int to);
-extern EoiBatch eoi_batch_of_topic(EoiBatch *batch, const char *topic);
+extern EoiBatch *eoi_batch_by_topic(EoiBatch *batch, int *nparts);
 
 extern EoiBatch *eoi_batch_create(MemoryContext cxt, int capacity);
 extern const char *eoi_message_topic(EoiBatch *batch, int index);
