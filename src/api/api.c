@@ -80,11 +80,17 @@ create_targets_now(const char *name)
 		if (eoi_target_exists(c.target))
 			continue;
 		edata = eoi_try_subxact(create_now, &c);
+		if (edata != NULL && (edata->sqlerrcode == ERRCODE_QUERY_CANCELED ||
+							  edata->sqlerrcode == ERRCODE_ADMIN_SHUTDOWN))
+			ReThrowError(edata);
 		if (edata != NULL)
 			ereport(NOTICE,
 					(errmsg("target table %s is not created yet: %s", c.target, edata->message),
 					 errdetail("The job creates it from the writer schema of the first message of topic \"%s\".", topic)));
-		else if (c.created)
+		/* a registry that did not answer is not asked again for each topic */
+		if (edata != NULL && ERRCODE_TO_CATEGORY(edata->sqlerrcode) == ERRCODE_CONNECTION_EXCEPTION)
+			break;
+		if (edata == NULL && c.created)
 			ereport(NOTICE,
 					(errmsg("created target table %s from the schema registry's latest schema for topic \"%s\"",
 							c.target, topic)));

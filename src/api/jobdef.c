@@ -685,7 +685,7 @@ check_schema_registry(JobDefinition *def)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("schema_registry is only used by formats avro and json"),
-					 errhint("Leave schema_registry out, or use format => 'avro'.")));
+					 errhint("Leave schema_registry out, or use format => 'avro' (or 'json', for JSON Schema records).")));
 		return;
 	}
 	if (def->schema_registry == NULL)

@@ -119,7 +119,7 @@ copy_fields(const EoiSchemaFields *from)
  * (others carry none).
  */
 static List *
-batch_schemas(EoiBatch *batch, EoiFormat format)
+batch_schemas(EoiBatch *batch, EoiFormat format, bool registry)
 {
 	List	   *uses = NIL;
 	char	   *last = NULL;		/* the last message's schema */
@@ -142,7 +142,7 @@ batch_schemas(EoiBatch *batch, EoiFormat format)
 			fields = eoi_avro_schema_fields(value, len);
 		}
 		else
-			fields = eoi_json_schema_fields(msg->payload, msg->len);
+			fields = eoi_json_schema_fields(msg->payload, msg->len, registry);
 		if (fields == NULL || (last != NULL && strcmp(fields->what, last) == 0))
 			continue;
 		last = pstrdup(fields->what);
@@ -552,18 +552,14 @@ key_schema_columns(const EoiJob *job, EoiBatch *batch, const char *target)
 		key = eoi_avro_framed(msg, true, false, &len);
 		f = eoi_avro_schema_fields(key, len);
 		if (!f->record || f->nfields == 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("the key's %s is %s, not a record: it names no primary key for target %s",
-							f->what, f->record ? "a record without fields" : f->type_name, target),
-					 errhint("Name the key columns: eoingest.alter_job('%s', key_columns => '{id}').", job->name)));
+			continue;			/* names no columns: its record's own write says so */
 		for (int k = 0; k < f->nfields; k++)
 			names = lappend(names, makeString(pstrdup(f->fields[k].name)));
 		return names;
 	}
 	ereport(ERROR,
 			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-			 errmsg("target %s does not exist, and no message of the batch has a key whose schema names its primary key", target),
+			 errmsg("target %s does not exist, and no message of the batch has a key whose schema (a record) names its primary key", target),
 			 errhint("Name the key columns: eoingest.alter_job('%s', key_columns => '{id}').", job->name)));
 	return NIL;					/* not reached */
 }
@@ -760,7 +756,7 @@ eoi_evolve_target(const EoiJob *job, EoiBatch *batch, const char *target)
 		return;
 	if (job->format != EOI_FORMAT_AVRO && job->format != EOI_FORMAT_JSON)
 		return;					/* create_job allows them for these only */
-	uses = batch_schemas(batch, job->format);
+	uses = batch_schemas(batch, job->format, job->schema_registry != NULL);
 	if (!eoi_target_exists(target))
 	{
 		if (!job->create_target)

@@ -855,11 +855,21 @@ eoi_upsert_batch(const EoiJob *job, EoiBatch *batch)
 	EoiColumns *cols = eoi_columns_for(rel, &mapping, estate);
 	/* a target create_target made from the key's schema: its primary key */
 	List	   *key_columns = job->key_columns != NIL ? job->key_columns : eoi_primary_key_columns(rel);
-	EoiColumns *keys = eoi_columns_for_keys(rel, &mapping, job->key_format, key_columns);
+	EoiColumns *keys;
 	EoiChangeSet *cs;
 	uint64		processed;
 	DecodePosition dp = {batch, -1};
 	ErrorContextCallback errcb;
+
+	if (key_columns == NIL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("target \"%s\" of job \"%s\" has no primary key to upsert by",
+						RelationGetRelationName(rel), job->name),
+				 errdetail("The job takes its key columns from the table's primary key, which create_target gives a table it creates."),
+				 errhint("Give the table a primary key, or name the key columns with eoingest.alter_job('%s', key_columns => '{id}').",
+						 job->name)));
+	keys = eoi_columns_for_keys(rel, &mapping, job->key_format, key_columns);
 
 	eoi_check_target_kind(rel, job->mode);
 	eoi_check_target_unchanged(job, rel, cols);

@@ -940,6 +940,7 @@ typedef struct KeptId
 
 static KeptId kept_ids[SCHEMAS_KEPT];
 static int	next_kept_id = 0;
+static uint64 kept_ids_generation = 0;
 
 /* The fields of JSON Schema `id` of the job's registry. */
 static const EoiSchemaFields *
@@ -950,6 +951,15 @@ registry_schema_fields(uint32 id)
 	char	   *text;
 	MemoryContext old;
 
+	/* ids are a registry's: another registry's configuration, another cache */
+	if (kept_ids_generation != eoi_registry_generation())
+	{
+		for (int i = 0; i < SCHEMAS_KEPT; i++)
+			if (kept_ids[i].cxt != NULL)
+				MemoryContextDelete(kept_ids[i].cxt);
+		memset(kept_ids, 0, sizeof(kept_ids));
+		kept_ids_generation = eoi_registry_generation();
+	}
 	for (int i = 0; i < SCHEMAS_KEPT; i++)
 		if (kept_ids[i].fields != NULL && kept_ids[i].id == id)
 			return kept_ids[i].fields;
@@ -969,13 +979,13 @@ registry_schema_fields(uint32 id)
 
 /*
  * The fields of the schema a JSON message carries: in Confluent's JSON
- * Schema framing, the registry's schema of its id (when the job names a
- * registry); in JsonConverter's wrapper ({"schema":{...},"payload":...},
+ * Schema framing, the registry's schema of its id (when `registry`: the job
+ * names one, which eoi_avro_use_job has configured); in JsonConverter's wrapper ({"schema":{...},"payload":...},
  * as it writes it), that Kafka Connect schema.  NULL for a message without
  * one.  Valid until SCHEMAS_KEPT other schemas have come.
  */
 const EoiSchemaFields *
-eoi_json_schema_fields(const char *value, size_t len)
+eoi_json_schema_fields(const char *value, size_t len, bool registry)
 {
 	size_t		head = strlen(WRAPPER_HEAD);
 	const char *text;
@@ -991,7 +1001,7 @@ eoi_json_schema_fields(const char *value, size_t len)
 
 		value += 5;				/* Confluent's framing: magic byte and schema id */
 		len -= 5;
-		if ((len < head || memcmp(value, WRAPPER_HEAD, head) != 0) && eoi_registry_configured())
+		if ((len < head || memcmp(value, WRAPPER_HEAD, head) != 0) && registry)
 			return registry_schema_fields(id);
 	}
 	if (len < head || memcmp(value, WRAPPER_HEAD, head) != 0)

@@ -37,7 +37,7 @@ extern void eoi_decode_json(EoiColumns *cols, const char *value, size_t len,
 							EoiRowWriter *writer, ExprContext *econtext);
 extern void eoi_decode_json_object(EoiColumns *cols, JsonbContainer *object,
 								   EoiRowWriter *writer, ExprContext *econtext);
-extern const EoiSchemaFields *eoi_json_schema_fields(const char *value, size_t len);
+extern const EoiSchemaFields *eoi_json_schema_fields(const char *value, size_t len, bool registry);
 extern void eoi_decode_json_text(EoiColumns *cols, const char *text, size_t len,
 								 EoiRowWriter *writer, ExprContext *econtext);
 

@@ -623,9 +623,9 @@ eoi_registry_fetch_json_schema(const char *path, const char *what)
 	}
 }
 
-/* Whether a job's registry is configured (eoi_registry_configure). */
-bool
-eoi_registry_configured(void)
+/* The number eoi_registry_configure last returned (0: never called). */
+uint64
+eoi_registry_generation(void)
 {
-	return config.urls != NIL;
+	return config.generation;
 }

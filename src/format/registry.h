@@ -46,7 +46,7 @@ extern char *eoi_registry_fetch_schema(const char *path, const char *what, bool 
  */
 extern int64 eoi_registry_latest_id(const char *subject);
 
-extern bool eoi_registry_configured(void);
+extern uint64 eoi_registry_generation(void);
 
 /* The JSON Schema at `path`, for JSON Schema records (format json). */
 extern char *eoi_registry_fetch_json_schema(const char *path, const char *what);

@@ -15,7 +15,7 @@ set -euo pipefail
 . "$(dirname "$0")/../lib/avro.sh"
 . "$(dirname "$0")/../lib/faults.sh"
 
-plan 46
+plan 48
 
 py=$(avro_python)
 tools=$EOINGEST_TEST_DIR/tools
@@ -114,6 +114,11 @@ like "$out" 'created target table evo.orders from the schema registry' \
   "create_job creates it already from the registry's latest schema for the topic (subject evo.a-value)"
 is "$(columns_of evo.orders) $(sql "SELECT count(*) FROM evo.orders")" "id integer, name text, amount numeric(10,2) 0" \
   "the table is there before the job starts, to grant and look at"
+out=$(as_tenant "SELECT eoingest.create_job(name => 'evo_down', brokers => '$KAFKA_BROKERS', format => 'avro',
+        schema_registry => 'http://127.0.0.1:1', topic => 'evo.a', target => 'evo.down', create_target => true)" 2>&1)
+like "$out" "target table evo.down is not created yet" "a registry that does not answer at create_job is a NOTICE"
+is "$(sql "SELECT count(*) FROM eoingest.jobs WHERE name = 'evo_down'") $(sql "SELECT to_regclass('evo.down') IS NULL")" \
+  "1 t" "and the job is created, its table left to the worker"
 is "$(sql "SELECT create_target, schema_changes FROM eoingest.job_definitions WHERE name = 'evo_a'")" "t|widen" \
   "job_definitions shows create_target and schema_changes"
 as_tenant "SELECT eoingest.start_job('evo_a')" >/dev/null
