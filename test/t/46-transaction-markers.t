@@ -51,7 +51,15 @@ out=$(kafka_tool org.apache.kafka.tools.ProducerPerformance --topic "$topic" --n
   --producer-props bootstrap.servers="$KAFKA_BROKERS" \
   partitioner.class=org.apache.kafka.clients.producer.RoundRobinPartitioner 2>&1) ||
   { diag "$out"; exit 1; }
-end=$(log_end)
+# The broker may give the log ends of the producer's last transactions a moment after the producer is done,
+# well short of the records: wait for them to pass the records, as the markers make them, and to hold still
+# for a second.
+end=$(log_end) prev=-1
+deadline=$((SECONDS + 30))
+while { [ "$end" -le "$records" ] || [ "$end" != "$prev" ]; } && [ $SECONDS -lt $deadline ]; do
+  sleep 1
+  prev=$end end=$(log_end)
+done
 diag "Kafka $KAFKA_VERSION's transactional producer wrote $records records; the partitions' log ends add up to $end"
 ok $([ "$end" -gt "$records" ] && echo 0 || echo 1) "the log holds transaction markers past the records"
 
