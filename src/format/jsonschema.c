@@ -22,19 +22,8 @@
 #include "utils/jsonb.h"
 #include "utils/lsyscache.h"
 
+#include "format/connect.h"
 #include "format/jsonschema.h"
-
-/* The string at `key` of an object, or NULL. */
-static char *
-member_string(JsonbContainer *obj, const char *key)
-{
-	JsonbValue	v;
-
-	if (obj == NULL || !JsonContainerIsObject(obj) ||
-		getKeyJsonValueFromContainer(obj, key, strlen(key), &v) == NULL || v.type != jbvString)
-		return NULL;
-	return pnstrdup(v.val.string.val, v.val.string.len);
-}
 
 /* The object or array at `key` of an object, or NULL. */
 static JsonbContainer *
@@ -42,8 +31,7 @@ member_container(JsonbContainer *obj, const char *key)
 {
 	JsonbValue	v;
 
-	if (obj == NULL || !JsonContainerIsObject(obj) ||
-		getKeyJsonValueFromContainer(obj, key, strlen(key), &v) == NULL || v.type != jbvBinary)
+	if (eoi_connect_member(obj, key, &v) == NULL || v.type != jbvBinary)
 		return NULL;
 	return v.val.binary.data;
 }
@@ -51,7 +39,7 @@ member_container(JsonbContainer *obj, const char *key)
 static bool
 is_null_schema(JsonbContainer *s)
 {
-	char	   *type = member_string(s, "type");
+	char	   *type = eoi_connect_member_string(s, "type");
 
 	return type != NULL && strcmp(type, "null") == 0;
 }
@@ -67,7 +55,7 @@ single_type(JsonbContainer *s)
 	char	   *found = NULL;
 	int			n;
 
-	if ((found = member_string(s, "type")) != NULL)
+	if ((found = eoi_connect_member_string(s, "type")) != NULL)
 		return found;
 	if ((types = member_container(s, "type")) == NULL || !JsonContainerIsArray(types))
 		return NULL;
@@ -141,7 +129,7 @@ property_type(JsonbContainer *s, int depth)
 		return BOOLOID;
 	if (strcmp(type, "string") == 0)
 	{
-		format = member_string(s, "format");
+		format = eoi_connect_member_string(s, "format");
 		if (format == NULL)
 			return TEXTOID;
 		if (strcmp(format, "date-time") == 0)

@@ -310,9 +310,9 @@ is_not_found_answer(Jsonb *jb)
 	return code == 40403 || code == 40401 || code == 40402 || code == 404;
 }
 
-/* The schema of a 200 answer, with the record errors the issue names. */
+/* The schema text of a 200 answer; an answer without one is the registry's fault. */
 static char *
-schema_of_answer(Jsonb *jb, const char *url, const char *what)
+schema_text_of_answer(Jsonb *jb, const char *url, const char *what)
 {
 	JsonbValue	v;
 
@@ -321,18 +321,24 @@ schema_of_answer(Jsonb *jb, const char *url, const char *what)
 				(errcode(ERRCODE_PROTOCOL_VIOLATION),
 				 errmsg("schema registry at %s answered the request for %s without a schema", url, what),
 				 errhint("Check that schema_registry is the registry's base URL (for Apicurio Registry, ending in /apis/ccompat/v7).")));
-	{
-		char	   *schema = pnstrdup(v.val.string.val, v.val.string.len);
+	return pnstrdup(v.val.string.val, v.val.string.len);
+}
 
-		if (json_key(jb, "schemaType", &v) && v.type == jbvString &&
-			!(v.val.string.len == 4 && strncmp(v.val.string.val, "AVRO", 4) == 0))
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("%s is a %.*s schema, not an Avro schema", what,
-							Min(v.val.string.len, 32), v.val.string.val),
-					 errhint("Format avro reads Avro records only; use a job of another format for this topic.")));
-		return schema;
-	}
+/* The Avro schema of a 200 answer, with the record errors the issue names. */
+static char *
+schema_of_answer(Jsonb *jb, const char *url, const char *what)
+{
+	char	   *schema = schema_text_of_answer(jb, url, what);
+	JsonbValue	v;
+
+	if (json_key(jb, "schemaType", &v) && v.type == jbvString &&
+		!(v.val.string.len == 4 && strncmp(v.val.string.val, "AVRO", 4) == 0))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s is a %.*s schema, not an Avro schema", what,
+						Min(v.val.string.len, 32), v.val.string.val),
+				 errhint("Format avro reads Avro records only; use a job of another format for this topic.")));
+	return schema;
 }
 
 /*
@@ -604,23 +610,16 @@ eoi_registry_fetch_json_schema(const char *path, const char *what)
 {
 	const char *base;
 	Jsonb	   *jb = fetch_answer(path, what, &base);
+	char	   *schema = schema_text_of_answer(jb, base, what);
 	JsonbValue	v;
 
-	if (!json_key(jb, "schema", &v) || v.type != jbvString)
+	if (!json_key(jb, "schemaType", &v) || v.type != jbvString ||
+		!(v.val.string.len == 4 && strncmp(v.val.string.val, "JSON", 4) == 0))
 		ereport(ERROR,
-				(errcode(ERRCODE_PROTOCOL_VIOLATION),
-				 errmsg("schema registry at %s answered the request for %s without a schema", base, what)));
-	{
-		char	   *schema = pnstrdup(v.val.string.val, v.val.string.len);
-
-		if (!json_key(jb, "schemaType", &v) || v.type != jbvString ||
-			!(v.val.string.len == 4 && strncmp(v.val.string.val, "JSON", 4) == 0))
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("%s is not a JSON Schema", what),
-					 errhint("Format json takes the JSON Schema of a record in Confluent's framing; this id names a schema of another type.")));
-		return schema;
-	}
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s is not a JSON Schema", what),
+				 errhint("Format json takes the JSON Schema of a record in Confluent's framing; this id names a schema of another type.")));
+	return schema;
 }
 
 /* The number eoi_registry_configure last returned (0: never called). */
