@@ -34,6 +34,9 @@ OBJS = \
 	src/format/avrovalue.o \
 	src/format/avroflat.o \
 	src/format/avrocheck.o \
+	src/format/protobuf.o \
+	src/format/protoparse.o \
+	src/format/protovalue.o \
 	src/format/registry.o \
 	src/format/wirenum.o \
 	src/format/connect.o \

@@ -101,27 +101,28 @@ headers_jsonb(rd_kafka_message_t *msg, bool as_list, bool *isnull)
  * may have left state behind an error: a subtransaction, as PL/pgSQL's
  * exception blocks use, cleans it.
  */
-typedef struct AvroKey
+typedef struct SchemaKey
 {
+	EoiFormat	format;
 	rd_kafka_message_t *msg;
 	Datum		text;
-} AvroKey;
+} SchemaKey;
 
 static void
-avro_key_json(void *arg)
+schema_key_json(void *arg)
 {
-	AvroKey    *key = arg;
+	SchemaKey  *key = arg;
 	size_t		len;
-	const char *data = eoi_avro_framed(key->msg, true, true, &len);
+	const char *json = eoi_message_json(key->format, key->msg, true, &len);
 
-	key->text = CStringGetTextDatum(eoi_avro_json(data, len));
+	key->text = PointerGetDatum(cstring_to_text_with_len(json, (int) len));
 }
 
 static Datum
-avro_key_text(rd_kafka_message_t *msg, bool *isnull)
+schema_key_text(EoiFormat format, rd_kafka_message_t *msg, bool *isnull)
 {
-	AvroKey		key = {msg, (Datum) 0};
-	ErrorData  *edata = eoi_try_subxact(avro_key_json, &key);
+	SchemaKey	key = {format, msg, (Datum) 0};
+	ErrorData  *edata = eoi_try_subxact(schema_key_json, &key);
 
 	*isnull = edata != NULL;
 	if (edata == NULL)
@@ -155,13 +156,12 @@ message_text(EoiFormat format, rd_kafka_message_t *msg, bool key, bool *isnull, 
 		eoi_json_unframe(&text, &len);	/* a JSON Schema record: its JSON */
 		return bytes_as_text(text, len, key, isnull);
 	}
-	if (data == NULL || format != EOI_FORMAT_AVRO)
+	if (data == NULL || !eoi_format_has_schema_id(format))
 		return bytes_as_text(data, len, key, isnull);
 	if (key)
-		return avro_key_text(msg, isnull);
+		return schema_key_text(format, msg, isnull);
 	*isnull = false;
-	data = eoi_avro_framed(msg, key, true, &len);
-	*json = eoi_avro_json(data, len);
+	*json = (char *) eoi_message_json(format, msg, false, &len);
 	return CStringGetTextDatum(*json);
 }
 
@@ -217,7 +217,7 @@ static void
 message_row(EoiBatch *batch, int i, TupleDesc tupdesc, const bool *read, Datum *values, bool *nulls)
 {
 	rd_kafka_message_t *msg = batch->messages[i];
-	bool		need_value = read[4] || batch->format == EOI_FORMAT_AVRO;
+	bool		need_value = read[4] || eoi_format_has_schema_id(batch->format);
 	char	   *key_json;
 	char	   *value_json = NULL;
 

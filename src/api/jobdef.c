@@ -385,7 +385,8 @@ check_may_alter(const JobDefinition *def)
 
 /*
  * create_target and schema_changes: a target that follows the writer
- * schema of the messages.  For a format whose messages carry one (avro),
+ * schema of the messages.  For a format whose messages carry one (avro,
+ * protobuf, json with a schema),
  * into a target table the format fills by field name: not with a
  * transform, a columns list, a mapping or change events.
  */
@@ -403,11 +404,11 @@ check_schema_following(JobDefinition *def)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("%s applies to a target table, and the job has a transform", what),
 				 errhint("The transform decides the columns: create and alter its tables yourself.")));
-	if (def->format != EOI_FORMAT_AVRO && def->format != EOI_FORMAT_JSON)
+	if (!eoi_format_has_schema_id(def->format) && def->format != EOI_FORMAT_JSON)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("%s needs messages that carry their schema, and format %s has none", what, def->format_s),
-				 errhint("Use format => 'avro' with a schema registry, or format => 'json' with Kafka Connect's wrapper (schemas.enable=true); for csv and text, create the table (and add its columns) yourself.")));
+				 errhint("Use format => 'avro' or 'protobuf' with a schema registry, or format => 'json' with Kafka Connect's wrapper (schemas.enable=true); for csv and text, create the table (and add its columns) yourself.")));
 	if (strcmp(def->envelope_s, "none") != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -596,7 +597,7 @@ default_key_format(JobDefinition *def)
 {
 	if (def->key_format_s != NULL || list_length(def->key_columns) <= 1)
 		return;
-	def->key_format = (def->format == EOI_FORMAT_JSON || def->format == EOI_FORMAT_AVRO) ?
+	def->key_format = (def->format == EOI_FORMAT_JSON || eoi_format_has_schema_id(def->format)) ?
 		def->format : EOI_FORMAT_CSV;
 	def->key_format_s = eoi_format_name(def->key_format);
 }
@@ -676,7 +677,7 @@ check_mapping(JobDefinition *def)
 static void
 check_schema_registry(JobDefinition *def)
 {
-	if (def->format != EOI_FORMAT_AVRO && def->key_format != EOI_FORMAT_AVRO)
+	if (!eoi_format_has_schema_id(def->format) && !eoi_format_has_schema_id(def->key_format))
 	{
 		/* format json: the registry holds the JSON Schemas of JSON Schema records */
 		if (def->schema_registry != NULL && def->format == EOI_FORMAT_JSON)
@@ -684,14 +685,15 @@ check_schema_registry(JobDefinition *def)
 		else if (def->schema_registry != NULL)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("schema_registry is only used by formats avro and json"),
-					 errhint("Leave schema_registry out, or use format => 'avro' (or 'json', for JSON Schema records).")));
+					 errmsg("schema_registry is only used by formats avro, protobuf and json"),
+					 errhint("Leave schema_registry out, or use format => 'avro' or 'protobuf' (or 'json', for JSON Schema records).")));
 		return;
 	}
 	if (def->schema_registry == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("format avro needs a schema registry"),
+				 errmsg("format %s needs a schema registry",
+						eoi_format_has_schema_id(def->format) ? def->format_s : def->key_format_s),
 				 errhint("Pass schema_registry => 'http://registry:8081' (several URLs separated by commas are tried in turn).")));
 	(void) eoi_check_registry_urls(def->schema_registry, def->owner);
 }
@@ -1038,11 +1040,11 @@ eoi_api_check_definition(JobDefinition *def)
 	if (def->target_missing && def->mode == EOI_MODE_UPSERT)
 	{
 		/* the table is created with the key columns, or the key schema's fields, as its primary key */
-		if (def->key_columns == NIL && def->key_format != EOI_FORMAT_AVRO)
+		if (def->key_columns == NIL && !eoi_format_has_schema_id(def->key_format))
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("mode upsert with create_target needs key_columns, or Avro keys, while the target does not exist"),
-					 errhint("Name the fields of the key: key_columns => '{id}', or take the key schema's fields with key_format => 'avro'; the table is created with them as its primary key.")));
+					 errmsg("mode upsert with create_target needs key_columns, or Avro or Protobuf keys, while the target does not exist"),
+					 errhint("Name the fields of the key: key_columns => '{id}', or take the key schema's fields with key_format => 'avro' or 'protobuf'; the table is created with them as its primary key.")));
 		default_key_format(def);
 	}
 	else if (def->cdc_mode == EOI_CDC_HISTORY && def->target != NULL)

@@ -188,7 +188,7 @@ eoi_direct_fits(Relation rel, EoiColumns *cols)
 		eoingest_test_batch_text_limit > 0)
 		return false;
 	if (cols->format != EOI_FORMAT_CSV && cols->format != EOI_FORMAT_TEXT &&
-		cols->format != EOI_FORMAT_JSON && cols->format != EOI_FORMAT_AVRO)
+		cols->format != EOI_FORMAT_JSON && !eoi_format_has_schema_id(cols->format))
 		return false;
 	if (rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE)
 		return !has_volatile_default(rel, cols) && !has_foreign_partition(rel);

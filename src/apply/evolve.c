@@ -11,7 +11,8 @@
  * The writer schemas of a batch are those of its messages, each taken once
  * (the format keeps a schema by its id), in the order they first come.  A
  * field maps to a column of its name and of the type docs/formats.md's
- * table gives it (format/avrotype.c).  With schema_changes:
+ * table gives it (format/avrotype.c, format/protovalue.c).  With
+ * schema_changes:
  *	- a field the table lacks becomes a new nullable column
  *	  (add_columns, widen); one ALTER TABLE adds all of a schema's;
  *	- a column narrower than its field's type, of the same kind, is widened
@@ -64,6 +65,7 @@
 #include "apply/shape.h"
 #include "apply/target.h"
 #include "format/avro.h"
+#include "format/protobuf.h"
 #include "format/decodejson.h"
 #include "store/job.h"
 #include "store/targetchanges.h"
@@ -118,6 +120,20 @@ copy_fields(const EoiSchemaFields *from)
  * come: an Avro message's, a JSON message's in Kafka Connect's wrapper
  * (others carry none).
  */
+static const EoiSchemaFields *
+message_schema(EoiFormat format, rd_kafka_message_t *msg, bool key, bool registry)
+{
+	const char *data;
+	size_t		len;
+
+	if (format == EOI_FORMAT_JSON)
+		return eoi_json_schema_fields(msg->payload, msg->len, registry);
+	data = eoi_avro_framed(msg, key, false, &len);
+	if (format == EOI_FORMAT_PROTOBUF)
+		return eoi_protobuf_schema_fields(data, len);
+	return eoi_avro_schema_fields(data, len);
+}
+
 static List *
 batch_schemas(EoiBatch *batch, EoiFormat format, bool registry)
 {
@@ -128,21 +144,13 @@ batch_schemas(EoiBatch *batch, EoiFormat format, bool registry)
 	{
 		rd_kafka_message_t *msg = batch->messages[i];
 		const EoiSchemaFields *fields;
-		const char *value;
-		size_t		len;
 		ListCell   *lc;
 		bool		seen = false;
 
 		CHECK_FOR_INTERRUPTS();
 		if (msg->payload == NULL)
 			continue;			/* a tombstone has no schema */
-		if (format == EOI_FORMAT_AVRO)
-		{
-			value = eoi_avro_framed(msg, false, false, &len);
-			fields = eoi_avro_schema_fields(value, len);
-		}
-		else
-			fields = eoi_json_schema_fields(msg->payload, msg->len, registry);
+		fields = message_schema(format, msg, false, registry);
 		if (fields == NULL || (last != NULL && strcmp(fields->what, last) == 0))
 			continue;
 		last = pstrdup(fields->what);
@@ -532,7 +540,7 @@ field_named(const EoiSchemaFields *f, const char *name)
 }
 
 /*
- * The fields of the first Avro key of the batch, as the primary key of a
+ * The fields of the first Avro or Protobuf key of the batch, as the primary key of a
  * table create_target makes for mode upsert without key_columns.
  */
 static List *
@@ -542,15 +550,12 @@ key_schema_columns(const EoiJob *job, EoiBatch *batch, const char *target)
 	{
 		rd_kafka_message_t *msg = batch->messages[i];
 		const EoiSchemaFields *f;
-		const char *key;
-		size_t		len;
 		List	   *names = NIL;
 
 		CHECK_FOR_INTERRUPTS();
 		if (msg->key == NULL)
 			continue;
-		key = eoi_avro_framed(msg, true, false, &len);
-		f = eoi_avro_schema_fields(key, len);
+		f = message_schema(job->key_format, msg, true, true);
 		if (!f->record || f->nfields == 0)
 			continue;			/* names no columns: its record's own write says so */
 		for (int k = 0; k < f->nfields; k++)
@@ -754,7 +759,7 @@ eoi_evolve_target(const EoiJob *job, EoiBatch *batch, const char *target)
 
 	if (!job->create_target && job->schema_changes == EOI_SCHEMA_CHANGES_NONE)
 		return;
-	if (job->format != EOI_FORMAT_AVRO && job->format != EOI_FORMAT_JSON)
+	if (!eoi_format_has_schema_id(job->format) && job->format != EOI_FORMAT_JSON)
 		return;					/* create_job allows them for these only */
 	uses = batch_schemas(batch, job->format, job->schema_registry != NULL);
 	if (!eoi_target_exists(target))

@@ -422,7 +422,7 @@ dead_letter_bytes(const EoiJob *job, rd_kafka_message_t *msg, bool key)
 	const char *data = key ? msg->key : msg->payload;
 	size_t		len = key ? msg->key_len : msg->len;
 
-	if (format == EOI_FORMAT_AVRO)
+	if (eoi_format_has_schema_id(format))
 		data = eoi_avro_framed(msg, key, false, &len);
 	return eoi_message_bytes(data, len);
 }

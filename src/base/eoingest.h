@@ -43,8 +43,16 @@ typedef enum EoiFormat
 	EOI_FORMAT_TEXT,
 	EOI_FORMAT_CSV,
 	EOI_FORMAT_JSON,
-	EOI_FORMAT_AVRO				/* Confluent wire format, Schema Registry */
+	EOI_FORMAT_AVRO,			/* Confluent wire format, Schema Registry */
+	EOI_FORMAT_PROTOBUF			/* the same, Protobuf */
 } EoiFormat;
+
+/* Do the format's messages carry a registry's schema id (and need a registry)? */
+static inline bool
+eoi_format_has_schema_id(EoiFormat format)
+{
+	return format == EOI_FORMAT_AVRO || format == EOI_FORMAT_PROTOBUF;
+}
 
 /* How format json reads a number for a timestamptz, timestamp or date column. */
 typedef enum EoiTimestampUnit

@@ -105,4 +105,20 @@ eoi_b64_decode(const char *src, int len, unsigned char *dst, int dstlen)
 #endif
 }
 
+/* Bytes to base64 text: the number of characters written, or -1. */
+static inline int
+eoi_b64_encode(const unsigned char *src, int len, char *dst, int dstlen)
+{
+#if PG_VERSION_NUM >= 180000
+	return pg_b64_encode(src, len, dst, dstlen);
+#else
+	return pg_b64_encode((const char *) src, len, dst, dstlen);
+#endif
+}
+
+/* A function that does not return: 18's prefix, and before it the attribute. */
+#if PG_VERSION_NUM < 180000
+#define pg_noreturn pg_attribute_noreturn()
+#endif
+
 #endif							/* EOI_PGCOMPAT_H */

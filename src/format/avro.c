@@ -122,7 +122,8 @@ eoi_avro_use_job(const EoiJob *job)
 {
 	uint64		generation;
 
-	if (job->format != EOI_FORMAT_AVRO && job->key_format != EOI_FORMAT_AVRO && job->schema_registry == NULL)
+	if (!eoi_format_has_schema_id(job->format) && !eoi_format_has_schema_id(job->key_format) &&
+		job->schema_registry == NULL)
 		return;
 	generation = eoi_registry_configure(job->schema_registry, job->options, job->owner);
 	if (generation != schemas_generation)

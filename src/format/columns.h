@@ -43,6 +43,7 @@ typedef struct EoiColumns
 	Oid		   *typids;			/* json, avro: the columns' types */
 	int32	   *typmods;		/* json: their typmods */
 	void	   *avro;			/* avro: avro.c's state */
+	void	   *protobuf;		/* protobuf: protobuf.c's state */
 	bool		is_key;			/* decodes message keys (upsert tombstones) */
 	EoiJsonColumn *json;		/* json: how each column reads values */
 	List	   *generated;		/* json: names of GENERATED ALWAYS identity columns */

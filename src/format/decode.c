@@ -20,6 +20,8 @@
  *			(decodejson.c).
  *	avro:	a record, whose fields go into the columns of their names
  *			(avro.c).
+ *	protobuf: a message, whose fields go into the columns of their names
+ *			(protobuf.c).
  *
  * GENERATED ALWAYS identity columns never take a message's value: csv and
  * text refuse to map one, json leaves it to PostgreSQL (as INSERT ...
@@ -46,6 +48,7 @@
 #include "format/decode.h"
 #include "format/decodejson.h"
 #include "format/mapping.h"
+#include "format/protobuf.h"
 
 /*
  * Open the decoding of a job's messages into `rel`: the columns `mapping`
@@ -59,7 +62,7 @@ eoi_columns_for(Relation rel, const EoiMapping *mapping, EState *estate)
 {
 	EoiColumns *cols = eoi_columns_map(rel, mapping);
 
-	if (mapping->format == EOI_FORMAT_JSON || mapping->format == EOI_FORMAT_AVRO ||
+	if (mapping->format == EOI_FORMAT_JSON || eoi_format_has_schema_id(mapping->format) ||
 		mapping->mapping != NULL)
 		eoi_json_columns_prepare(cols, rel, estate);
 	return cols;
@@ -273,6 +276,14 @@ eoi_decode_message(EoiColumns *cols, const char *value, size_t len, EoiRowWriter
 		MemoryContextSwitchTo(old);
 		return true;
 	}
+	if (cols->format == EOI_FORMAT_PROTOBUF)
+	{
+		/* binary: protovalue.c checks each string it finds */
+		eoi_protobuf_decode(cols, value, len, writer, econtext);
+		writer->end_row(writer);
+		MemoryContextSwitchTo(old);
+		return true;
+	}
 	if (cols->format == EOI_FORMAT_JSON)
 		eoi_json_unframe(&value, &len);
 	(void) pg_verifymbstr(value, (int) len, false);
@@ -289,6 +300,7 @@ eoi_decode_message(EoiColumns *cols, const char *value, size_t len, EoiRowWriter
 			eoi_decode_json(cols, value, len, writer, econtext);
 			break;
 		case EOI_FORMAT_AVRO:
+		case EOI_FORMAT_PROTOBUF:
 			break;				/* above */
 	}
 	if (row)
@@ -299,7 +311,7 @@ eoi_decode_message(EoiColumns *cols, const char *value, size_t len, EoiRowWriter
 
 /*
  * Decode the value (key) of `msg`, a message of `topic`: through the job's
- * mapping, or eoi_decode_message, after format avro has put a schema id
+ * mapping, or eoi_decode_message, after formats avro and protobuf have put a schema id
  * that came in a record header in front.
  */
 bool
@@ -312,7 +324,7 @@ eoi_decode_kafka_message(EoiColumns *cols, rd_kafka_message_t *msg, const char *
 	if (cols->sources != NULL)
 		return eoi_map_decode(cols, msg, topic, writer, econtext);
 
-	if (cols->format == EOI_FORMAT_AVRO)
+	if (eoi_format_has_schema_id(cols->format))
 	{
 		MemoryContext old = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
 
@@ -340,6 +352,12 @@ eoi_message_json(EoiFormat format, rd_kafka_message_t *msg, bool key, size_t *le
 	{
 		data = eoi_avro_framed(msg, key, true, len);
 		data = eoi_avro_json(data, *len);
+		*len = strlen(data);
+	}
+	if (format == EOI_FORMAT_PROTOBUF)
+	{
+		data = eoi_avro_framed(msg, key, true, len);
+		data = eoi_protobuf_json(data, *len);
 		*len = strlen(data);
 	}
 	eoi_json_unframe(&data, len);	/* Confluent's JsonSchemaConverter */

@@ -213,6 +213,7 @@ parse_path(EoiMapSource *s, const char *column, const char *pointer, EoiFormat f
 			}
 		case EOI_FORMAT_JSON:
 		case EOI_FORMAT_AVRO:
+		case EOI_FORMAT_PROTOBUF:
 			parse_pointer(s, column, pointer);
 			break;
 	}
@@ -337,7 +338,7 @@ doc_format(MapState *st, bool key)
 	return key ? st->cols->map_key_format : st->cols->format;
 }
 
-/* The bytes of the value or key, unframed and checked; avro as JSON. */
+/* The bytes of the value or key, unframed and checked; avro and protobuf as JSON. */
 static void
 read_doc(MapState *st, bool key)
 {
@@ -350,10 +351,9 @@ read_doc(MapState *st, bool key)
 	doc->len = key ? msg->key_len : msg->len;
 	if (doc->data == NULL)
 		return;
-	if (format == EOI_FORMAT_AVRO)
+	if (eoi_format_has_schema_id(format))
 	{
-		doc->data = eoi_avro_json(eoi_avro_framed(msg, key, true, &doc->len), doc->len);
-		doc->len = strlen(doc->data);
+		doc->data = eoi_message_json(format, msg, key, &doc->len);
 		return;
 	}
 	if (format == EOI_FORMAT_JSON)

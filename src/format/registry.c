@@ -453,9 +453,13 @@ fetch_answer_extended(const char *path, const char *what, const char **base_out,
 typedef struct References
 {
 	List	   *seen;			/* "subject/version" of each reference met */
-	StringInfoData fields;		/* the referenced schemas, as record fields */
+	bool		protobuf;		/* gather .proto files, not Avro schemas */
+	StringInfoData fields;		/* avro: the referenced schemas, as record fields */
 	int			nfields;
+	List	   *files;			/* protobuf: EoiSchemaFile, imports first */
 } References;
+
+static char *protobuf_of_answer(Jsonb *jb, const char *what);
 
 static char *
 reference_string(JsonbValue *ref, const char *key, const char *what)
@@ -551,6 +555,15 @@ add_references(Jsonb *answer, const char *what, References *refs, int depth)
 						  psprintf("/subjects/%s/versions/%d", escaped_subject(subject), version),
 						  ref_what, &base);
 		add_references(jb, ref_what, refs, depth + 1);
+		if (refs->protobuf)
+		{
+			EoiSchemaFile *file = palloc(sizeof(EoiSchemaFile));
+
+			file->name = name;
+			file->text = protobuf_of_answer(jb, ref_what);
+			refs->files = lappend(refs->files, file);
+			continue;
+		}
 		appendStringInfo(&refs->fields, "{\"name\": \"r%d\", \"type\": %s}, ",
 						 ++refs->nfields, schema_of_answer(jb, base, ref_what));
 	}
@@ -620,6 +633,42 @@ eoi_registry_fetch_json_schema(const char *path, const char *what)
 				 errmsg("%s is not a JSON Schema", what),
 				 errhint("Format json takes the JSON Schema of a record in Confluent's framing; this id names a schema of another type.")));
 	return schema;
+}
+
+/* The text of a Protobuf schema in a 200 answer; another type is a record error. */
+static char *
+protobuf_of_answer(Jsonb *jb, const char *what)
+{
+	JsonbValue	v;
+
+	if (!json_key(jb, "schemaType", &v) || v.type != jbvString ||
+		!(v.val.string.len == 8 && strncmp(v.val.string.val, "PROTOBUF", 8) == 0))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s is not a Protobuf schema", what),
+				 errhint("Format protobuf reads records whose schema id names a Protobuf schema; use a job of another format for this topic.")));
+	return schema_text_of_answer(jb, "the registry", what);
+}
+
+/*
+ * The Protobuf schema at `path` and the files it imports, as the registry
+ * holds them: each reference (named by its import path) before the files
+ * that import it, and last the schema itself (name NULL).  Errors as
+ * eoi_registry_fetch_schema's; a schema of another type is a record error.
+ */
+List *
+eoi_registry_fetch_protobuf(const char *path, const char *what)
+{
+	const char *base;
+	Jsonb	   *jb = fetch_answer(path, what, &base);
+	EoiSchemaFile *file = palloc(sizeof(EoiSchemaFile));
+	References	refs = {NIL};
+
+	file->name = NULL;
+	file->text = protobuf_of_answer(jb, what);
+	refs.protobuf = true;
+	add_references(jb, what, &refs, 0);
+	return lappend(refs.files, file);
 }
 
 /* The number eoi_registry_configure last returned (0: never called). */

@@ -2,7 +2,8 @@
  *
  * registry.h
  *	  A client of Confluent's Schema Registry REST API (and the registries
- *	  that speak it), for format avro: schemas by id, over libcurl.
+ *	  that speak it), for formats avro, json and protobuf: schemas by id,
+ *	  over libcurl.
  *
  *-------------------------------------------------------------------------
  */
@@ -47,6 +48,19 @@ extern char *eoi_registry_fetch_schema(const char *path, const char *what, bool 
 extern int64 eoi_registry_latest_id(const char *subject);
 
 extern uint64 eoi_registry_generation(void);
+
+/* A schema's text, and the name it is imported by (NULL for the schema itself). */
+typedef struct EoiSchemaFile
+{
+	const char *name;
+	const char *text;
+} EoiSchemaFile;
+
+/*
+ * The Protobuf schema at `path` and, before it, the files it imports (its
+ * references, named by their import paths), each once.
+ */
+extern List *eoi_registry_fetch_protobuf(const char *path, const char *what);
 
 /* The JSON Schema at `path`, for JSON Schema records (format json). */
 extern char *eoi_registry_fetch_json_schema(const char *path, const char *what);

@@ -42,6 +42,7 @@ static const char *const format_names[] = {
 	[EOI_FORMAT_CSV] = "csv",
 	[EOI_FORMAT_JSON] = "json",
 	[EOI_FORMAT_AVRO] = "avro",
+	[EOI_FORMAT_PROTOBUF] = "protobuf",
 };
 
 static const char *const on_error_names[] = {
@@ -106,7 +107,7 @@ eoi_parse_format(const char *format)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("unrecognized format \"%s\"", format),
-				 errhint("Choose one of text, csv, json, avro.")));
+				 errhint("Choose one of text, csv, json, avro, protobuf.")));
 	return (EoiFormat) i;
 }
 

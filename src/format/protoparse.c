@@ -1,0 +1,1280 @@
+/*-------------------------------------------------------------------------
+ *
+ * protoparse.c
+ *	  The .proto files of a Protobuf schema, read into messages and enums
+ *	  and linked: what format protobuf needs to decode a message, and no
+ *	  more.
+ *
+ * A registry holds a Protobuf schema as the text of a .proto file, and the
+ * files it imports as references (registry.c fetches them).  This reads
+ * the language's proto2 and proto3 syntax: package, import, message
+ * (nested), enum, oneof, map, field labels, and the field options
+ * `default` and `packed`.  Everything else a file may hold is skipped
+ * whole: options, reserved ranges, extensions, extend blocks, services.
+ * Groups (a proto2 feature long deprecated) and editions are refused.
+ *
+ * The text is the job owner's registry's: every name, number and nesting is
+ * checked, and an error names the file and the line.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <ctype.h>
+#include <math.h>
+
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+
+#include "format/protoschema.h"
+
+/* Nothing in a .proto file needs more fields than this in one message. */
+#define MAX_FIELDS 32767
+/* A field number up to this is found by index; larger ones are searched. */
+#define INDEXED_NUMBERS 4096
+
+/* ---- the well-known types, built in ---- */
+
+static const struct
+{
+	const char *name;
+	const char *text;
+}			builtin_files[] = {
+	{"google/protobuf/timestamp.proto",
+	"syntax = \"proto3\"; package google.protobuf; message Timestamp { int64 seconds = 1; int32 nanos = 2; }"},
+	{"google/protobuf/duration.proto",
+	"syntax = \"proto3\"; package google.protobuf; message Duration { int64 seconds = 1; int32 nanos = 2; }"},
+	{"google/protobuf/wrappers.proto",
+		"syntax = \"proto3\"; package google.protobuf;"
+		" message DoubleValue { double value = 1; } message FloatValue { float value = 1; }"
+		" message Int64Value { int64 value = 1; } message UInt64Value { uint64 value = 1; }"
+		" message Int32Value { int32 value = 1; } message UInt32Value { uint32 value = 1; }"
+		" message BoolValue { bool value = 1; } message StringValue { string value = 1; }"
+	" message BytesValue { bytes value = 1; }"},
+	{"google/protobuf/struct.proto",
+		"syntax = \"proto3\"; package google.protobuf;"
+		" message Struct { map<string, Value> fields = 1; }"
+		" message Value { oneof kind { NullValue null_value = 1; double number_value = 2;"
+		" string string_value = 3; bool bool_value = 4; Struct struct_value = 5; ListValue list_value = 6; } }"
+		" enum NullValue { NULL_VALUE = 0; }"
+	" message ListValue { repeated Value values = 1; }"},
+	{"google/protobuf/empty.proto",
+	"syntax = \"proto3\"; package google.protobuf; message Empty { }"},
+	{"google/protobuf/any.proto",
+	"syntax = \"proto3\"; package google.protobuf; message Any { string type_url = 1; bytes value = 2; }"},
+	{"google/protobuf/field_mask.proto",
+	"syntax = \"proto3\"; package google.protobuf; message FieldMask { repeated string paths = 1; }"},
+	/* options live here; they are skipped, so nothing of it is needed */
+	{"google/protobuf/descriptor.proto",
+	"syntax = \"proto2\"; package google.protobuf;"},
+	{"confluent/meta.proto",
+	"syntax = \"proto3\"; package confluent;"},
+	{"confluent/type/decimal.proto",
+		"syntax = \"proto3\"; package confluent.type;"
+	" message Decimal { bytes value = 1; uint32 precision = 2; int32 scale = 3; }"},
+};
+
+static const struct
+{
+	const char *name;
+	EoiProtoWellKnown kind;
+}			well_known_messages[] = {
+	{"google.protobuf.Timestamp", WK_TIMESTAMP},
+	{"google.protobuf.Duration", WK_DURATION},
+	{"google.protobuf.DoubleValue", WK_WRAPPER},
+	{"google.protobuf.FloatValue", WK_WRAPPER},
+	{"google.protobuf.Int64Value", WK_WRAPPER},
+	{"google.protobuf.UInt64Value", WK_WRAPPER},
+	{"google.protobuf.Int32Value", WK_WRAPPER},
+	{"google.protobuf.UInt32Value", WK_WRAPPER},
+	{"google.protobuf.BoolValue", WK_WRAPPER},
+	{"google.protobuf.StringValue", WK_WRAPPER},
+	{"google.protobuf.BytesValue", WK_WRAPPER},
+	{"google.protobuf.Struct", WK_STRUCT},
+	{"google.protobuf.Value", WK_VALUE},
+	{"google.protobuf.ListValue", WK_LIST_VALUE},
+	{"confluent.type.Decimal", WK_DECIMAL},
+};
+
+static const struct
+{
+	const char *name;
+	EoiProtoType type;
+}			scalar_types[] = {
+	{"double", PT_DOUBLE}, {"float", PT_FLOAT}, {"int64", PT_INT64}, {"uint64", PT_UINT64},
+	{"int32", PT_INT32}, {"fixed64", PT_FIXED64}, {"fixed32", PT_FIXED32}, {"bool", PT_BOOL},
+	{"string", PT_STRING}, {"bytes", PT_BYTES}, {"uint32", PT_UINT32}, {"sfixed32", PT_SFIXED32},
+	{"sfixed64", PT_SFIXED64}, {"sint32", PT_SINT32}, {"sint64", PT_SINT64},
+};
+
+/* ---- the lexer ---- */
+
+typedef enum TokenKind
+{
+	T_EOF, T_IDENT, T_NUMBER, T_STRING, T_SYMBOL
+} TokenKind;
+
+typedef struct Lexer
+{
+	const char *p;				/* what is not read yet */
+	int			line;
+	const char *file;			/* the file's name, for errors */
+	const char *what;			/* the schema, for errors */
+	TokenKind	kind;			/* the current token */
+	const char *start;
+	int			len;
+	StringInfoData string;		/* a string token's bytes, unescaped */
+} Lexer;
+
+static void
+syntax_error(Lexer *lx, const char *message)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("%s cannot be read as a Protobuf schema: %s, line %d: %s",
+					lx->what, lx->file, lx->line, message)));
+}
+
+static void
+unsupported(Lexer *lx, const char *message, const char *hint)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("%s uses what format protobuf does not read: %s, line %d: %s",
+					lx->what, lx->file, lx->line, message),
+			 errhint("%s", hint)));
+}
+
+/* Skip white space and comments. */
+static void
+skip_space(Lexer *lx)
+{
+	for (;;)
+	{
+		if (*lx->p == '\n')
+			lx->line++;
+		if (isspace((unsigned char) *lx->p))
+			lx->p++;
+		else if (lx->p[0] == '/' && lx->p[1] == '/')
+		{
+			while (*lx->p && *lx->p != '\n')
+				lx->p++;
+		}
+		else if (lx->p[0] == '/' && lx->p[1] == '*')
+		{
+			lx->p += 2;
+			while (*lx->p && !(lx->p[0] == '*' && lx->p[1] == '/'))
+			{
+				if (*lx->p == '\n')
+					lx->line++;
+				lx->p++;
+			}
+			if (!*lx->p)
+				syntax_error(lx, "a comment is not closed");
+			lx->p += 2;
+		}
+		else
+			return;
+	}
+}
+
+static int
+hex_digit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* A string literal at lx->p, unescaped into lx->string (appended). */
+static void
+read_string(Lexer *lx)
+{
+	char		quote = *lx->p++;
+
+	while (*lx->p != quote)
+	{
+		char		c = *lx->p++;
+
+		if (c == '\0' || c == '\n')
+			syntax_error(lx, "a string is not closed");
+		if (c != '\\')
+		{
+			appendStringInfoChar(&lx->string, c);
+			continue;
+		}
+		c = *lx->p++;
+		switch (c)
+		{
+			case 'n':
+				appendStringInfoChar(&lx->string, '\n');
+				break;
+			case 't':
+				appendStringInfoChar(&lx->string, '\t');
+				break;
+			case 'r':
+				appendStringInfoChar(&lx->string, '\r');
+				break;
+			case 'a':
+				appendStringInfoChar(&lx->string, '\a');
+				break;
+			case 'b':
+				appendStringInfoChar(&lx->string, '\b');
+				break;
+			case 'f':
+				appendStringInfoChar(&lx->string, '\f');
+				break;
+			case 'v':
+				appendStringInfoChar(&lx->string, '\v');
+				break;
+			case '\\':
+			case '\'':
+			case '"':
+			case '?':
+				appendStringInfoChar(&lx->string, c);
+				break;
+			case 'x':
+			case 'X':
+				{
+					int			v = 0;
+					int			n = 0;
+
+					while (n < 2 && hex_digit(*lx->p) >= 0)
+						v = v * 16 + hex_digit(*lx->p++), n++;
+					if (n == 0)
+						syntax_error(lx, "\\x without hex digits in a string");
+					appendStringInfoChar(&lx->string, (char) v);
+					break;
+				}
+			default:
+				if (c >= '0' && c <= '7')
+				{
+					int			v = c - '0';
+					int			n = 1;
+
+					while (n < 3 && *lx->p >= '0' && *lx->p <= '7')
+						v = v * 8 + (*lx->p++ - '0'), n++;
+					if (v > 255)
+						syntax_error(lx, "an octal escape beyond a byte in a string");
+					appendStringInfoChar(&lx->string, (char) v);
+					break;
+				}
+				syntax_error(lx, psprintf("the escape \\%c in a string", c ? c : '0'));
+		}
+	}
+	lx->p++;
+}
+
+static void
+next_token(Lexer *lx)
+{
+	char		c;
+
+	skip_space(lx);
+	lx->start = lx->p;
+	c = *lx->p;
+	if (c == '\0')
+	{
+		lx->kind = T_EOF;
+		lx->len = 0;
+		return;
+	}
+	if (isalpha((unsigned char) c) || c == '_' ||
+		(c == '.' && (isalpha((unsigned char) lx->p[1]) || lx->p[1] == '_')))
+	{
+		lx->p++;
+		while (isalnum((unsigned char) *lx->p) || *lx->p == '_' || *lx->p == '.')
+			lx->p++;
+		lx->kind = T_IDENT;
+	}
+	else if (isdigit((unsigned char) c) || (c == '.' && isdigit((unsigned char) lx->p[1])))
+	{
+		lx->p++;
+		while (isalnum((unsigned char) *lx->p) || *lx->p == '.' ||
+			   ((*lx->p == '+' || *lx->p == '-') && (lx->p[-1] == 'e' || lx->p[-1] == 'E') &&
+				lx->start[1] != 'x' && lx->start[1] != 'X'))
+			lx->p++;
+		lx->kind = T_NUMBER;
+	}
+	else if (c == '"' || c == '\'')
+	{
+		/* adjacent strings are one */
+		resetStringInfo(&lx->string);
+		do
+		{
+			read_string(lx);
+			skip_space(lx);
+		} while (*lx->p == '"' || *lx->p == '\'');
+		lx->kind = T_STRING;
+	}
+	else
+	{
+		lx->p++;
+		lx->kind = T_SYMBOL;
+	}
+	lx->len = (int) (lx->p - lx->start);
+}
+
+static bool
+is_symbol(Lexer *lx, char c)
+{
+	return lx->kind == T_SYMBOL && lx->start[0] == c;
+}
+
+static bool
+is_word(Lexer *lx, const char *word)
+{
+	return lx->kind == T_IDENT && lx->len == (int) strlen(word) &&
+		strncmp(lx->start, word, lx->len) == 0;
+}
+
+static const char *
+token_text(Lexer *lx)
+{
+	if (lx->kind == T_EOF)
+		return "the end of the file";
+	return psprintf("\"%.*s\"", Min(lx->len, 64), lx->start);
+}
+
+static void
+expect_symbol(Lexer *lx, char c)
+{
+	next_token(lx);
+	if (!is_symbol(lx, c))
+		syntax_error(lx, psprintf("expected \"%c\", found %s", c, token_text(lx)));
+}
+
+/* The next token, an identifier: a copy of it. */
+static char *
+take_ident(Lexer *lx, const char *of)
+{
+	next_token(lx);
+	if (lx->kind != T_IDENT)
+		syntax_error(lx, psprintf("expected %s, found %s", of, token_text(lx)));
+	return pnstrdup(lx->start, lx->len);
+}
+
+/* A simple name: an identifier without dots. */
+static char *
+take_name(Lexer *lx, const char *of)
+{
+	char	   *name = take_ident(lx, of);
+
+	if (strchr(name, '.') != NULL)
+		syntax_error(lx, psprintf("%s \"%s\" has a dot", of, name));
+	return name;
+}
+
+/* The next token, an integer, with an optional minus sign before it. */
+static int64
+take_integer(Lexer *lx, const char *of)
+{
+	bool		negative = false;
+	char	   *text;
+	char	   *end;
+	int64		v;
+
+	next_token(lx);
+	if (is_symbol(lx, '-'))
+	{
+		negative = true;
+		next_token(lx);
+	}
+	if (lx->kind != T_NUMBER)
+		syntax_error(lx, psprintf("expected %s, found %s", of, token_text(lx)));
+	text = pnstrdup(lx->start, lx->len);
+	errno = 0;
+	v = strtoll(text, &end, 0);
+	if (*end != '\0' || errno != 0)
+		syntax_error(lx, psprintf("%s \"%s\" is not an integer in range", of, text));
+	return negative ? -v : v;
+}
+
+/* Are the next characters (past space and comments) `c`?  Nothing is read. */
+static bool
+next_char_is(Lexer *lx, char c)
+{
+	const char *p = lx->p;
+	int			line = lx->line;
+	bool		result;
+
+	skip_space(lx);
+	result = *lx->p == c;
+	lx->p = p;
+	lx->line = line;
+	return result;
+}
+
+/* Skip a block whose "{" is the current token, through its "}". */
+static void
+skip_block(Lexer *lx)
+{
+	int			depth = 1;
+
+	while (depth > 0)
+	{
+		next_token(lx);
+		if (lx->kind == T_EOF)
+			syntax_error(lx, "a block is not closed");
+		if (is_symbol(lx, '{'))
+			depth++;
+		else if (is_symbol(lx, '}'))
+			depth--;
+	}
+}
+
+/* Skip a statement through its ";" (braces and brackets in it included). */
+static void
+skip_statement(Lexer *lx)
+{
+	int			depth = 0;
+
+	for (;;)
+	{
+		next_token(lx);
+		if (lx->kind == T_EOF)
+			syntax_error(lx, "a statement does not end with \";\"");
+		if (is_symbol(lx, '{') || is_symbol(lx, '[') || is_symbol(lx, '('))
+			depth++;
+		else if (is_symbol(lx, '}') || is_symbol(lx, ']') || is_symbol(lx, ')'))
+			depth--;
+		else if (is_symbol(lx, ';') && depth <= 0)
+			return;
+		if (depth < 0)
+			syntax_error(lx, psprintf("unexpected %s", token_text(lx)));
+	}
+}
+
+/* Skip a definition that ends with a block: its name, then "{ ... }". */
+static void
+skip_definition(Lexer *lx)
+{
+	do
+	{
+		next_token(lx);
+		if (lx->kind == T_EOF || is_symbol(lx, ';') || is_symbol(lx, '}'))
+			syntax_error(lx, psprintf("expected \"{\", found %s", token_text(lx)));
+	} while (!is_symbol(lx, '{'));
+	skip_block(lx);
+}
+
+/* ---- the parser ---- */
+
+typedef struct Parser
+{
+	Lexer		lx;
+	EoiProtoFile *file;
+} Parser;
+
+typedef struct MessageBuilder
+{
+	EoiProtoMessage *msg;
+	List	   *fields;			/* EoiProtoField * */
+	List	   *nested;
+	int			noneofs;
+} MessageBuilder;
+
+static char *
+qualified(const char *scope, const char *name)
+{
+	return scope[0] ? psprintf("%s.%s", scope, name) : pstrdup(name);
+}
+
+static bool
+scalar_type(const char *name, EoiProtoType *type)
+{
+	for (int i = 0; i < lengthof(scalar_types); i++)
+		if (strcmp(name, scalar_types[i].name) == 0)
+		{
+			*type = scalar_types[i].type;
+			return true;
+		}
+	return false;
+}
+
+/* A field's type, by name: a scalar, or a message or enum linked later. */
+static void
+set_field_type(EoiProtoField *f, const char *name, const char *scope)
+{
+	if (scalar_type(name, &f->type))
+		return;
+	f->type = PT_MESSAGE;		/* or PT_ENUM: linking decides */
+	f->type_name = name;
+	f->scope = scope;
+}
+
+/* The value of an option: a token, a minus sign and a number, or a block. */
+static char *
+option_value(Lexer *lx)
+{
+	next_token(lx);
+	if (is_symbol(lx, '-'))
+	{
+		next_token(lx);
+		return psprintf("-%.*s", lx->len, lx->start);
+	}
+	if (is_symbol(lx, '{'))
+	{
+		skip_block(lx);
+		return NULL;
+	}
+	if (lx->kind == T_STRING)
+		return pnstrdup(lx->string.data, lx->string.len);
+	if (lx->kind == T_EOF || lx->kind == T_SYMBOL)
+		syntax_error(lx, psprintf("expected an option's value, found %s", token_text(lx)));
+	return pnstrdup(lx->start, lx->len);
+}
+
+/* A field's options "[name = value, ...]", if any; then its ";". */
+static void
+field_options(Lexer *lx, EoiProtoField *f)
+{
+	next_token(lx);
+	if (is_symbol(lx, '['))
+	{
+		do
+		{
+			StringInfoData name;
+			char	   *value;
+
+			initStringInfo(&name);
+			for (;;)
+			{
+				next_token(lx);
+				if (is_symbol(lx, '=') || lx->kind == T_EOF)
+					break;
+				appendBinaryStringInfo(&name, lx->start, lx->len);
+			}
+			if (lx->kind == T_EOF)
+				syntax_error(lx, "field options are not closed");
+			value = option_value(lx);
+			if (strcmp(name.data, "default") == 0 && f != NULL)
+				f->default_text = value;
+			next_token(lx);
+		} while (is_symbol(lx, ','));
+		if (!is_symbol(lx, ']'))
+			syntax_error(lx, psprintf("expected \"]\", found %s", token_text(lx)));
+		next_token(lx);
+	}
+	if (!is_symbol(lx, ';'))
+		syntax_error(lx, psprintf("expected \";\", found %s", token_text(lx)));
+}
+
+static int32
+field_number(Lexer *lx)
+{
+	int64		n = take_integer(lx, "a field number");
+
+	if (n < 1 || n > EOI_PROTO_MAX_FIELD_NUMBER)
+		syntax_error(lx, psprintf("field number " INT64_FORMAT " is out of range (1 to %d)",
+								  n, EOI_PROTO_MAX_FIELD_NUMBER));
+	return (int32) n;
+}
+
+/* "type name = number [options];", the label (if any) read already. */
+static EoiProtoField *
+parse_field(Parser *ps, MessageBuilder *mb, char *type, bool repeated, bool required, bool optional,
+			int oneof)
+{
+	Lexer	   *lx = &ps->lx;
+	EoiProtoField *f = palloc0(sizeof(EoiProtoField));
+
+	if (strcmp(type, "group") == 0)
+		unsupported(lx, "a group field",
+					"Groups are a deprecated proto2 feature: declare the group's fields as a message and the field with its type.");
+	set_field_type(f, type, mb->msg->full_name);
+	f->name = take_name(lx, "a field name");
+	expect_symbol(lx, '=');
+	f->number = field_number(lx);
+	f->repeated = repeated;
+	f->required = required;
+	/* proto3's optional; proto2's fields other than repeated ones; oneofs */
+	f->presence = !repeated && (optional || required || !ps->file->proto3 || oneof >= 0);
+	f->oneof = oneof;
+	field_options(lx, f);
+	mb->fields = lappend(mb->fields, f);
+	return f;
+}
+
+static void index_fields(Lexer *lx, EoiProtoMessage *msg);
+
+/* "map<K, V> name = number [options];": a field of an entry message. */
+static void
+parse_map_field(Parser *ps, MessageBuilder *mb)
+{
+	Lexer	   *lx = &ps->lx;
+	char	   *key_type = (expect_symbol(lx, '<'), take_ident(lx, "a map's key type"));
+	char	   *value_type = (expect_symbol(lx, ','), take_ident(lx, "a map's value type"));
+	EoiProtoField *f = palloc0(sizeof(EoiProtoField));
+	EoiProtoMessage *entry = palloc0(sizeof(EoiProtoMessage));
+	StringInfoData entry_name;
+	EoiProtoType kt;
+
+	expect_symbol(lx, '>');
+	if (!scalar_type(key_type, &kt) || kt == PT_DOUBLE || kt == PT_FLOAT || kt == PT_BYTES)
+		syntax_error(lx, psprintf("a map's key type must be an integer, bool or string type, not %s", key_type));
+	f->name = take_name(lx, "a field name");
+	expect_symbol(lx, '=');
+	f->number = field_number(lx);
+	f->repeated = true;
+	f->oneof = -1;
+	field_options(lx, NULL);
+
+	/* the entry message protoc makes: "counts" gets "CountsEntry" */
+	initStringInfo(&entry_name);
+	for (const char *s = f->name; *s; s++)
+	{
+		if (*s == '_')
+			continue;
+		appendStringInfoChar(&entry_name, (s == f->name || s[-1] == '_') ? pg_ascii_toupper(*s) : *s);
+	}
+	appendStringInfoString(&entry_name, "Entry");
+	entry->full_name = qualified(mb->msg->full_name, entry_name.data);
+	entry->map_entry = true;
+	entry->nfields = 2;
+	entry->fields = palloc0(sizeof(EoiProtoField) * 2);
+	entry->fields[0].name = "key";
+	entry->fields[0].number = 1;
+	entry->fields[0].type = kt;
+	entry->fields[0].oneof = -1;
+	entry->fields[1].name = "value";
+	entry->fields[1].number = 2;
+	entry->fields[1].oneof = -1;
+	/* the value's type is named from the map's message */
+	set_field_type(&entry->fields[1], value_type, mb->msg->full_name);
+	index_fields(lx, entry);
+	mb->nested = lappend(mb->nested, entry);
+	ps->file->all_messages = lappend(ps->file->all_messages, entry);
+
+	f->type = PT_MESSAGE;
+	f->type_name = psprintf(".%s", entry->full_name);
+	f->scope = "";
+	mb->fields = lappend(mb->fields, f);
+}
+
+static EoiProtoEnum *
+parse_enum(Parser *ps, const char *scope)
+{
+	Lexer	   *lx = &ps->lx;
+	EoiProtoEnum *e = palloc0(sizeof(EoiProtoEnum));
+	List	   *names = NIL;
+	List	   *numbers = NIL;
+	int			i = 0;
+	ListCell   *lc;
+
+	e->full_name = qualified(scope, take_name(lx, "an enum's name"));
+	expect_symbol(lx, '{');
+	for (;;)
+	{
+		next_token(lx);
+		if (is_symbol(lx, '}'))
+			break;
+		if (is_symbol(lx, ';'))
+			continue;
+		if (is_word(lx, "option") || is_word(lx, "reserved"))
+		{
+			skip_statement(lx);
+			continue;
+		}
+		if (lx->kind != T_IDENT)
+			syntax_error(lx, psprintf("expected an enum value, found %s", token_text(lx)));
+		names = lappend(names, pnstrdup(lx->start, lx->len));
+		expect_symbol(lx, '=');
+		{
+			int64		n = take_integer(lx, "an enum value's number");
+
+			if (n < PG_INT32_MIN || n > PG_INT32_MAX)
+				syntax_error(lx, "an enum value's number is out of range");
+			numbers = lappend_int(numbers, (int) n);
+		}
+		field_options(lx, NULL);
+	}
+	e->nvalues = list_length(names);
+	e->names = palloc(sizeof(char *) * Max(e->nvalues, 1));
+	e->numbers = palloc(sizeof(int32) * Max(e->nvalues, 1));
+	foreach(lc, names)
+	{
+		e->names[i] = lfirst(lc);
+		e->numbers[i] = list_nth_int(numbers, i);
+		i++;
+	}
+	ps->file->all_enums = lappend(ps->file->all_enums, e);
+	return e;
+}
+
+static EoiProtoMessage *parse_message(Parser *ps, const char *scope, int depth);
+
+/* "oneof name { fields }" */
+static void
+parse_oneof(Parser *ps, MessageBuilder *mb)
+{
+	Lexer	   *lx = &ps->lx;
+	int			index = mb->noneofs++;
+
+	(void) take_name(lx, "a oneof's name");
+	expect_symbol(lx, '{');
+	for (;;)
+	{
+		next_token(lx);
+		if (is_symbol(lx, '}'))
+			break;
+		if (is_symbol(lx, ';'))
+			continue;
+		if (is_word(lx, "option"))
+		{
+			skip_statement(lx);
+			continue;
+		}
+		if (lx->kind != T_IDENT)
+			syntax_error(lx, psprintf("expected a field of a oneof, found %s", token_text(lx)));
+		(void) parse_field(ps, mb, pnstrdup(lx->start, lx->len), false, false, false, index);
+	}
+}
+
+/* The lookup of a message's fields by number; duplicates refused. */
+static void
+index_fields(Lexer *lx, EoiProtoMessage *msg)
+{
+	int32		max = 0;
+
+	for (int i = 0; i < msg->nfields; i++)
+	{
+		for (int j = 0; j < i; j++)
+			if (msg->fields[j].number == msg->fields[i].number ||
+				strcmp(msg->fields[j].name, msg->fields[i].name) == 0)
+				syntax_error(lx, psprintf("message %s has two fields %s (%d) and %s (%d)", msg->full_name,
+										  msg->fields[j].name, msg->fields[j].number,
+										  msg->fields[i].name, msg->fields[i].number));
+		max = Max(max, msg->fields[i].number);
+	}
+	msg->by_number_size = Min(max, INDEXED_NUMBERS) + 1;
+	msg->by_number = palloc0(sizeof(int16) * msg->by_number_size);
+	msg->sorted = palloc(sizeof(int) * Max(msg->nfields, 1));
+	for (int i = 0; i < msg->nfields; i++)
+	{
+		int			k = i;
+
+		if (msg->fields[i].number < msg->by_number_size)
+			msg->by_number[msg->fields[i].number] = (int16) (i + 1);
+		/* insertion by number */
+		while (k > 0 && msg->fields[msg->sorted[k - 1]].number > msg->fields[i].number)
+		{
+			msg->sorted[k] = msg->sorted[k - 1];
+			k--;
+		}
+		msg->sorted[k] = i;
+	}
+}
+
+static EoiProtoMessage *
+parse_message(Parser *ps, const char *scope, int depth)
+{
+	Lexer	   *lx = &ps->lx;
+	MessageBuilder mb = {0};
+	ListCell   *lc;
+	int			i = 0;
+
+	check_stack_depth();
+	CHECK_FOR_INTERRUPTS();
+	if (depth > EOI_PROTO_MAX_DEPTH)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("%s nests messages deeper than format protobuf reads: %s, line %d",
+						lx->what, lx->file, lx->line),
+				 errhint("Messages are read nested at most %d levels deep.", EOI_PROTO_MAX_DEPTH)));
+	mb.msg = palloc0(sizeof(EoiProtoMessage));
+	mb.msg->full_name = qualified(scope, take_name(lx, "a message's name"));
+	ps->file->all_messages = lappend(ps->file->all_messages, mb.msg);
+	expect_symbol(lx, '{');
+	for (;;)
+	{
+		bool		repeated = false;
+		bool		required = false;
+		bool		optional = false;
+
+		next_token(lx);
+		if (is_symbol(lx, '}'))
+			break;
+		if (lx->kind == T_EOF)
+			syntax_error(lx, psprintf("message %s is not closed", mb.msg->full_name));
+		if (is_symbol(lx, ';'))
+			continue;
+		if (is_word(lx, "message"))
+		{
+			mb.nested = lappend(mb.nested, parse_message(ps, mb.msg->full_name, depth + 1));
+			continue;
+		}
+		if (is_word(lx, "enum"))
+		{
+			(void) parse_enum(ps, mb.msg->full_name);
+			continue;
+		}
+		if (is_word(lx, "option") || is_word(lx, "reserved") || is_word(lx, "extensions"))
+		{
+			skip_statement(lx);
+			continue;
+		}
+		if (is_word(lx, "extend"))
+		{
+			skip_definition(lx);
+			continue;
+		}
+		if (is_word(lx, "oneof"))
+		{
+			parse_oneof(ps, &mb);
+			continue;
+		}
+		if (is_word(lx, "map") && next_char_is(lx, '<'))
+		{
+			parse_map_field(ps, &mb);
+			continue;
+		}
+		if (lx->kind != T_IDENT)
+			syntax_error(lx, psprintf("expected a field, found %s", token_text(lx)));
+		if (is_word(lx, "repeated") || is_word(lx, "required") || is_word(lx, "optional"))
+		{
+			repeated = is_word(lx, "repeated");
+			required = is_word(lx, "required");
+			optional = is_word(lx, "optional");
+			next_token(lx);
+			if (lx->kind != T_IDENT)
+				syntax_error(lx, psprintf("expected a field's type, found %s", token_text(lx)));
+		}
+		(void) parse_field(ps, &mb, pnstrdup(lx->start, lx->len), repeated, required, optional, -1);
+		if (list_length(mb.fields) > MAX_FIELDS)
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("%s has a message with more than %d fields: %s", lx->what, MAX_FIELDS,
+							mb.msg->full_name)));
+	}
+
+	mb.msg->nfields = list_length(mb.fields);
+	mb.msg->fields = palloc0(sizeof(EoiProtoField) * Max(mb.msg->nfields, 1));
+	foreach(lc, mb.fields)
+		mb.msg->fields[i++] = *(EoiProtoField *) lfirst(lc);
+	mb.msg->nnested = list_length(mb.nested);
+	mb.msg->nested = palloc(sizeof(EoiProtoMessage *) * Max(mb.msg->nnested, 1));
+	i = 0;
+	foreach(lc, mb.nested)
+		mb.msg->nested[i++] = lfirst(lc);
+	index_fields(lx, mb.msg);
+	return mb.msg;
+}
+
+static EoiProtoFile *
+parse_file(const char *name, const char *text, const char *what)
+{
+	Parser		ps = {{0}};
+	Lexer	   *lx = &ps.lx;
+	EoiProtoFile *file = palloc0(sizeof(EoiProtoFile));
+	List	   *messages = NIL;
+	ListCell   *lc;
+	int			i = 0;
+
+	file->name = name;
+	file->package = "";
+	ps.file = file;
+	lx->p = text;
+	lx->line = 1;
+	lx->file = name ? name : "the schema";
+	lx->what = what;
+	initStringInfo(&lx->string);
+	for (;;)
+	{
+		next_token(lx);
+		if (lx->kind == T_EOF)
+			break;
+		if (is_symbol(lx, ';'))
+			continue;
+		if (is_word(lx, "syntax"))
+		{
+			expect_symbol(lx, '=');
+			next_token(lx);
+			if (lx->kind != T_STRING ||
+				(strcmp(lx->string.data, "proto2") != 0 && strcmp(lx->string.data, "proto3") != 0))
+				syntax_error(lx, "syntax is neither \"proto2\" nor \"proto3\"");
+			file->proto3 = strcmp(lx->string.data, "proto3") == 0;
+			expect_symbol(lx, ';');
+		}
+		else if (is_word(lx, "edition"))
+			unsupported(lx, "an edition",
+						"Format protobuf reads proto2 and proto3 files; write the schema with syntax = \"proto3\".");
+		else if (is_word(lx, "package"))
+		{
+			file->package = take_ident(lx, "a package name");
+			expect_symbol(lx, ';');
+		}
+		else if (is_word(lx, "import"))
+		{
+			next_token(lx);
+			if (is_word(lx, "public") || is_word(lx, "weak"))
+				next_token(lx);
+			if (lx->kind != T_STRING)
+				syntax_error(lx, psprintf("expected the imported file's name, found %s", token_text(lx)));
+			file->imports = lappend(file->imports, pnstrdup(lx->string.data, lx->string.len));
+			expect_symbol(lx, ';');
+		}
+		else if (is_word(lx, "option"))
+			skip_statement(lx);
+		else if (is_word(lx, "message"))
+			messages = lappend(messages, parse_message(&ps, file->package, 1));
+		else if (is_word(lx, "enum"))
+			(void) parse_enum(&ps, file->package);
+		else if (is_word(lx, "service") || is_word(lx, "extend"))
+			skip_definition(lx);
+		else
+			syntax_error(lx, psprintf("unexpected %s", token_text(lx)));
+	}
+	file->nmessages = list_length(messages);
+	file->messages = palloc(sizeof(EoiProtoMessage *) * Max(file->nmessages, 1));
+	foreach(lc, messages)
+		file->messages[i++] = lfirst(lc);
+	return file;
+}
+
+/* ---- linking ---- */
+
+typedef struct NamedType
+{
+	const char *name;
+	EoiProtoMessage *message;
+	EoiProtoEnum *enumtype;
+} NamedType;
+
+static int
+named_type_cmp(const void *a, const void *b)
+{
+	return strcmp(((const NamedType *) a)->name, ((const NamedType *) b)->name);
+}
+
+static const NamedType *
+find_type(const NamedType *types, int n, const char *name)
+{
+	NamedType	key = {name};
+
+	return bsearch(&key, types, n, sizeof(NamedType), named_type_cmp);
+}
+
+/* A type name as the language resolves it: from the innermost scope out. */
+static const NamedType *
+resolve(const NamedType *types, int n, const char *scope, const char *name)
+{
+	char	   *s;
+
+	if (name[0] == '.')
+		return find_type(types, n, name + 1);
+	s = pstrdup(scope);
+	for (;;)
+	{
+		const NamedType *t = find_type(types, n, s[0] ? psprintf("%s.%s", s, name) : name);
+		char	   *dot;
+
+		if (t != NULL || s[0] == '\0')
+			return t;
+		dot = strrchr(s, '.');
+		if (dot)
+			*dot = '\0';
+		else
+			s[0] = '\0';
+	}
+}
+
+static void
+bad_default(const EoiProtoField *f, const EoiProtoMessage *msg, const char *what)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("%s cannot be read as a Protobuf schema: field %s of message %s has default \"%s\", which is not a value of its type",
+					what, f->name, msg->full_name, f->default_text)));
+}
+
+/*
+ * A proto2 default in the form the decoder writes it: integers in decimal,
+ * floats as float8in reads them ("Infinity", "NaN"), bools as true or
+ * false, an enum's value by a name it has; strings as they are.
+ */
+static void
+canonical_default(EoiProtoField *f, const EoiProtoMessage *msg, const char *what)
+{
+	const char *d = f->default_text;
+	char	   *end;
+
+	errno = 0;
+	switch (f->type)
+	{
+		case PT_STRING:
+		case PT_BYTES:
+			return;
+		case PT_BOOL:
+			if (strcmp(d, "true") != 0 && strcmp(d, "false") != 0)
+				bad_default(f, msg, what);
+			return;
+		case PT_ENUM:
+			for (int i = 0; i < f->enumtype->nvalues; i++)
+				if (strcmp(f->enumtype->names[i], d) == 0)
+					return;
+			bad_default(f, msg, what);
+			return;
+		case PT_MESSAGE:
+		case PT_GROUP:
+			bad_default(f, msg, what);
+			return;
+		case PT_DOUBLE:
+		case PT_FLOAT:
+			{
+				double		v;
+				bool		negative = d[0] == '-';
+				const char *u = negative ? d + 1 : d;
+
+				if (pg_strcasecmp(u, "inf") == 0 || pg_strcasecmp(u, "infinity") == 0)
+				{
+					f->default_text = negative ? "-Infinity" : "Infinity";
+					return;
+				}
+				if (pg_strcasecmp(u, "nan") == 0)
+				{
+					f->default_text = "NaN";
+					return;
+				}
+				v = strtod(d, &end);
+				if (end == d || *end != '\0' || errno != 0 || isinf(v) || isnan(v))
+					bad_default(f, msg, what);
+				f->default_text = psprintf("%.17g", v);
+				return;
+			}
+		case PT_UINT64:
+		case PT_FIXED64:
+		case PT_UINT32:
+		case PT_FIXED32:
+			{
+				unsigned long long v = strtoull(d, &end, 0);
+
+				if (end == d || *end != '\0' || errno != 0 || d[0] == '-' ||
+					((f->type == PT_UINT32 || f->type == PT_FIXED32) && v > PG_UINT32_MAX))
+					bad_default(f, msg, what);
+				f->default_text = psprintf("%llu", v);
+				return;
+			}
+		default:
+			{
+				long long	v = strtoll(d, &end, 0);
+
+				if (end == d || *end != '\0' || errno != 0 ||
+					((f->type == PT_INT32 || f->type == PT_SINT32 || f->type == PT_SFIXED32) &&
+					 (v < PG_INT32_MIN || v > PG_INT32_MAX)))
+					bad_default(f, msg, what);
+				f->default_text = psprintf("%lld", v);
+				return;
+			}
+	}
+}
+
+static void
+link_fields(EoiProtoMessage *msg, const NamedType *types, int n, const EoiProtoFile *file, const char *what)
+{
+	for (int i = 0; i < msg->nfields; i++)
+	{
+		EoiProtoField *f = &msg->fields[i];
+		const NamedType *t;
+
+		if (f->type_name == NULL)
+		{
+			if (f->default_text != NULL)
+				canonical_default(f, msg, what);
+			continue;
+		}
+		t = resolve(types, n, f->scope, f->type_name);
+		if (t == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("%s cannot be read as a Protobuf schema: field %s of message %s has type %s, which no file of the schema defines",
+							what, f->name, msg->full_name, f->type_name),
+					 errdetail("The file is %s; it imports %d files.", file->name ? file->name : "the schema itself",
+							   list_length(file->imports))));
+		if (t->message != NULL)
+		{
+			f->type = PT_MESSAGE;
+			f->message = t->message;
+			/* a message field is NULL when absent, in proto3 too */
+			f->presence = !f->repeated;
+		}
+		else
+		{
+			f->type = PT_ENUM;
+			f->enumtype = t->enumtype;
+		}
+		if (f->default_text != NULL)
+			canonical_default(f, msg, what);
+	}
+}
+
+static const char *
+builtin_text(const char *name)
+{
+	for (int i = 0; i < lengthof(builtin_files); i++)
+		if (strcmp(builtin_files[i].name, name) == 0)
+			return builtin_files[i].text;
+	return NULL;
+}
+
+static bool
+has_file(List *files, const char *name)
+{
+	ListCell   *lc;
+
+	foreach(lc, files)
+	{
+		EoiProtoFile *f = lfirst(lc);
+
+		if (f->name != NULL && strcmp(f->name, name) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* Add the built-in files `files` import, and what those import in turn. */
+static List *
+add_builtin_imports(List *files, const char *what)
+{
+	for (int k = 0; k < list_length(files); k++)
+	{
+		EoiProtoFile *file = list_nth(files, k);
+		ListCell   *lc;
+
+		foreach(lc, file->imports)
+		{
+			const char *name = lfirst(lc);
+			const char *text;
+
+			if (has_file(files, name))
+				continue;
+			text = builtin_text(name);
+			if (text == NULL)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("%s cannot be read as a Protobuf schema: %s imports \"%s\", which is not among the schema's references",
+								what, file->name ? file->name : "it", name),
+						 errhint("Register the imported file under a subject of its own and list it in the schema's references, with the import's name as the reference's name.")));
+			files = lcons(parse_file(name, text, what), files);
+			k++;
+		}
+	}
+	return files;
+}
+
+EoiProtoSchema *
+eoi_proto_schema(List *sources, const char *what)
+{
+	EoiProtoSchema *schema = palloc0(sizeof(EoiProtoSchema));
+	List	   *files = NIL;
+	NamedType  *types;
+	int			ntypes = 0;
+	int			cap = 0;
+	ListCell   *lc;
+
+	foreach(lc, sources)
+	{
+		EoiSchemaFile *src = lfirst(lc);
+
+		/* the well-known types are built in: a registry's copy is not read */
+		if (src->name != NULL && builtin_text(src->name) != NULL)
+			continue;
+		files = lappend(files, parse_file(src->name, src->text, what));
+	}
+	Assert(files != NIL);
+	schema->main = llast(files);
+	files = add_builtin_imports(files, what);
+	schema->files = files;
+
+	foreach(lc, files)
+	{
+		EoiProtoFile *f = lfirst(lc);
+
+		cap += list_length(f->all_messages) + list_length(f->all_enums);
+	}
+	types = palloc(sizeof(NamedType) * Max(cap, 1));
+	foreach(lc, files)
+	{
+		EoiProtoFile *f = lfirst(lc);
+		ListCell   *lc2;
+
+		foreach(lc2, f->all_messages)
+		{
+			EoiProtoMessage *m = lfirst(lc2);
+
+			types[ntypes++] = (NamedType) {m->full_name, m, NULL};
+		}
+		foreach(lc2, f->all_enums)
+		{
+			EoiProtoEnum *e = lfirst(lc2);
+
+			types[ntypes++] = (NamedType) {e->full_name, NULL, e};
+		}
+	}
+	qsort(types, ntypes, sizeof(NamedType), named_type_cmp);
+	for (int i = 1; i < ntypes; i++)
+		if (strcmp(types[i - 1].name, types[i].name) == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("%s cannot be read as a Protobuf schema: type %s is defined twice", what, types[i].name)));
+
+	foreach(lc, files)
+	{
+		EoiProtoFile *f = lfirst(lc);
+		ListCell   *lc2;
+
+		foreach(lc2, f->all_messages)
+		{
+			EoiProtoMessage *m = lfirst(lc2);
+
+			CHECK_FOR_INTERRUPTS();
+			link_fields(m, types, ntypes, f, what);
+			for (int i = 0; i < lengthof(well_known_messages); i++)
+				if (strcmp(m->full_name, well_known_messages[i].name) == 0)
+					m->well_known = well_known_messages[i].kind;
+		}
+	}
+	return schema;
+}
+
+/* ---- lookups ---- */
+
+const EoiProtoField *
+eoi_proto_field(const EoiProtoMessage *msg, uint32 number)
+{
+	int			lo = 0;
+	int			hi = msg->nfields - 1;
+
+	if (number < (uint32) msg->by_number_size)
+	{
+		int			i = msg->by_number[number];
+
+		return i > 0 ? &msg->fields[i - 1] : NULL;
+	}
+	while (lo <= hi)
+	{
+		int			mid = (lo + hi) / 2;
+		const EoiProtoField *f = &msg->fields[msg->sorted[mid]];
+
+		if ((uint32) f->number == number)
+			return f;
+		if ((uint32) f->number < number)
+			lo = mid + 1;
+		else
+			hi = mid - 1;
+	}
+	return NULL;
+}
+
+const char *
+eoi_proto_enum_name(const EoiProtoEnum *e, int32 number)
+{
+	for (int i = 0; i < e->nvalues; i++)
+		if (e->numbers[i] == number)
+			return e->names[i];
+	return NULL;
+}
