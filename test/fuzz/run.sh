@@ -27,12 +27,12 @@ FUZZ_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 DURATION=${1:-60}
 case "$DURATION" in
-  ''|*[!0-9]*|0) echo "usage: $0 [SECONDS>0] [csv|avro|json]" >&2; exit 2 ;;
+  ''|*[!0-9]*|0) echo "usage: $0 [SECONDS>0] [csv|avro|json|protobuf]" >&2; exit 2 ;;
 esac
 TARGET=${2:-csv}
 case "$TARGET" in
-  csv|avro|json) ;;
-  *) echo "usage: $0 [SECONDS>0] [csv|avro|json]" >&2; exit 2 ;;
+  csv|avro|json|protobuf) ;;
+  *) echo "usage: $0 [SECONDS>0] [csv|avro|json|protobuf]" >&2; exit 2 ;;
 esac
 
 OUT=$EOINGEST_RUN/fuzz
@@ -91,6 +91,15 @@ elif [ "$TARGET" = json ]; then
           -L "$(pg_config --pkglibdir)" -lpgcommon -lpgport -Wno-ignored-attributes -Wno-unused-parameter -o "$BIN")
   DICT=(-dict="$FUZZ_DIR/json.dict")
   export LSAN_OPTIONS="suppressions=$FUZZ_DIR/json.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+elif [ "$TARGET" = protobuf ]; then
+  # backend code against the server's headers; protobuf_fuzz.c gives the
+  # backend calls it makes, the frontend libpgcommon the rest
+  BUILD+=(-I "$(pg_config --includedir-server)"
+          "$EOINGEST_REPO/src/format/protoparse.c" "$EOINGEST_REPO/src/format/protovalue.c"
+          "$EOINGEST_REPO/src/format/wirenum.c" "$FUZZ_DIR/protobuf_fuzz.c"
+          -L "$(pg_config --pkglibdir)" -lpgcommon -lpgport -Wno-ignored-attributes -Wno-unused-parameter
+          -Wno-missing-field-initializers -Wno-sign-compare -o "$BIN")
+  DICT=(-dict="$FUZZ_DIR/protobuf.dict")
 else
   # Avro C (libavro-dev, from test/deps.sh) is not instrumented: ASan sees its
   # allocations.  src/format/avrocheck.c refuses every length that the record's
