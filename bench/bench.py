@@ -264,6 +264,11 @@ def target_lines(summary, lat, paired=()):
     if evolve and plain_avro:
         r = evolve["rate"] / plain_avro["rate"]
         add("avro with schema_changes ≥ 0.95 × plain avro (b=10000 par=1)", r, 0.95, f"{r:.2f} × plain avro")
+    # Protobuf records against Avro ones of the same rows.
+    proto = find(summary, method="eoingest", mode="exactly_once", format="protobuf", batch="10000", par="1", pk="no")
+    if proto and plain_avro:
+        r = proto["rate"] / plain_avro["rate"]
+        add("protobuf ≥ 0.9 × avro of the same rows (b=10000 par=1)", r, 0.9, f"{r:.2f} × avro")
     # The CDC stream (--cdc / --peers), events/s to the final state.
     cdc = find(summary, method="eoingest_cdc", format="cdc_debezium")
     cdc_upsert = find(summary, method="eoingest_cdc", format="cdc_upsert")

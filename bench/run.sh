@@ -297,7 +297,8 @@ preload() {
     eoi-kafka delete-topic "$topic" >/dev/null 2>&1 || true
     eoi-kafka create-topic "$topic" "$parts" >/dev/null
     log "preloading $RECORDS $fmt records into $topic ($parts partitions)"
-    bench-kafka preload "$topic" --count "$RECORDS" --size "$RECORD_BYTES" --format "$fmt" --schema-id 1
+    bench-kafka preload "$topic" --count "$RECORDS" --size "$RECORD_BYTES" --format "$fmt" \
+      --schema-id "$([ "$fmt" = protobuf ] && echo 2 || echo 1)"
   fi
   wm=$(eoi-kafka watermarks "$topic")
   total=$(awk '{n += $3} END {print n + 0}' <<<"$wm")
@@ -308,11 +309,13 @@ preload() {
     eoi_die "topic $topic: log end offsets sum to $total, expected $RECORDS in $parts partitions from offset 0"
 }
 
-# The Avro variant's schema registry (test/tools/schema_registry.py, in memory):
-# the one schema registered in a fresh registry gets id 1, which the preloaded
-# records carry, so a topic kept from an earlier bench run stays valid.
+# The Avro and Protobuf variants' schema registry (test/tools/schema_registry.py,
+# in memory): the Avro schema registered first in a fresh registry gets id 1, the
+# Protobuf one (the same row as a message) id 2, which the preloaded records
+# carry, so a topic kept from an earlier bench run stays valid.
 BENCH_REGISTRY=http://127.0.0.1:$((KAFKA_PORT + 10))
 BENCH_AVRO_SCHEMA='{"type": "record", "name": "SensorReading", "fields": [{"name": "id", "type": "string"}, {"name": "ts", "type": "long"}, {"name": "temperature", "type": "double"}]}'
+BENCH_PROTO_SCHEMA='syntax = "proto3"; message SensorReading { string id = 1; int64 ts = 2; double temperature = 3; }'
 start_registry() {
   python3 "$REPO/test/tools/schema_registry.py" "${BENCH_REGISTRY##*:}" >"$WORK/registry.log" 2>&1 &
   REGISTRY_PID=$!
@@ -325,6 +328,10 @@ start_registry() {
     curl -s -X POST -H 'Content-Type: application/vnd.schemaregistry.v1+json' -d @- \
       "$BENCH_REGISTRY/subjects/bench-value/versions" | python3 -c 'import json, sys; print(json.load(sys.stdin)["id"])')
   [ "$id" = 1 ] || eoi_die "the bench schema got id $id in a fresh registry, not 1"
+  id=$(python3 -c 'import json, sys; print(json.dumps({"schema": sys.argv[1], "schemaType": "PROTOBUF"}))' "$BENCH_PROTO_SCHEMA" |
+    curl -s -X POST -H 'Content-Type: application/vnd.schemaregistry.v1+json' -d @- \
+      "$BENCH_REGISTRY/subjects/bench-proto-value/versions" | python3 -c 'import json, sys; print(json.load(sys.stdin)["id"])')
+  [ "$id" = 2 ] || eoi_die "the bench's Protobuf schema got id $id in a fresh registry, not 2"
 }
 
 prepare_data() {
@@ -333,6 +340,7 @@ prepare_data() {
   preload json 4
   start_registry
   preload avro 4
+  preload protobuf 4
   [ "$PEERS" = 1 ] && preload connect 4
   if [ "$CDC" = 1 ]; then prepare_cdc; fi
   ROWS_FILE=$WORK/rows_n${RECORDS}_s${RECORD_BYTES}.csv
@@ -537,7 +545,7 @@ eoi_once() {
   case $mode in
     upsert_*) real_mode=upsert extra=", key_columns => ARRAY['ts']" ;;
   esac
-  [ "$fmt" = avro ] && extra+=", schema_registry => '$BENCH_REGISTRY'"
+  case $fmt in avro|protobuf) extra+=", schema_registry => '$BENCH_REGISTRY'" ;; esac
   [ -n "$VARIANT_DURABILITY" ] && extra+=", durability => '$VARIANT_DURABILITY'"
   local target="'$table'"
   [ -n "${VARIANT_TARGET:-}" ] && target="'$VARIANT_TARGET'"
@@ -866,6 +874,7 @@ run_eoingest() {
     eoi_mapping_variant
     eoi_many_variant
     eoi_variant exactly_once avro 4 no 10000 1
+    eoi_variant exactly_once protobuf 4 no 10000 1
     eoi_evolve_variant
     eoi_variant exactly_once csv 1 no 10000 1
     eoi_variant exactly_once csv 4 no 10000 1 0 "$PREFETCH_B" "$PREFETCH_B_LABEL"
@@ -907,6 +916,7 @@ run_eoingest() {
     [ "$pk" = no ] && eoi_mapping_variant
     if [ "$pk" = no ]; then eoi_many_variant; fi
     for par in "${pars[@]}"; do eoi_variant exactly_once avro 4 "$pk" 10000 "$par"; done
+    for par in "${pars[@]}"; do eoi_variant exactly_once protobuf 4 "$pk" 10000 "$par"; done
     if [ "$pk" = no ]; then eoi_evolve_variant; fi
     eoi_variant exactly_once csv 1 "$pk" 10000 1
   done

@@ -2,7 +2,7 @@
  * bench-kafka: the benchmark's record generator and producer (librdkafka).
  *
  *   bench-kafka [-b BROKERS] rows    --count N [--size B]
- *   bench-kafka [-b BROKERS] preload TOPIC --count N [--first S] [--size B] [--format csv|json|connect|avro|debezium|upsert-csv] [--keys K] [--schema-id ID]
+ *   bench-kafka [-b BROKERS] preload TOPIC --count N [--first S] [--size B] [--format csv|json|connect|avro|protobuf|debezium|upsert-csv] [--keys K] [--schema-id ID]
  *   bench-kafka cdc-expected --count N [--keys K]
  *   bench-kafka [-b BROKERS] paced   TOPIC --rate R --seconds S [--size B] [--format csv|connect]
  *
@@ -26,6 +26,10 @@
  * The avro variant is the same row in Confluent's wire format: magic 0, the
  * schema id (--schema-id, of the record {id: string, ts: long, temperature:
  * double} in the registry), then the Avro binary encoding.
+ * The protobuf variant is the same row as Confluent's Protobuf serializer
+ * writes it: magic 0, the schema id (--schema-id, of message SensorReading
+ * {string id = 1; int64 ts = 2; double temperature = 3;}), the message-index
+ * path [0] as the single byte 0, then the Protobuf binary encoding.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -111,6 +115,45 @@ format_avro(char *buf, const char *id, int idlen, long long ts, double temperatu
 	return n + 8;
 }
 
+/* Protobuf's varint of v at p; returns the bytes written. */
+static int
+proto_varint(unsigned char *p, unsigned long long v)
+{
+	int			n = 0;
+
+	while (v >= 0x80)
+	{
+		p[n++] = (unsigned char) (v | 0x80);
+		v >>= 7;
+	}
+	p[n++] = (unsigned char) v;
+	return n;
+}
+
+/* The record in Confluent's Protobuf wire format (format 6, protobuf). */
+static int
+format_protobuf(char *buf, const char *id, int idlen, long long ts, double temperature)
+{
+	unsigned char *p = (unsigned char *) buf;
+	int			n = 0;
+
+	p[n++] = 0;
+	p[n++] = (unsigned char) (schema_id >> 24);
+	p[n++] = (unsigned char) (schema_id >> 16);
+	p[n++] = (unsigned char) (schema_id >> 8);
+	p[n++] = (unsigned char) schema_id;
+	p[n++] = 0;					/* the message-index path [0] */
+	p[n++] = (1 << 3) | 2;		/* id: length-delimited */
+	n += proto_varint(p + n, (unsigned long long) idlen);
+	memcpy(p + n, id, (size_t) idlen);
+	n += idlen;
+	p[n++] = (2 << 3) | 0;		/* ts: varint */
+	n += proto_varint(p + n, (unsigned long long) ts);
+	p[n++] = (3 << 3) | 1;		/* temperature: 64 bits, little-endian */
+	memcpy(p + n, &temperature, 8);
+	return n + 8;
+}
+
 /* Kafka Connect's JSON envelope of the row: the schema, then "payload". */
 #define CONNECT_SCHEMA "{\"schema\":{\"type\":\"struct\",\"fields\":[" \
 	"{\"type\":\"string\",\"optional\":false,\"field\":\"id\"}," \
@@ -140,11 +183,12 @@ format_record(char *buf, size_t cap, int json, long long i, long long ts, int si
 		idlen += pad;
 		id[idlen] = '\0';
 	}
-	if (json == 2)
+	if (json == 2 || json == 6)
 	{
-		if (cap < (size_t) idlen + 32)
+		if (cap < (size_t) idlen + 40)
 			die("record size %d too large", size);
-		return format_avro(buf, id, idlen, ts, (double) i * 0.5);
+		return json == 2 ? format_avro(buf, id, idlen, ts, (double) i * 0.5) :
+			format_protobuf(buf, id, idlen, ts, (double) i * 0.5);
 	}
 	if (!json)
 		return snprintf(buf, cap, "%s%s", id, tail);
@@ -499,7 +543,7 @@ usage(void)
 {
 	fprintf(stderr,
 			"usage: bench-kafka [-b BROKERS] rows --count N [--size B]\n"
-			"       bench-kafka [-b BROKERS] preload TOPIC --count N [--first S] [--size B] [--format csv|json|connect|avro|debezium|upsert-csv] [--keys K] [--schema-id ID]\n"
+			"       bench-kafka [-b BROKERS] preload TOPIC --count N [--first S] [--size B] [--format csv|json|connect|avro|protobuf|debezium|upsert-csv] [--keys K] [--schema-id ID]\n"
 			"       bench-kafka cdc-expected --count N [--keys K]\n"
 			"       bench-kafka [-b BROKERS] paced TOPIC --rate R --seconds S [--size B] [--format csv|connect]\n");
 	exit(2);
@@ -551,6 +595,8 @@ main(int argc, char **argv)
 				json = 4;
 			else if (strcmp(argv[i], "upsert-csv") == 0)
 				json = 5;
+			else if (strcmp(argv[i], "protobuf") == 0)
+				json = 6;
 			else if (strcmp(argv[i], "csv") != 0)
 				die("unknown format '%s'", argv[i]);
 		}
@@ -599,7 +645,7 @@ main(int argc, char **argv)
 			usage();
 		rk = producer(0);
 		parts = partition_count(rk, topic);
-		if (json >= 4)
+		if (json == 4 || json == 5)
 		{
 			cdc_preload(rk, topic, parts, count, keys > 0 ? keys : (count + 9) / 10, json);
 			finish(rk);

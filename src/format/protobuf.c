@@ -419,11 +419,10 @@ eoi_protobuf_decode(EoiColumns *cols, const char *value, size_t len, EoiRowWrite
 	PbFields	pf;
 	const int  *field_of;
 	ColumnValue *values = palloc(sizeof(ColumnValue) * Max(cols->ncolumns, 1));
-	StringInfoData text;
+	StringInfoData text = {NULL};	/* made when a value needs it */
 
 	eoi_pb_read(&pf, msg, body, body_len, &rec, 1);
 	field_of = field_map(cols, msg);
-	initStringInfo(&text);
 
 	/*
 	 * Every field is decoded before any goes to the writer, so that a
@@ -442,6 +441,8 @@ eoi_protobuf_decode(EoiColumns *cols, const char *value, size_t len, EoiRowWrite
 			v->kind = isnull ? CV_NULL : CV_DATUM;
 		else
 		{
+			if (text.data == NULL)
+				initStringInfo(&text);
 			v->start = text.len;
 			v->kind = eoi_pb_field_text(&text, &pf, i, typid, &rec) ? CV_TEXT : CV_NULL;
 			v->len = text.len - v->start;
@@ -493,6 +494,42 @@ message_fields(SchemaEntry *e, const EoiProtoMessage *msg, const char *what)
 	e->fields = lappend(e->fields, mf);
 	MemoryContextSwitchTo(old);
 	return f;
+}
+
+/*
+ * The fields of the message type of the schema the registry has under
+ * `subject` now (its latest version), or NULL when it has no such subject
+ * or its file holds more than one top-level message (which one a topic's
+ * records are is the producer's choice: the first record says).
+ */
+const EoiSchemaFields *
+eoi_protobuf_subject_fields(const char *subject)
+{
+	int64		id;
+	char		path[SCHEMA_KEY_LEN];
+	char	   *what;
+	SchemaEntry *e;
+	const EoiProtoMessage *msg;
+	ListCell   *lc;
+
+	check_generation();
+	id = eoi_registry_latest_id(subject);
+	if (id < 0)
+		return NULL;
+	snprintf(path, sizeof(path), "/schemas/ids/%u", (uint32) id);
+	what = psprintf("schema id %u", (uint32) id);
+	e = schema_for(path, what);
+	if (e->schema->main->nmessages != 1)
+		return NULL;
+	msg = e->schema->main->messages[0];
+	foreach(lc, e->fields)
+	{
+		MessageFields *mf = lfirst(lc);
+
+		if (mf->msg == msg)
+			return mf->fields;
+	}
+	return message_fields(e, msg, what);
 }
 
 const EoiSchemaFields *

@@ -263,7 +263,7 @@ eoi_pb_read(PbFields *pf, const EoiProtoMessage *msg, const unsigned char *data,
 	pf->first = palloc(sizeof(int) * n * 2);
 	pf->last = pf->first + n;
 	memset(pf->first, -1, sizeof(int) * n);
-	pf->capacity = 16;
+	pf->capacity = Max(msg->nfields, 4);	/* each field once, mostly */
 	pf->nocc = 0;
 	pf->occ = palloc(sizeof(PbOcc) * pf->capacity);
 
@@ -861,6 +861,7 @@ append_map_json(StringInfo out, const PbFields *pf, int index, const PbRecord *r
 	{
 		PbFields	entry;
 
+		CHECK_FOR_INTERRUPTS();
 		eoi_pb_read(&entry, entry_type, pf->occ[i].data, pf->occ[i].len, rec, depth + 1);
 		if (!first)
 			appendStringInfoString(out, ", ");
@@ -899,6 +900,7 @@ append_field_json(StringInfo out, const PbFields *pf, int index, const PbRecord 
 		{
 			for (int i = pf->first[index]; i >= 0; i = pf->occ[i].next)
 			{
+				CHECK_FOR_INTERRUPTS();
 				if (i != pf->first[index])
 					appendStringInfoString(out, ", ");
 				append_item_json(out, f, NULL, &pf->occ[i], rec, depth);
