@@ -790,8 +790,9 @@ eoi_evolve_target(const EoiJob *job, EoiBatch *batch, const char *target)
  * for `topic` now, from the latest schema the registry has for the topic
  * (subject "<topic>-value", Confluent's default naming), so that it is
  * there to grant and look at before the first message.  Returns false
- * when there is nothing to create it from yet (not avro, no such subject,
- * or an upsert keyed by the key's schema): the worker creates it then.  In
+ * when there is nothing to create it from yet (not avro or protobuf, no
+ * such subject, a Protobuf file of several messages, or an upsert keyed by
+ * the key's schema): the worker creates it then.  In
  * the caller's transaction, as the job's owner.
  */
 bool
@@ -800,11 +801,12 @@ eoi_evolve_create_now(const EoiJob *job, const char *topic, const char *target)
 	const EoiSchemaFields *fields;
 	SchemaUse	use;
 
-	if (!job->create_target || job->format != EOI_FORMAT_AVRO ||
+	if (!job->create_target || !eoi_format_has_schema_id(job->format) ||
 		(job->mode == EOI_MODE_UPSERT && job->key_columns == NIL))
 		return false;
 	eoi_avro_use_job(job);
-	fields = eoi_avro_subject_fields(psprintf("%s-value", topic));
+	fields = job->format == EOI_FORMAT_AVRO ? eoi_avro_subject_fields(psprintf("%s-value", topic)) :
+		eoi_protobuf_subject_fields(psprintf("%s-value", topic));
 	if (fields == NULL)
 		return false;
 	use.fields = copy_fields(fields);

@@ -24,6 +24,12 @@ extern void eoi_protobuf_decode(EoiColumns *cols, const char *value, size_t len,
  */
 extern const EoiSchemaFields *eoi_protobuf_schema_fields(const char *value, size_t len);
 
+/*
+ * The fields of the one top-level message of the schema the registry has
+ * under `subject`; NULL for no such subject, or a file of several messages.
+ */
+extern const EoiSchemaFields *eoi_protobuf_subject_fields(const char *subject);
+
 /* A Protobuf message as JSON text: messages and maps as objects. */
 extern char *eoi_protobuf_json(const char *value, size_t len);
 

@@ -5,7 +5,8 @@
 # versions of the schema (a Timestamp, a repeated string, a message of an imported file, a oneof, an
 # enum, a map, a wrapper, an optional field, a repeated nested message), while workers are SIGKILLed
 # right after each change, before the batch commits; the rows are compared with what was produced,
-# EXCEPT both ways. Mode upsert keys a created table by the Protobuf key's fields. A proto2 schema's
+# EXCEPT both ways. Mode upsert keys a created table by the Protobuf key's fields, and tombstones
+# delete by that key. A proto2 schema's
 # defaults and required field; a mapping reads the message as JSON. Hostile records (no magic byte,
 # a message-index path that names nothing, bytes cut short, a schema that does not parse, an Avro
 # schema's id, a string that is not UTF-8) are dead letters naming the schema and the byte, and the
@@ -15,7 +16,7 @@ set -euo pipefail
 . "$(dirname "$0")/../lib/avro.sh"
 . "$(dirname "$0")/../lib/faults.sh"
 
-plan 18
+plan 21
 
 py=$(avro_python)
 tools=$EOINGEST_TEST_DIR/tools
@@ -86,8 +87,10 @@ like "$out" "envelope debezium needs format json or avro, not protobuf" "envelop
 
 # ---- a created table follows the schema through three versions, workers killed after each change
 produce pb.o 1 1 100 orders.expect
-as_tenant "SELECT eoingest.create_job(name => 'pb_o', $common, topic => 'pb.o', target => 'pbt.orders',
-             create_target => true, schema_changes => 'add_columns'); SELECT eoingest.start_job('pb_o')" >/dev/null
+out=$(as_tenant "SELECT eoingest.create_job(name => 'pb_o', $common, topic => 'pb.o', target => 'pbt.orders',
+             create_target => true, schema_changes => 'add_columns'); SELECT eoingest.start_job('pb_o')" 2>&1)
+like "$out" "target table pbt.orders does not exist yet" \
+  "create_job leaves the table to the first message when the schema's file has two messages"
 check "v1: the 100 rows arrive in a table the job created" wait_until 60 \
   "SELECT to_regclass('pbt.orders') IS NOT NULL AND (SELECT count(*) = 100 FROM pbt.orders)"
 is "$(sql "SELECT tableowner FROM pg_tables WHERE schemaname = 'pbt' AND tablename = 'orders'")" "pb_tenant" \
@@ -120,11 +123,25 @@ check "upsert: each key's last row arrives" wait_until 60 \
 is "$(sql "SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = 'pbt.keyed'::regclass AND contype = 'p'")" \
   "PRIMARY KEY (id)" "upsert: the primary key is the key message's field"
 is "$(differs pbt.keyed keyed.expect)" "" "upsert: the rows are the last version of each key, EXCEPT both ways"
+key_id=$(curl -s "$reg_url/subjects/pb.k-key/versions/latest" | "$py" -c 'import json, sys; print(json.load(sys.stdin)["id"])')
+"$py" - "$KAFKA_BROKERS" "$key_id" <<'PYEOF'
+import struct, sys
+from confluent_kafka import Producer
+p = Producer({"bootstrap.servers": sys.argv[1]})
+for i in (3, 17):   # evo.OrderKey {id: i}, as the serializer frames it: schema id, index [0]
+    p.produce("pb.k", key=b"\x00" + struct.pack(">I", int(sys.argv[2])) + b"\x00\x08" + bytes([i]), value=None)
+if p.flush(30):
+    sys.exit("not delivered")
+PYEOF
+check "upsert: tombstones delete by the Protobuf key" wait_until 60 \
+  "SELECT count(*) = 18 AND bool_and(id NOT IN (3, 17)) FROM pbt.keyed"
 
 # ---- proto2: required fields, declared defaults; a mapping reads messages as JSON
 produce pb.l 0 1 30 legacy.expect --proto2
-as_tenant "SELECT eoingest.create_job(name => 'pb_l', $common, topic => 'pb.l', target => 'pbt.legacy', create_target => true);
-           SELECT eoingest.start_job('pb_l')" >/dev/null
+out=$(as_tenant "SELECT eoingest.create_job(name => 'pb_l', $common, topic => 'pb.l', target => 'pbt.legacy', create_target => true);
+           SELECT eoingest.start_job('pb_l')" 2>&1)
+like "$out" "created target table pbt.legacy from the schema registry" \
+  "create_job creates the table from the registry's latest schema of one message (subject pb.l-value)"
 check "proto2: the rows arrive" wait_until 60 "SELECT to_regclass('pbt.legacy') IS NOT NULL AND (SELECT count(*) = 30 FROM pbt.legacy)"
 is "$(differs pbt.legacy legacy.expect)" "" "proto2: unset fields hold their declared defaults or NULL, EXCEPT both ways"
 sql "CREATE TABLE pbt.mapped (id bigint, who text, cur text, first_sku text, off bigint); ALTER TABLE pbt.mapped OWNER TO pb_tenant" >/dev/null
