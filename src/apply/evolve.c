@@ -65,8 +65,9 @@
 #include "apply/shape.h"
 #include "apply/target.h"
 #include "format/avro.h"
-#include "format/protobuf.h"
+#include "format/decode.h"
 #include "format/decodejson.h"
+#include "format/protobuf.h"
 #include "store/job.h"
 #include "store/targetchanges.h"
 
@@ -128,7 +129,7 @@ message_schema(EoiFormat format, rd_kafka_message_t *msg, bool key, bool registr
 
 	if (format == EOI_FORMAT_JSON)
 		return eoi_json_schema_fields(msg->payload, msg->len, registry);
-	data = eoi_avro_framed(msg, key, false, &len);
+	data = eoi_framed_message(format, msg, key, false, &len);
 	if (format == EOI_FORMAT_PROTOBUF)
 		return eoi_protobuf_schema_fields(data, len);
 	return eoi_avro_schema_fields(data, len);

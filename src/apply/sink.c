@@ -423,7 +423,7 @@ dead_letter_bytes(const EoiJob *job, rd_kafka_message_t *msg, bool key)
 	size_t		len = key ? msg->key_len : msg->len;
 
 	if (eoi_format_has_schema_id(format))
-		data = eoi_avro_framed(msg, key, false, &len);
+		data = eoi_framed_message(format, msg, key, false, &len);
 	return eoi_message_bytes(data, len);
 }
 

@@ -744,50 +744,6 @@ eoi_avro_schema_fields(const char *value, size_t len)
 	return e->fields;
 }
 
-/*
- * Confluent's serializers can carry the schema id in a record header
- * instead of in front of the value (header_schema_id_serializer: magic
- * byte 1 and the schema's GUID in __value_schema_id, the value bare
- * Avro).  The header then decides, whatever the value's first byte (a
- * bare record may well start with 0x00).  The framed copy is what the
- * decoder reads and what a dead letter keeps: a replayed dead letter has
- * no headers.
- */
-const char *
-eoi_avro_framed(rd_kafka_message_t *msg, bool key, bool strict, size_t *len)
-{
-	const char *data = key ? msg->key : msg->payload;
-	const char *header = key ? "__key_schema_id" : "__value_schema_id";
-	rd_kafka_headers_t *hdrs;
-	const void *id = NULL;
-	size_t		idlen = 0;
-	char	   *framed;
-
-	*len = key ? msg->key_len : msg->len;
-	/* a tombstone; a message of a replay (not librdkafka's), no headers */
-	if (data == NULL || msg->_private == NULL ||
-		rd_kafka_message_headers(msg, &hdrs) != RD_KAFKA_RESP_ERR_NO_ERROR ||
-		rd_kafka_header_get_last(hdrs, header, &id, &idlen) != RD_KAFKA_RESP_ERR_NO_ERROR)
-		return data;
-	if (id == NULL ||
-		!((idlen == 5 && ((const unsigned char *) id)[0] == 0) ||
-		  (idlen == 17 && ((const unsigned char *) id)[0] == 1)))
-	{
-		if (!strict)
-			return data;
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
-				 errmsg("record header %s holds %zu bytes, which are no schema id", header,
-						id == NULL ? (size_t) 0 : idlen),
-				 errhint("The header holds magic byte 0 and a 4-byte schema id, or magic byte 1 and a 16-byte schema GUID, as Confluent's serializers write it.")));
-	}
-	framed = palloc(idlen + *len);
-	memcpy(framed, id, idlen);
-	memcpy(framed + idlen, data, *len);
-	*len += idlen;
-	return framed;
-}
-
 /* An Avro message as JSON text (eoingest.batch(): value_json). */
 char *
 eoi_avro_json(const char *value, size_t len)

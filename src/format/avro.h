@@ -27,7 +27,7 @@ extern void eoi_avro_decode(EoiColumns *cols, const char *value, size_t len,
 
 /*
  * The fields of the writer's schema of one Avro message (value as
- * eoi_avro_framed gives it), from the cache or the registry: kept with the
+ * eoi_framed_message gives it), from the cache or the registry: kept with the
  * schema, valid until the job's registry settings change.  Errors as
  * decoding's: a bad header or an unknown schema is a record error.
  */
@@ -36,13 +36,5 @@ extern const EoiSchemaFields *eoi_avro_subject_fields(const char *subject);
 
 /* An Avro message as JSON text: records and maps as objects. */
 extern char *eoi_avro_json(const char *value, size_t len);
-
-/*
- * The value (or key) of `msg` in Confluent's framing: as it is, or, when
- * its schema id came in the record header __value_schema_id
- * (__key_schema_id), with that header's bytes put in front.  A header
- * that holds no schema id is a record error when `strict`, else ignored.
- */
-extern const char *eoi_avro_framed(rd_kafka_message_t *msg, bool key, bool strict, size_t *len);
 
 #endif

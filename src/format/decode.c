@@ -310,6 +310,66 @@ eoi_decode_message(EoiColumns *cols, const char *value, size_t len, EoiRowWriter
 }
 
 /*
+ * Does a record header's value hold a schema id: magic 0 and 4 bytes, or
+ * magic 1 and 16; for Protobuf, the message-index path after them (at
+ * least its count).
+ */
+static bool
+is_schema_id(EoiFormat format, const unsigned char *id, size_t len)
+{
+	size_t		path = format == EOI_FORMAT_PROTOBUF ? 1 : 0;
+
+	if (len >= 5 + path && id[0] == 0)
+		return path > 0 || len == 5;
+	if (len >= 17 + path && id[0] == 1)
+		return path > 0 || len == 17;
+	return false;
+}
+
+/*
+ * Confluent's serializers can carry the schema id in a record header
+ * instead of in front of the value (header_schema_id_serializer: magic
+ * byte 1 and the schema's GUID in __value_schema_id, the value bare Avro
+ * or Protobuf; for Protobuf the header holds the message-index path after
+ * the id).  The header then decides, whatever the value's first byte (a
+ * bare record may well start with 0x00).  The framed copy is what the
+ * decoder reads and what a dead letter keeps: a replayed dead letter has
+ * no headers.
+ */
+const char *
+eoi_framed_message(EoiFormat format, rd_kafka_message_t *msg, bool key, bool strict, size_t *len)
+{
+	const char *data = key ? msg->key : msg->payload;
+	const char *header = key ? "__key_schema_id" : "__value_schema_id";
+	rd_kafka_headers_t *hdrs;
+	const void *id = NULL;
+	size_t		idlen = 0;
+	char	   *framed;
+
+	*len = key ? msg->key_len : msg->len;
+	/* a tombstone; a message of a replay (not librdkafka's), no headers */
+	if (data == NULL || msg->_private == NULL ||
+		rd_kafka_message_headers(msg, &hdrs) != RD_KAFKA_RESP_ERR_NO_ERROR ||
+		rd_kafka_header_get_last(hdrs, header, &id, &idlen) != RD_KAFKA_RESP_ERR_NO_ERROR)
+		return data;
+	if (id == NULL || !is_schema_id(format, id, idlen))
+	{
+		if (!strict)
+			return data;
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
+				 errmsg("record header %s holds %zu bytes, which are no schema id", header,
+						id == NULL ? (size_t) 0 : idlen),
+				 errhint("The header holds magic byte 0 and a 4-byte schema id, or magic byte 1 and a 16-byte schema GUID, as Confluent's serializers write it (for Protobuf, followed by the message-index path).")));
+	}
+	framed = palloc(idlen + *len);
+	memcpy(framed, id, idlen);
+	memcpy(framed + idlen, data, *len);
+	*len += idlen;
+	return framed;
+}
+
+/*
  * Decode the value (key) of `msg`, a message of `topic`: through the job's
  * mapping, or eoi_decode_message, after formats avro and protobuf have put a schema id
  * that came in a record header in front.
@@ -328,7 +388,7 @@ eoi_decode_kafka_message(EoiColumns *cols, rd_kafka_message_t *msg, const char *
 	{
 		MemoryContext old = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
 
-		data = eoi_avro_framed(msg, key, true, &len);
+		data = eoi_framed_message(cols->format, msg, key, true, &len);
 		MemoryContextSwitchTo(old);
 	}
 	return eoi_decode_message(cols, data, len, writer, econtext);
@@ -350,13 +410,13 @@ eoi_message_json(EoiFormat format, rd_kafka_message_t *msg, bool key, size_t *le
 	*len = key ? msg->key_len : msg->len;
 	if (format == EOI_FORMAT_AVRO)
 	{
-		data = eoi_avro_framed(msg, key, true, len);
+		data = eoi_framed_message(format, msg, key, true, len);
 		data = eoi_avro_json(data, *len);
 		*len = strlen(data);
 	}
 	if (format == EOI_FORMAT_PROTOBUF)
 	{
-		data = eoi_avro_framed(msg, key, true, len);
+		data = eoi_framed_message(format, msg, key, true, len);
 		data = eoi_protobuf_json(data, *len);
 		*len = strlen(data);
 	}

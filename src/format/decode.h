@@ -41,6 +41,8 @@ extern EoiColumns *eoi_columns_for_keys(Relation rel, const EoiMapping *mapping,
 										EoiFormat key_format, List *names);
 extern void eoi_copy_writer_init(EoiCopyWriter *cw, StringInfo out);
 extern void eoi_json_unframe(const char **data, size_t *len);
+extern const char *eoi_framed_message(EoiFormat format, rd_kafka_message_t *msg, bool key, bool strict,
+									  size_t *len);
 extern const char *eoi_message_json(EoiFormat format, rd_kafka_message_t *msg, bool key,
 									size_t *len);
 extern bool eoi_decode_message(EoiColumns *cols, const char *value, size_t len,

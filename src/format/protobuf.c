@@ -19,10 +19,10 @@
  * default; a field of the type that the message lacks holds what Protobuf
  * says it holds (protovalue.c); fields no column names are ignored.
  *
- * Every fault of a record (a bad header, an unknown schema, a path that
- * names no message, bytes that do not decode) is a record error (class
- * 22; 54000 beyond the nesting eoingest reads): it goes to the dead
- * letters with the schema id in its message.
+ * Every fault of a record (a bad header, an unknown schema or one that does
+ * not parse, a path that names no message, bytes that do not decode) is a
+ * record error (class 22; 54000 beyond what eoingest reads): it goes to the
+ * dead letters with the schema id in its message.
  *
  *-------------------------------------------------------------------------
  */
@@ -48,6 +48,7 @@ typedef struct SchemaEntry
 	char		key[SCHEMA_KEY_LEN];	/* "/schemas/ids/42" */
 	EoiProtoSchema *schema;		/* parsed and linked, or NULL */
 	char	   *error;			/* a record error of this schema, or NULL */
+	int			error_code;		/* its SQLSTATE */
 	bool		error_expires;	/* not found: ask again after a while */
 	TimestampTz error_at;
 	List	   *fields;			/* MessageFields: its messages as columns */
@@ -106,11 +107,19 @@ check_generation(void)
 }
 
 static void
-record_error_of_schema(SchemaEntry *e, const char *message, bool expires)
+record_error_of_schema(SchemaEntry *e, const ErrorData *edata, bool expires)
 {
-	e->error = MemoryContextStrdup(TopMemoryContext, message);
+	e->error = MemoryContextStrdup(TopMemoryContext, edata->message);
+	e->error_code = edata->sqlerrcode;
 	e->error_expires = expires;
 	e->error_at = GetCurrentTimestamp();
+}
+
+/* Is this error the schema's, so that every record of it would raise it too? */
+static bool
+is_schema_error(int sqlerrcode)
+{
+	return sqlerrcode == ERRCODE_INVALID_PARAMETER_VALUE || sqlerrcode == ERRCODE_PROGRAM_LIMIT_EXCEEDED;
 }
 
 /* Parse and link the registry's files of a schema into `e`. */
@@ -127,13 +136,15 @@ parse_schema(SchemaEntry *e, List *files, const char *what)
 	}
 	PG_CATCH();
 	{
-		ErrorData  *edata;
-
 		MemoryContextSwitchTo(old);
 		MemoryContextDelete(cxt);
-		edata = CopyErrorData();
-		/* a schema that does not parse never will: remember it */
-		record_error_of_schema(e, edata->message, false);
+		/* a schema that does not parse never will: remember it (not a cancel) */
+		if (is_schema_error(geterrcode()))
+		{
+			ErrorData  *edata = CopyErrorData();
+
+			record_error_of_schema(e, edata, false);
+		}
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
@@ -169,7 +180,7 @@ schema_for(const char *path, const char *what)
 		if (!e->error_expires ||
 			!TimestampDifferenceExceeds(e->error_at, GetCurrentTimestamp(), NOT_FOUND_TTL_MS))
 			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					(errcode(e->error_code),
 					 errmsg_internal("%s", e->error)));
 		pfree(e->error);
 		e->error = NULL;
@@ -188,7 +199,7 @@ schema_for(const char *path, const char *what)
 
 			MemoryContextSwitchTo(cxt);
 			edata = CopyErrorData();
-			record_error_of_schema(e, edata->message, true);
+			record_error_of_schema(e, edata, true);
 		}
 		PG_RE_THROW();
 	}

@@ -19,7 +19,7 @@ extern void eoi_protobuf_decode(EoiColumns *cols, const char *value, size_t len,
 
 /*
  * The fields of the message type of one Protobuf message (value framed as
- * eoi_avro_framed gives it), from the cache or the registry, valid until
+ * eoi_framed_message gives it), from the cache or the registry, valid until
  * the job's registry settings change.  Errors as decoding's.
  */
 extern const EoiSchemaFields *eoi_protobuf_schema_fields(const char *value, size_t len);

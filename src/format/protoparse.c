@@ -72,6 +72,61 @@ static const struct
 	{"confluent/type/decimal.proto",
 		"syntax = \"proto3\"; package confluent.type;"
 	" message Decimal { bytes value = 1; uint32 precision = 2; int32 scale = 3; }"},
+	{"google/protobuf/source_context.proto",
+	"syntax = \"proto3\"; package google.protobuf; message SourceContext { string file_name = 1; }"},
+	/* Google's common types, which Confluent's serializers count as known too */
+	{"google/type/calendar_period.proto",
+		"syntax = \"proto3\"; package google.type; enum CalendarPeriod { CALENDAR_PERIOD_UNSPECIFIED = 0;"
+	" DAY = 1; WEEK = 2; FORTNIGHT = 3; MONTH = 4; QUARTER = 5; HALF = 6; YEAR = 7; }"},
+	{"google/type/color.proto",
+		"syntax = \"proto3\"; package google.type; import \"google/protobuf/wrappers.proto\";"
+		" message Color { float red = 1; float green = 2; float blue = 3;"
+	" google.protobuf.FloatValue alpha = 4; }"},
+	{"google/type/date.proto",
+	"syntax = \"proto3\"; package google.type; message Date { int32 year = 1; int32 month = 2; int32 day = 3; }"},
+	{"google/type/datetime.proto",
+		"syntax = \"proto3\"; package google.type; import \"google/protobuf/duration.proto\";"
+		" message DateTime { int32 year = 1; int32 month = 2; int32 day = 3; int32 hours = 4; int32 minutes = 5;"
+		" int32 seconds = 6; int32 nanos = 7;"
+		" oneof time_offset { google.protobuf.Duration utc_offset = 8; TimeZone time_zone = 9; } }"
+	" message TimeZone { string id = 1; string version = 2; }"},
+	{"google/type/dayofweek.proto",
+		"syntax = \"proto3\"; package google.type; enum DayOfWeek { DAY_OF_WEEK_UNSPECIFIED = 0;"
+	" MONDAY = 1; TUESDAY = 2; WEDNESDAY = 3; THURSDAY = 4; FRIDAY = 5; SATURDAY = 6; SUNDAY = 7; }"},
+	{"google/type/decimal.proto",
+	"syntax = \"proto3\"; package google.type; message Decimal { string value = 1; }"},
+	{"google/type/expr.proto",
+		"syntax = \"proto3\"; package google.type; message Expr { string expression = 1; string title = 2;"
+	" string description = 3; string location = 4; }"},
+	{"google/type/fraction.proto",
+	"syntax = \"proto3\"; package google.type; message Fraction { int64 numerator = 1; int64 denominator = 2; }"},
+	{"google/type/interval.proto",
+		"syntax = \"proto3\"; package google.type; import \"google/protobuf/timestamp.proto\";"
+	" message Interval { google.protobuf.Timestamp start_time = 1; google.protobuf.Timestamp end_time = 2; }"},
+	{"google/type/latlng.proto",
+	"syntax = \"proto3\"; package google.type; message LatLng { double latitude = 1; double longitude = 2; }"},
+	{"google/type/money.proto",
+		"syntax = \"proto3\"; package google.type;"
+	" message Money { string currency_code = 1; int64 units = 2; int32 nanos = 3; }"},
+	{"google/type/month.proto",
+		"syntax = \"proto3\"; package google.type; enum Month { MONTH_UNSPECIFIED = 0; JANUARY = 1;"
+		" FEBRUARY = 2; MARCH = 3; APRIL = 4; MAY = 5; JUNE = 6; JULY = 7; AUGUST = 8; SEPTEMBER = 9;"
+	" OCTOBER = 10; NOVEMBER = 11; DECEMBER = 12; }"},
+	{"google/type/phone_number.proto",
+		"syntax = \"proto3\"; package google.type; message PhoneNumber {"
+		" message ShortCode { string region_code = 1; string number = 2; }"
+	" oneof kind { string e164_number = 1; ShortCode short_code = 2; } string extension = 3; }"},
+	{"google/type/postal_address.proto",
+		"syntax = \"proto3\"; package google.type; message PostalAddress { int32 revision = 1;"
+		" string region_code = 2; string language_code = 3; string postal_code = 4; string sorting_code = 5;"
+		" string administrative_area = 6; string locality = 7; string sublocality = 8;"
+	" repeated string address_lines = 9; repeated string recipients = 10; string organization = 11; }"},
+	{"google/type/quaternion.proto",
+		"syntax = \"proto3\"; package google.type;"
+	" message Quaternion { double x = 1; double y = 2; double z = 3; double w = 4; }"},
+	{"google/type/timeofday.proto",
+		"syntax = \"proto3\"; package google.type;"
+	" message TimeOfDay { int32 hours = 1; int32 minutes = 2; int32 seconds = 3; int32 nanos = 4; }"},
 };
 
 static const struct
@@ -135,11 +190,12 @@ syntax_error(Lexer *lx, const char *message)
 					lx->what, lx->file, lx->line, message)));
 }
 
+/* A feature the parser does not read: the record's error too (22023), with a hint. */
 static void
 unsupported(Lexer *lx, const char *message, const char *hint)
 {
 	ereport(ERROR,
-			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 			 errmsg("%s uses what format protobuf does not read: %s, line %d: %s",
 					lx->what, lx->file, lx->line, message),
 			 errhint("%s", hint)));
@@ -263,7 +319,8 @@ read_string(Lexer *lx)
 					appendStringInfoChar(&lx->string, (char) v);
 					break;
 				}
-				syntax_error(lx, psprintf("the escape \\%c in a string", c ? c : '0'));
+				syntax_error(lx, (c >= 0x20 && c < 0x7f) ? psprintf("the escape \\%c in a string", c) :
+							 psprintf("the escape \\ before byte 0x%02x in a string", (unsigned char) c));
 		}
 	}
 	lx->p++;
@@ -332,12 +389,27 @@ is_word(Lexer *lx, const char *word)
 		strncmp(lx->start, word, lx->len) == 0;
 }
 
+/* The current token for an error: at most 64 bytes, other than printable ASCII in hex. */
 static const char *
 token_text(Lexer *lx)
 {
+	StringInfoData out;
+
 	if (lx->kind == T_EOF)
 		return "the end of the file";
-	return psprintf("\"%.*s\"", Min(lx->len, 64), lx->start);
+	initStringInfo(&out);
+	appendStringInfoChar(&out, '"');
+	for (int i = 0; i < Min(lx->len, 64); i++)
+	{
+		unsigned char c = (unsigned char) lx->start[i];
+
+		if (c >= 0x20 && c < 0x7f)
+			appendStringInfoChar(&out, (char) c);
+		else
+			appendStringInfo(&out, "\\x%02x", c);
+	}
+	appendStringInfoChar(&out, '"');
+	return out.data;
 }
 
 static void
@@ -475,7 +547,6 @@ typedef struct MessageBuilder
 	EoiProtoMessage *msg;
 	List	   *fields;			/* EoiProtoField * */
 	List	   *nested;
-	int			noneofs;
 } MessageBuilder;
 
 static char *
@@ -576,6 +647,18 @@ field_number(Lexer *lx)
 }
 
 /* "type name = number [options];", the label (if any) read already. */
+/* Add a field to the message being built, within the fields a message may have. */
+static void
+add_field(Lexer *lx, MessageBuilder *mb, EoiProtoField *f)
+{
+	if (list_length(mb->fields) >= MAX_FIELDS)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("%s has a message with more than %d fields: %s", lx->what, MAX_FIELDS,
+						mb->msg->full_name)));
+	mb->fields = lappend(mb->fields, f);
+}
+
 static EoiProtoField *
 parse_field(Parser *ps, MessageBuilder *mb, char *type, bool repeated, bool required, bool optional,
 			int oneof)
@@ -596,7 +679,7 @@ parse_field(Parser *ps, MessageBuilder *mb, char *type, bool repeated, bool requ
 	f->presence = !repeated && (optional || required || !ps->file->proto3 || oneof >= 0);
 	f->oneof = oneof;
 	field_options(lx, f);
-	mb->fields = lappend(mb->fields, f);
+	add_field(lx, mb, f);
 	return f;
 }
 
@@ -647,13 +730,17 @@ parse_map_field(Parser *ps, MessageBuilder *mb)
 	/* the value's type is named from the map's message */
 	set_field_type(&entry->fields[1], value_type, mb->msg->full_name);
 	index_fields(lx, entry);
-	mb->nested = lappend(mb->nested, entry);
+	/*
+	 * A type for the field, not a declaration: Confluent's readers count
+	 * the messages the text declares in a message-index path, so it is
+	 * not among the nested messages.
+	 */
 	ps->file->all_messages = lappend(ps->file->all_messages, entry);
 
 	f->type = PT_MESSAGE;
 	f->type_name = psprintf(".%s", entry->full_name);
 	f->scope = "";
-	mb->fields = lappend(mb->fields, f);
+	add_field(lx, mb, f);
 }
 
 static EoiProtoEnum *
@@ -708,12 +795,41 @@ parse_enum(Parser *ps, const char *scope)
 
 static EoiProtoMessage *parse_message(Parser *ps, const char *scope, int depth);
 
+/*
+ * "option map_entry = true;" (the current token is "option"), read whole
+ * if so: how Confluent's registry writes a map's entry message, declared.
+ */
+static bool
+is_map_entry_option(Lexer *lx)
+{
+	const char *p = lx->p;
+	int			line = lx->line;
+
+	next_token(lx);
+	if (is_word(lx, "map_entry"))
+	{
+		next_token(lx);
+		if (is_symbol(lx, '='))
+		{
+			next_token(lx);
+			if (is_word(lx, "true"))
+			{
+				expect_symbol(lx, ';');
+				return true;
+			}
+		}
+	}
+	lx->p = p;
+	lx->line = line;
+	return false;
+}
+
 /* "oneof name { fields }" */
 static void
 parse_oneof(Parser *ps, MessageBuilder *mb)
 {
 	Lexer	   *lx = &ps->lx;
-	int			index = mb->noneofs++;
+	int			index = mb->msg->noneofs++;
 
 	(void) take_name(lx, "a oneof's name");
 	expect_symbol(lx, '{');
@@ -735,38 +851,67 @@ parse_oneof(Parser *ps, MessageBuilder *mb)
 	}
 }
 
-/* The lookup of a message's fields by number; duplicates refused. */
+static int
+number_cmp(const void *a, const void *b, void *arg)
+{
+	const EoiProtoField *fields = arg;
+	int32		x = fields[*(const int *) a].number;
+	int32		y = fields[*(const int *) b].number;
+
+	return (x > y) - (x < y);
+}
+
+static int
+name_cmp(const void *a, const void *b, void *arg)
+{
+	const EoiProtoField *fields = arg;
+
+	return strcmp(fields[*(const int *) a].name, fields[*(const int *) b].name);
+}
+
+static void
+duplicate_fields(Lexer *lx, const EoiProtoMessage *msg, const EoiProtoField *a, const EoiProtoField *b)
+{
+	syntax_error(lx, psprintf("message %s has two fields %s (%d) and %s (%d)", msg->full_name,
+							  a->name, a->number, b->name, b->number));
+}
+
+/*
+ * The lookup of a message's fields by number, duplicate numbers and names
+ * refused: by index when the numbers are dense enough (the largest no more
+ * than INDEXED_NUMBERS, and not far beyond the field count, so that a
+ * schema's text cannot make large tables of few fields), else by binary
+ * search of the fields sorted by number.
+ */
 static void
 index_fields(Lexer *lx, EoiProtoMessage *msg)
 {
+	int			n = msg->nfields;
+	int		   *by_name = palloc(sizeof(int) * Max(n, 1));
 	int32		max = 0;
 
-	for (int i = 0; i < msg->nfields; i++)
+	msg->sorted = palloc(sizeof(int) * Max(n, 1));
+	for (int i = 0; i < n; i++)
+		msg->sorted[i] = by_name[i] = i;
+	qsort_arg(msg->sorted, n, sizeof(int), number_cmp, msg->fields);
+	qsort_arg(by_name, n, sizeof(int), name_cmp, msg->fields);
+	for (int i = 1; i < n; i++)
 	{
-		for (int j = 0; j < i; j++)
-			if (msg->fields[j].number == msg->fields[i].number ||
-				strcmp(msg->fields[j].name, msg->fields[i].name) == 0)
-				syntax_error(lx, psprintf("message %s has two fields %s (%d) and %s (%d)", msg->full_name,
-										  msg->fields[j].name, msg->fields[j].number,
-										  msg->fields[i].name, msg->fields[i].number));
-		max = Max(max, msg->fields[i].number);
+		if (msg->fields[msg->sorted[i]].number == msg->fields[msg->sorted[i - 1]].number)
+			duplicate_fields(lx, msg, &msg->fields[msg->sorted[i - 1]], &msg->fields[msg->sorted[i]]);
+		if (strcmp(msg->fields[by_name[i]].name, msg->fields[by_name[i - 1]].name) == 0)
+			duplicate_fields(lx, msg, &msg->fields[by_name[i - 1]], &msg->fields[by_name[i]]);
 	}
-	msg->by_number_size = Min(max, INDEXED_NUMBERS) + 1;
-	msg->by_number = palloc0(sizeof(int16) * msg->by_number_size);
-	msg->sorted = palloc(sizeof(int) * Max(msg->nfields, 1));
-	for (int i = 0; i < msg->nfields; i++)
+	pfree(by_name);
+	if (n > 0)
+		max = msg->fields[msg->sorted[n - 1]].number;
+	msg->by_number_size = 0;
+	if (max <= INDEXED_NUMBERS && max <= 4 * n + 16)
 	{
-		int			k = i;
-
-		if (msg->fields[i].number < msg->by_number_size)
+		msg->by_number_size = max + 1;
+		msg->by_number = palloc0(sizeof(int16) * msg->by_number_size);
+		for (int i = 0; i < n; i++)
 			msg->by_number[msg->fields[i].number] = (int16) (i + 1);
-		/* insertion by number */
-		while (k > 0 && msg->fields[msg->sorted[k - 1]].number > msg->fields[i].number)
-		{
-			msg->sorted[k] = msg->sorted[k - 1];
-			k--;
-		}
-		msg->sorted[k] = i;
 	}
 }
 
@@ -813,6 +958,11 @@ parse_message(Parser *ps, const char *scope, int depth)
 			(void) parse_enum(ps, mb.msg->full_name);
 			continue;
 		}
+		if (is_word(lx, "option") && is_map_entry_option(lx))
+		{
+			mb.msg->map_entry = true;
+			continue;
+		}
 		if (is_word(lx, "option") || is_word(lx, "reserved") || is_word(lx, "extensions"))
 		{
 			skip_statement(lx);
@@ -845,11 +995,6 @@ parse_message(Parser *ps, const char *scope, int depth)
 				syntax_error(lx, psprintf("expected a field's type, found %s", token_text(lx)));
 		}
 		(void) parse_field(ps, &mb, pnstrdup(lx->start, lx->len), repeated, required, optional, -1);
-		if (list_length(mb.fields) > MAX_FIELDS)
-			ereport(ERROR,
-					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-					 errmsg("%s has a message with more than %d fields: %s", lx->what, MAX_FIELDS,
-							mb.msg->full_name)));
 	}
 
 	mb.msg->nfields = list_length(mb.fields);
@@ -862,6 +1007,15 @@ parse_message(Parser *ps, const char *scope, int depth)
 	foreach(lc, mb.nested)
 		mb.msg->nested[i++] = lfirst(lc);
 	index_fields(lx, mb.msg);
+	if (mb.msg->map_entry)
+	{
+		/* its key 1 and value 2, which an entry always has: zeros when absent */
+		if (mb.msg->nfields != 2 || mb.msg->fields[0].number != 1 || mb.msg->fields[1].number != 2 ||
+			mb.msg->fields[0].repeated || mb.msg->fields[1].repeated)
+			syntax_error(lx, psprintf("map entry %s does not have exactly the fields key = 1 and value = 2",
+									  mb.msg->full_name));
+		mb.msg->fields[0].presence = mb.msg->fields[1].presence = false;
+	}
 	return mb.msg;
 }
 
@@ -875,7 +1029,7 @@ parse_file(const char *name, const char *text, const char *what)
 	ListCell   *lc;
 	int			i = 0;
 
-	file->name = name;
+	file->name = name ? pstrdup(name) : NULL;
 	file->package = "";
 	ps.file = file;
 	lx->p = text;
@@ -961,25 +1115,29 @@ find_type(const NamedType *types, int n, const char *name)
 
 /* A type name as the language resolves it: from the innermost scope out. */
 static const NamedType *
-resolve(const NamedType *types, int n, const char *scope, const char *name)
+resolve(const NamedType *types, int n, const char *scope, const char *name, StringInfo buf)
 {
-	char	   *s;
+	int			len = (int) strlen(scope);
 
 	if (name[0] == '.')
 		return find_type(types, n, name + 1);
-	s = pstrdup(scope);
 	for (;;)
 	{
-		const NamedType *t = find_type(types, n, s[0] ? psprintf("%s.%s", s, name) : name);
-		char	   *dot;
+		const NamedType *t;
 
-		if (t != NULL || s[0] == '\0')
+		resetStringInfo(buf);
+		appendBinaryStringInfo(buf, scope, len);
+		if (len > 0)
+			appendStringInfoChar(buf, '.');
+		appendStringInfoString(buf, name);
+		t = find_type(types, n, buf->data);
+		if (t != NULL || len == 0)
 			return t;
-		dot = strrchr(s, '.');
-		if (dot)
-			*dot = '\0';
-		else
-			s[0] = '\0';
+		/* the enclosing scope */
+		while (len > 0 && scope[len - 1] != '.')
+			len--;
+		if (len > 0)
+			len--;
 	}
 }
 
@@ -1074,7 +1232,8 @@ canonical_default(EoiProtoField *f, const EoiProtoMessage *msg, const char *what
 }
 
 static void
-link_fields(EoiProtoMessage *msg, const NamedType *types, int n, const EoiProtoFile *file, const char *what)
+link_fields(EoiProtoMessage *msg, const NamedType *types, int n, const EoiProtoFile *file, const char *what,
+			StringInfo buf)
 {
 	for (int i = 0; i < msg->nfields; i++)
 	{
@@ -1087,7 +1246,7 @@ link_fields(EoiProtoMessage *msg, const NamedType *types, int n, const EoiProtoF
 				canonical_default(f, msg, what);
 			continue;
 		}
-		t = resolve(types, n, f->scope, f->type_name);
+		t = resolve(types, n, f->scope, f->type_name, buf);
 		if (t == NULL)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -1160,6 +1319,7 @@ add_builtin_imports(List *files, const char *what)
 								what, file->name ? file->name : "it", name),
 						 errhint("Register the imported file under a subject of its own and list it in the schema's references, with the import's name as the reference's name.")));
 			files = lcons(parse_file(name, text, what), files);
+			((EoiProtoFile *) linitial(files))->builtin = true;
 			k++;
 		}
 	}
@@ -1175,6 +1335,7 @@ eoi_proto_schema(List *sources, const char *what)
 	int			ntypes = 0;
 	int			cap = 0;
 	ListCell   *lc;
+	StringInfoData buf;
 
 	foreach(lc, sources)
 	{
@@ -1216,6 +1377,7 @@ eoi_proto_schema(List *sources, const char *what)
 		}
 	}
 	qsort(types, ntypes, sizeof(NamedType), named_type_cmp);
+	initStringInfo(&buf);
 	for (int i = 1; i < ntypes; i++)
 		if (strcmp(types[i - 1].name, types[i].name) == 0)
 			ereport(ERROR,
@@ -1232,8 +1394,9 @@ eoi_proto_schema(List *sources, const char *what)
 			EoiProtoMessage *m = lfirst(lc2);
 
 			CHECK_FOR_INTERRUPTS();
-			link_fields(m, types, ntypes, f, what);
-			for (int i = 0; i < lengthof(well_known_messages); i++)
+			link_fields(m, types, ntypes, f, what, &buf);
+			/* only the built-in files' (a schema's own Timestamp is a message) */
+			for (int i = 0; f->builtin && i < lengthof(well_known_messages); i++)
 				if (strcmp(m->full_name, well_known_messages[i].name) == 0)
 					m->well_known = well_known_messages[i].kind;
 		}

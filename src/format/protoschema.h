@@ -93,10 +93,11 @@ typedef struct EoiProtoMessage
 	int			nfields;
 	EoiProtoField *fields;		/* in the order of the text */
 	int			nnested;
-	struct EoiProtoMessage **nested;	/* its messages, map entries too, in order */
+	struct EoiProtoMessage **nested;	/* the messages it declares, in order */
 	bool		map_entry;		/* a map field's entry: key 1, value 2 */
+	int			noneofs;
 	EoiProtoWellKnown well_known;
-	/* the field of each number: by index below by_number_size, else searched */
+	/* the field of each number: by index below by_number_size, else searched in sorted */
 	int			by_number_size;
 	int16	   *by_number;		/* index + 1, 0 for none */
 	int		   *sorted;			/* field indexes by number, for the others */
@@ -107,6 +108,7 @@ typedef struct EoiProtoFile
 	const char *name;			/* its import path ("evo/order.proto") */
 	const char *package;		/* "" when none */
 	bool		proto3;
+	bool		builtin;		/* one of the well-known types' files */
 	List	   *imports;		/* import paths (char *) */
 	int			nmessages;
 	EoiProtoMessage **messages; /* top level, in order */

@@ -61,6 +61,13 @@
 #define WIRE_END_GROUP 4
 #define WIRE_I32 5
 
+/*
+ * The most text a record's value may render to: an empty item of a repeated
+ * message takes two bytes on the wire and can take a kilobyte as JSON, and
+ * no datum may pass 1 GB.
+ */
+#define MAX_TEXT (256 * 1024 * 1024)
+
 /* ---- errors ---- */
 
 void
@@ -84,6 +91,16 @@ too_deep(const PbRecord *rec)
 			 errmsg("Protobuf record written with %s nests messages deeper than eoingest reads", rec->what),
 			 errhint("A worker reads messages nested at most %d levels deep.", EOI_PROTO_MAX_DEPTH)));
 	pg_unreachable();
+}
+
+static void
+check_text_size(const StringInfo out, const PbRecord *rec)
+{
+	if (out->len > MAX_TEXT)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("Protobuf record written with %s renders to more than %d MB of text", rec->what,
+						MAX_TEXT / (1024 * 1024))));
 }
 
 static void
@@ -249,6 +266,42 @@ add_occurrence(PbFields *pf, int field, const PbOcc *o)
 	pf->last[field] = i;
 }
 
+/*
+ * Of each oneof, the member that came last is the one set: the others'
+ * occurrences are forgotten, as Protobuf's readers clear them.
+ */
+static void
+keep_last_members(PbFields *pf)
+{
+	const EoiProtoMessage *msg = pf->msg;
+	int		   *winner = palloc(sizeof(int) * msg->noneofs);
+
+	for (int k = 0; k < msg->noneofs; k++)
+		winner[k] = -1;
+	for (int i = 0; i < msg->nfields; i++)
+	{
+		int			k = msg->fields[i].oneof;
+
+		if (k >= 0 && pf->first[i] >= 0 && (winner[k] < 0 || pf->last[i] > pf->last[winner[k]]))
+			winner[k] = i;
+	}
+	for (int i = 0; i < msg->nfields; i++)
+	{
+		int			k = msg->fields[i].oneof;
+
+		if (k >= 0 && winner[k] != i)
+			pf->first[i] = -1;
+	}
+	pfree(winner);
+}
+
+void
+eoi_pb_free(PbFields *pf)
+{
+	pfree(pf->first);
+	pfree(pf->occ);
+}
+
 void
 eoi_pb_read(PbFields *pf, const EoiProtoMessage *msg, const unsigned char *data, size_t len,
 			const PbRecord *rec, int depth)
@@ -313,6 +366,8 @@ eoi_pb_read(PbFields *pf, const EoiProtoMessage *msg, const unsigned char *data,
 		add_occurrence(pf, (int) (f - msg->fields), &o);
 	}
 
+	if (msg->noneofs > 0)
+		keep_last_members(pf);
 	for (int i = 0; i < msg->nfields; i++)
 		if (msg->fields[i].required && pf->first[i] < 0)
 			ereport(ERROR,
@@ -608,23 +663,29 @@ scalar_items(const PbFields *pf, int index, const PbRecord *rec, PbScalar **item
 /* ---- messages as values ---- */
 
 /*
- * The bytes of a message field: its one occurrence's, or, when it occurs
- * more than once, all of theirs concatenated (Protobuf merges them so).
+ * The bytes of message field `index`: its one occurrence's, or, when it
+ * occurs more than once, all of theirs concatenated (Protobuf merges them
+ * so).  Those are in a buffer of their own, which *rec then points to
+ * (filled in `merged`), so that an error's byte offset is within them.
  */
 static const unsigned char *
-message_bytes(const PbFields *pf, int first_occ, bool whole_field, size_t *len)
+message_bytes(const PbFields *pf, int index, const PbRecord **rec, PbRecord *merged, size_t *len)
 {
-	const PbOcc *o = &pf->occ[first_occ];
+	const PbOcc *o = &pf->occ[pf->first[index]];
 	StringInfoData buf;
 
-	if (!whole_field || o->next < 0)
+	if (o->next < 0)
 	{
 		*len = o->len;
 		return o->data;
 	}
 	initStringInfo(&buf);
-	for (int i = first_occ; i >= 0; i = pf->occ[i].next)
+	for (int i = pf->first[index]; i >= 0; i = pf->occ[i].next)
 		appendBinaryStringInfo(&buf, (const char *) pf->occ[i].data, pf->occ[i].len);
+	merged->start = (const unsigned char *) buf.data;
+	merged->what = psprintf("%s (the occurrences of field %s merged)", (*rec)->what,
+							pf->msg->fields[index].name);
+	*rec = merged;
 	*len = buf.len;
 	return (const unsigned char *) buf.data;
 }
@@ -686,7 +747,18 @@ append_duration(StringInfo out, const PbFields *pf, const PbRecord *rec, const c
 		(seconds < 0 && nanos > 0) || (seconds > 0 && nanos < 0))
 		out_of_range(rec, field, "Duration");
 	if (seconds < 0 || nanos < 0)
-		appendStringInfo(out, "-" INT64_FORMAT ".%09d", -seconds, (int) -nanos);
+		appendStringInfoChar(out, '-');
+	if (seconds < 0)
+		seconds = -seconds;
+	if (nanos < 0)
+		nanos = -nanos;
+	/* as Protobuf's JSON writes it: no fraction, or 3, 6 or 9 digits */
+	if (nanos == 0)
+		appendStringInfo(out, INT64_FORMAT, seconds);
+	else if (nanos % 1000000 == 0)
+		appendStringInfo(out, INT64_FORMAT ".%03d", seconds, (int) (nanos / 1000000));
+	else if (nanos % 1000 == 0)
+		appendStringInfo(out, INT64_FORMAT ".%06d", seconds, (int) (nanos / 1000));
 	else
 		appendStringInfo(out, INT64_FORMAT ".%09d", seconds, (int) nanos);
 }
@@ -768,7 +840,10 @@ eoi_pb_append_json(StringInfo out, const EoiProtoMessage *msg, const unsigned ch
 	check_stack_depth();
 	eoi_pb_read(&pf, msg, data, len, rec, depth);
 	if (append_well_known_json(out, &pf, rec, depth))
+	{
+		eoi_pb_free(&pf);
 		return;
+	}
 	appendStringInfoChar(out, '{');
 	for (int i = 0; i < msg->nfields; i++)
 	{
@@ -784,6 +859,8 @@ eoi_pb_append_json(StringInfo out, const EoiProtoMessage *msg, const unsigned ch
 		append_field_json(out, &pf, i, rec, depth);
 	}
 	appendStringInfoChar(out, '}');
+	check_text_size(out, rec);
+	eoi_pb_free(&pf);
 }
 
 /* A proto2 default (protoparse.c has put it in canonical form) as JSON. */
@@ -873,9 +950,11 @@ append_map_json(StringInfo out, const PbFields *pf, int index, const PbRecord *r
 			/* an absent message value is the message with no fields */
 			eoi_pb_append_json(out, entry_type->fields[1].message, (const unsigned char *) "", 0, rec,
 							   depth + 2);
-			continue;
 		}
-		append_field_json(out, &entry, 1, rec, depth + 1);
+		else
+			append_field_json(out, &entry, 1, rec, depth + 1);
+		check_text_size(out, rec);
+		eoi_pb_free(&entry);
 	}
 	appendStringInfoChar(out, '}');
 }
@@ -917,6 +996,7 @@ append_field_json(StringInfo out, const PbFields *pf, int index, const PbRecord 
 					appendStringInfoString(out, ", ");
 				append_scalar_json(out, &items[i]);
 			}
+			pfree(items);
 		}
 		appendStringInfoChar(out, ']');
 		return;
@@ -936,7 +1016,8 @@ append_field_json(StringInfo out, const PbFields *pf, int index, const PbRecord 
 	if (f->type == PT_MESSAGE)
 	{
 		size_t		len;
-		const unsigned char *data = message_bytes(pf, pf->first[index], true, &len);
+		PbRecord	merged;
+		const unsigned char *data = message_bytes(pf, index, &rec, &merged, &len);
 
 		eoi_pb_append_json(out, f->message, data, len, rec, depth + 1);
 		return;
@@ -985,7 +1066,8 @@ message_text(StringInfo out, const PbFields *pf, int index, Oid typid, const PbR
 	const EoiProtoField *f = &pf->msg->fields[index];
 	const EoiProtoMessage *m = f->message;
 	size_t		len;
-	const unsigned char *data = message_bytes(pf, pf->first[index], true, &len);
+	PbRecord	merged;
+	const unsigned char *data = message_bytes(pf, index, &rec, &merged, &len);
 	PbFields	inner;
 
 	if (typid == JSONBOID || typid == JSONOID ||
@@ -1020,8 +1102,18 @@ message_text(StringInfo out, const PbFields *pf, int index, Oid typid, const PbR
 }
 
 static void
-append_default_text(StringInfo out, const EoiProtoField *f)
+append_default_text(StringInfo out, const EoiProtoField *f, Oid typid)
 {
+	if (f->type == PT_ENUM && is_integer_type(typid))
+	{
+		/* protoparse.c checked that the enum has the name */
+		for (int i = 0; i < f->enumtype->nvalues; i++)
+			if (strcmp(f->enumtype->names[i], f->default_text) == 0)
+			{
+				appendStringInfo(out, "%d", (int) f->enumtype->numbers[i]);
+				return;
+			}
+	}
 	if (f->type == PT_STRING)
 	{
 		/* the schema's text: checked as the record's strings are */
@@ -1061,7 +1153,7 @@ eoi_pb_field_text(StringInfo out, const PbFields *pf, int index, Oid typid, cons
 		PbScalar	zero = zero_of(f);
 
 		if (f->default_text != NULL)
-			append_default_text(out, f);
+			append_default_text(out, f, typid);
 		else
 			append_scalar_text(out, &zero, typid);
 		return true;
@@ -1099,11 +1191,12 @@ eoi_pb_field_datum(const PbFields *pf, int index, Oid typid, Datum *value, bool 
 	{
 		PbFields	inner;
 		size_t		len;
+		PbRecord	merged;
 		const unsigned char *data;
 
 		if (f->message->well_known != WK_TIMESTAMP || typid != TIMESTAMPTZOID)
 			return false;
-		data = message_bytes(pf, pf->first[index], true, &len);
+		data = message_bytes(pf, index, &rec, &merged, &len);
 		eoi_pb_read(&inner, f->message, data, len, rec, 1);
 		*value = TimestampTzGetDatum(timestamp_of(&inner, rec, f->name));
 		return true;

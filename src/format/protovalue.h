@@ -52,6 +52,9 @@ typedef struct PbFields
 extern void eoi_pb_read(PbFields *pf, const EoiProtoMessage *msg, const unsigned char *data,
 						size_t len, const PbRecord *rec, int depth);
 
+/* Free what eoi_pb_read allocated for `pf`. */
+extern void eoi_pb_free(PbFields *pf);
+
 /*
  * The value of field `f` (`index` in pf->msg) as the text a column of
  * type `typid` (InvalidOid: any) reads; false for NULL.

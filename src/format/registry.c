@@ -459,7 +459,7 @@ typedef struct References
 	List	   *files;			/* protobuf: EoiSchemaFile, imports first */
 } References;
 
-static char *protobuf_of_answer(Jsonb *jb, const char *what);
+static char *protobuf_of_answer(Jsonb *jb, const char *base, const char *what);
 
 static char *
 reference_string(JsonbValue *ref, const char *key, const char *what)
@@ -560,7 +560,7 @@ add_references(Jsonb *answer, const char *what, References *refs, int depth)
 			EoiSchemaFile *file = palloc(sizeof(EoiSchemaFile));
 
 			file->name = name;
-			file->text = protobuf_of_answer(jb, ref_what);
+			file->text = protobuf_of_answer(jb, base, ref_what);
 			refs->files = lappend(refs->files, file);
 			continue;
 		}
@@ -637,7 +637,7 @@ eoi_registry_fetch_json_schema(const char *path, const char *what)
 
 /* The text of a Protobuf schema in a 200 answer; another type is a record error. */
 static char *
-protobuf_of_answer(Jsonb *jb, const char *what)
+protobuf_of_answer(Jsonb *jb, const char *base, const char *what)
 {
 	JsonbValue	v;
 
@@ -647,7 +647,7 @@ protobuf_of_answer(Jsonb *jb, const char *what)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("%s is not a Protobuf schema", what),
 				 errhint("Format protobuf reads records whose schema id names a Protobuf schema; use a job of another format for this topic.")));
-	return schema_text_of_answer(jb, "the registry", what);
+	return schema_text_of_answer(jb, base, what);
 }
 
 /*
@@ -665,7 +665,7 @@ eoi_registry_fetch_protobuf(const char *path, const char *what)
 	References	refs = {NIL};
 
 	file->name = NULL;
-	file->text = protobuf_of_answer(jb, what);
+	file->text = protobuf_of_answer(jb, base, what);
 	refs.protobuf = true;
 	add_references(jb, what, &refs, 0);
 	return lappend(refs.files, file);

@@ -392,7 +392,7 @@ void
 EncodeDateTime(struct pg_tm *tm, fsec_t fsec, bool print_tz, int tz, const char *tzn, int style,
 			   char *str)
 {
-	snprintf(str, MAXDATELEN, "%04d-01-01T00:00:00.%06d+00:00", tm->tm_year, (int) Abs(fsec));
+	snprintf(str, MAXDATELEN, "%04d-01-01T00:00:00.%06d+00:00", tm->tm_year, (int) (fsec < 0 ? -fsec : fsec));
 }
 
 Oid

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Build a libFuzzer target and run it for a bounded time: csv (the CSV
 # splitter, src/format/csv.c; the default), avro (Avro C's reading as format avro
-# uses it, test/fuzz/avro_fuzz.c) or json (format json's scan, src/format/jsonscan.c,
-# against PostgreSQL's own JSON parser, test/fuzz/json_fuzz.c).
+# uses it, test/fuzz/avro_fuzz.c), json (format json's scan, src/format/jsonscan.c,
+# against PostgreSQL's own JSON parser, test/fuzz/json_fuzz.c) or protobuf (the .proto
+# parser and the decoder of format protobuf, test/fuzz/protobuf_fuzz.c).
 #
-#   bash test/fuzz/run.sh [SECONDS] [csv|avro|json]      (default 60 csv)
+#   bash test/fuzz/run.sh [SECONDS] [csv|avro|json|protobuf]      (default 60 csv)
 #
 # TAP on stdout (1..1, then ok / not ok), diagnostics on stderr.  Exits
 # non-zero on any crash, sanitizer report, leak, timeout or out-of-memory.

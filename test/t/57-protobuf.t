@@ -6,17 +6,16 @@
 # enum, a map, a wrapper, an optional field, a repeated nested message), while workers are SIGKILLed
 # right after each change, before the batch commits; the rows are compared with what was produced,
 # EXCEPT both ways. Mode upsert keys a created table by the Protobuf key's fields, and tombstones
-# delete by that key. A proto2 schema's
-# defaults and required field; a mapping reads the message as JSON. Hostile records (no magic byte,
-# a message-index path that names nothing, bytes cut short, a schema that does not parse, an Avro
-# schema's id, a string that is not UTF-8) are dead letters naming the schema and the byte, and the
-# job goes on.
+# delete by that key. The schema id in a record header; a proto2 schema's defaults and required
+# field; a mapping reads the message as JSON. Hostile records (no magic byte, a message-index path
+# that names nothing, bytes cut short, a schema that does not parse, an Avro schema's id, a string
+# that is not UTF-8) are dead letters naming the schema and the byte, and the job goes on.
 set -euo pipefail
 . "$(dirname "$0")/../lib/tap.sh"
 . "$(dirname "$0")/../lib/avro.sh"
 . "$(dirname "$0")/../lib/faults.sh"
 
-plan 21
+plan 23
 
 py=$(avro_python)
 tools=$EOINGEST_TEST_DIR/tools
@@ -69,10 +68,11 @@ sql "CREATE ROLE pb_tenant LOGIN;
      GRANT EXECUTE ON FUNCTION eoingest.create_job, eoingest.alter_job, eoingest.start_job, eoingest.stop_job,
        eoingest.drop_job TO pb_tenant;
      GRANT SELECT ON eoingest.job_status, eoingest.dead_letters, eoingest.target_changes TO pb_tenant" >/dev/null
-for t in pb.o pb.k pb.l pb.bad; do eoi-kafka delete-topic "$t" >/dev/null 2>&1 || true; done
+for t in pb.o pb.k pb.l pb.h pb.bad; do eoi-kafka delete-topic "$t" >/dev/null 2>&1 || true; done
 eoi-kafka create-topic pb.o 2 >/dev/null
 eoi-kafka create-topic pb.k 1 >/dev/null
 eoi-kafka create-topic pb.l 1 >/dev/null
+eoi-kafka create-topic pb.h 1 >/dev/null
 eoi-kafka create-topic pb.bad 1 >/dev/null
 common="brokers => '$KAFKA_BROKERS', format => 'protobuf', schema_registry => '$reg_url', batch_timeout_ms => 100"
 
@@ -136,6 +136,14 @@ PYEOF
 check "upsert: tombstones delete by the Protobuf key" wait_until 60 \
   "SELECT count(*) = 18 AND bool_and(id NOT IN (3, 17)) FROM pbt.keyed"
 
+# ---- the schema id in a record header (the GUID and the message-index path), the value bare
+produce pb.h 3 1 30 header.expect --header-id
+as_tenant "SELECT eoingest.create_job(name => 'pb_h', $common, topic => 'pb.h', target => 'pbt.headed', create_target => true);
+           SELECT eoingest.start_job('pb_h')" >/dev/null 2>&1
+check "header framing: the records whose schema id is in __value_schema_id arrive" wait_until 60 \
+  "SELECT to_regclass('pbt.headed') IS NOT NULL AND (SELECT count(*) = 30 FROM pbt.headed)"
+is "$(differs pbt.headed header.expect)" "" "header framing: the rows are what was produced, EXCEPT both ways"
+
 # ---- proto2: required fields, declared defaults; a mapping reads messages as JSON
 produce pb.l 0 1 30 legacy.expect --proto2
 out=$(as_tenant "SELECT eoingest.create_job(name => 'pb_l', $common, topic => 'pb.l', target => 'pbt.legacy', create_target => true);
@@ -197,4 +205,4 @@ ok "$([ "$(grep -c . <<<"$letters")" = 6 ] &&
   "hostile records: six dead letters, each with its SQLSTATE, the schema id and the fault"
 [ "$(grep -c . <<<"$letters")" = 6 ] || diag "$letters"
 
-for j in pb_o pb_k pb_l pb_m pb_bad; do as_tenant "SELECT eoingest.drop_job('$j')" >/dev/null; done
+for j in pb_o pb_k pb_h pb_l pb_m pb_bad; do as_tenant "SELECT eoingest.drop_job('$j')" >/dev/null; done

@@ -2,7 +2,7 @@
 """Produce Protobuf records in Confluent's wire format with confluent-kafka's own
 ProtobufSerializer, and write the rows the target table should then hold.
 
-    protobuf_produce.py BROKERS REGISTRY TOPIC VERSION FIRST_ID COUNT EXPECT_FILE [--key] [--proto2]
+    protobuf_produce.py BROKERS REGISTRY TOPIC VERSION FIRST_ID COUNT EXPECT_FILE [--key] [--proto2] [--header-id]
 
 COUNT records, ids FIRST_ID.., of message evo.Order in VERSION (1..3, ORDERS below) of
 evo/order.proto, registered under TOPIC-value (version 3 imports evo/common.proto, which
@@ -11,7 +11,9 @@ values vary with the id only, so a rerun produces the same rows.  evo.OrderKey c
 first in the file, so Order's message index is not [0].  With --proto2, the records are
 legacy.Legacy of the proto2 file legacy/legacy.proto instead (VERSION is ignored).
 With --key the key is an evo.OrderKey {id} serialized for TOPIC-key, else the id as
-decimal text.  REGISTRY may carry user:password@.
+decimal text.  With --header-id the value's schema id goes in the record header
+__value_schema_id (confluent-kafka's header_schema_id_serializer: the GUID and the
+message-index path), the value bare Protobuf.  REGISTRY may carry user:password@.
 
 One JSON object a record is appended to EXPECT_FILE: the row, by column (the message's
 field names), as jsonb_populate_record(NULL::target, line::jsonb) reads it:
@@ -208,7 +210,7 @@ def main():
     first, count = int(first), int(count)
 
     from confluent_kafka import Producer
-    from confluent_kafka.schema_registry import SchemaRegistryClient
+    from confluent_kafka.schema_registry import SchemaRegistryClient, header_schema_id_serializer
     from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
     from confluent_kafka.serialization import MessageField, SerializationContext
 
@@ -223,7 +225,10 @@ def main():
         conf = {"url": parts._replace(netloc=parts.hostname + (":%d" % parts.port if parts.port else "")).geturl(),
                 "basic.auth.user.info": "%s:%s" % (parts.username, parts.password)}
     client = SchemaRegistryClient(conf)
-    serializer = ProtobufSerializer(cls, client, {"auto.register.schemas": True})
+    conf = {"auto.register.schemas": True}
+    if "--header-id" in sys.argv:
+        conf["schema.id.serializer"] = header_schema_id_serializer
+    serializer = ProtobufSerializer(cls, client, conf)
     key_serializer = None
     if "--key" in sys.argv:
         key_cls = message_factory.GetMessageClass(pool.FindMessageTypeByName("evo.OrderKey"))
@@ -234,10 +239,12 @@ def main():
     with open(expect_file, "a", encoding="utf-8") as out:
         for i in range(first, first + count):
             m = legacy(cls, i) if version == 0 else order(cls, version, i)
-            value = serializer(m, SerializationContext(topic, MessageField.VALUE))
+            headers = []
+            value = serializer(m, SerializationContext(topic, MessageField.VALUE, headers))
             key = (key_serializer(key_cls(id=i), SerializationContext(topic, MessageField.KEY))
                    if key_serializer else str(i).encode())
-            producer.produce(topic, value=value, key=key, on_delivery=lambda err, _: err and errors.append(err))
+            producer.produce(topic, value=value, key=key, headers=headers or None,
+                             on_delivery=lambda err, _: err and errors.append(err))
             producer.poll(0)
             out.write(json.dumps(expect(m), ensure_ascii=False) + "\n")
     if producer.flush(30) or errors:

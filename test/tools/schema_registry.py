@@ -101,8 +101,9 @@ def quote(s):
 
 def render_proto(fd):
     """.proto text of a FileDescriptorProto, as Confluent's registry renders one: messages
-    (nested enums, nested messages and fields, each in their order; a oneof where its first
-    member is; map fields as map<K, V>), then enums; type names fully qualified.  Compiled
+    (nested enums, nested messages, then fields, each in their order; a oneof where its first
+    member is; a map's entry message written out with option map_entry = true), then enums;
+    type names fully qualified.  Compiled
     again, it gives the same descriptor, but for what is left out: file options, reserved
     ranges, extensions, services and json_name."""
     proto3 = fd.syntax == "proto3"
@@ -125,9 +126,13 @@ def render_proto(fd):
 
 def render_message(m, scope, proto3, indent, out):
     name = scope + "." + m.name
-    entries = {name + "." + n.name: n for n in m.nested_type if n.options.map_entry}
+    # a map's entry message is written out, with option map_entry, and its field as a
+    # repeated field of it, as Confluent's registry renders a descriptor's maps
+    entries = {}
     out.append("%smessage %s {" % (indent, m.name))
     inner = indent + "  "
+    if m.options.map_entry:
+        out.append(inner + "option map_entry = true;")
     for e in m.enum_type:
         render_enum(e, inner, out)
 
@@ -145,17 +150,9 @@ def render_message(m, scope, proto3, indent, out):
             chunks.append(({g.type_name for g in group}, ["%soneof %s {" % (inner, m.oneof_decl[o].name)]
                            + [inner + "  " + render_field(g, proto3, entries, True) for g in group]
                            + [inner + "}"]))
-    # nested messages in their order, the fields in theirs; a map's entry (not rendered) is
-    # in that order too: the fields up to the map field come before the nested messages after it
+    # nested messages (map entries too) in their order, then the fields in theirs
     for n in m.nested_type:
-        if n.options.map_entry:
-            entry = name + "." + n.name
-            while chunks and entry not in chunks[0][0]:
-                out.extend(chunks.pop(0)[1])
-            if chunks:
-                out.extend(chunks.pop(0)[1])
-        else:
-            render_message(n, name, proto3, inner, out)
+        render_message(n, name, proto3, inner, out)
     for _, lines in chunks:
         out.extend(lines)
     out.append(indent + "}")
