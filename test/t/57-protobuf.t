@@ -15,7 +15,7 @@ set -euo pipefail
 . "$(dirname "$0")/../lib/avro.sh"
 . "$(dirname "$0")/../lib/faults.sh"
 
-plan 23
+plan 24
 
 py=$(avro_python)
 tools=$EOINGEST_TEST_DIR/tools
@@ -68,11 +68,12 @@ sql "CREATE ROLE pb_tenant LOGIN;
      GRANT EXECUTE ON FUNCTION eoingest.create_job, eoingest.alter_job, eoingest.start_job, eoingest.stop_job,
        eoingest.drop_job TO pb_tenant;
      GRANT SELECT ON eoingest.job_status, eoingest.dead_letters, eoingest.target_changes TO pb_tenant" >/dev/null
-for t in pb.o pb.k pb.l pb.h pb.bad; do eoi-kafka delete-topic "$t" >/dev/null 2>&1 || true; done
+for t in pb.o pb.k pb.l pb.h pb.one pb.bad; do eoi-kafka delete-topic "$t" >/dev/null 2>&1 || true; done
 eoi-kafka create-topic pb.o 2 >/dev/null
 eoi-kafka create-topic pb.k 1 >/dev/null
 eoi-kafka create-topic pb.l 1 >/dev/null
 eoi-kafka create-topic pb.h 1 >/dev/null
+eoi-kafka create-topic pb.one 1 >/dev/null
 eoi-kafka create-topic pb.bad 1 >/dev/null
 common="brokers => '$KAFKA_BROKERS', format => 'protobuf', schema_registry => '$reg_url', batch_timeout_ms => 100"
 
@@ -144,6 +145,31 @@ check "header framing: the records whose schema id is in __value_schema_id arriv
   "SELECT to_regclass('pbt.headed') IS NOT NULL AND (SELECT count(*) = 30 FROM pbt.headed)"
 is "$(differs pbt.headed header.expect)" "" "header framing: the rows are what was produced, EXCEPT both ways"
 
+# ---- a oneof whose two members both come: the one that came last is the one set
+"$py" - "$KAFKA_BROKERS" <<'PYEOF'
+import sys
+from confluent_kafka import Producer
+p = Producer({"bootstrap.servers": sys.argv[1]})
+# evo.Order of evo/order.proto v3 (schema id 4, message-index path [2]): id 1, email "a@b", then phone 5;
+# id 2, phone 6, then email "c@d"
+p.produce("pb.one", value=b"\x00\x00\x00\x00\x04\x02\x04" + b"\x08\x01" + b"\x42\x03a@b" + b"\x48\x05")
+p.produce("pb.one", value=b"\x00\x00\x00\x00\x04\x02\x04" + b"\x08\x02" + b"\x48\x06" + b"\x42\x03c@d")
+if p.flush(30):
+    sys.exit("not delivered")
+PYEOF
+sql "CREATE TABLE pbt.oneof (id bigint, email text, phone bigint); ALTER TABLE pbt.oneof OWNER TO pb_tenant;
+     CREATE TABLE pbt.oneof_json (id bigint, email text, phone bigint); ALTER TABLE pbt.oneof_json OWNER TO pb_tenant" >/dev/null
+as_tenant "SELECT eoingest.create_job(name => 'pb_one', $common, topic => 'pb.one', target => 'pbt.oneof');
+           SELECT eoingest.start_job('pb_one');
+           SELECT eoingest.create_job(name => 'pb_one_json', $common, topic => 'pb.one', target => 'pbt.oneof_json',
+             mapping => '{\"id\": \"/id\", \"email\": \"/email\", \"phone\": \"/phone\"}');
+           SELECT eoingest.start_job('pb_one_json')" >/dev/null
+check "a oneof's member that came last is the one set, in the columns and in the message's JSON" wait_until 60 \
+  "SELECT (SELECT string_agg(id || ':' || coalesce(email, '-') || ':' || coalesce(phone::text, '-'), ',' ORDER BY id)
+             FROM pbt.oneof) = '1:-:5,2:c@d:-'
+      AND (SELECT string_agg(id || ':' || coalesce(email, '-') || ':' || coalesce(phone::text, '-'), ',' ORDER BY id)
+             FROM pbt.oneof_json) = '1:-:5,2:c@d:-'"
+
 # ---- proto2: required fields, declared defaults; a mapping reads messages as JSON
 produce pb.l 0 1 30 legacy.expect --proto2
 out=$(as_tenant "SELECT eoingest.create_job(name => 'pb_l', $common, topic => 'pb.l', target => 'pbt.legacy', create_target => true);
@@ -205,4 +231,4 @@ ok "$([ "$(grep -c . <<<"$letters")" = 6 ] &&
   "hostile records: six dead letters, each with its SQLSTATE, the schema id and the fault"
 [ "$(grep -c . <<<"$letters")" = 6 ] || diag "$letters"
 
-for j in pb_o pb_k pb_h pb_l pb_m pb_bad; do as_tenant "SELECT eoingest.drop_job('$j')" >/dev/null; done
+for j in pb_o pb_k pb_h pb_one pb_one_json pb_l pb_m pb_bad; do as_tenant "SELECT eoingest.drop_job('$j')" >/dev/null; done
