@@ -26,6 +26,7 @@
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
 
+#include "base/pgcompat.h"
 #include "format/protoschema.h"
 
 /* Nothing in a .proto file needs more fields than this in one message. */
@@ -184,6 +185,11 @@ typedef struct Lexer
 static void
 syntax_error(Lexer *lx, const char *message)
 {
+	if (lx->line == 0)			/* a serialized descriptor's */
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s cannot be read as a Protobuf schema: the descriptor %s: %s",
+						lx->what, lx->file, message)));
 	ereport(ERROR,
 			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 			 errmsg("%s cannot be read as a Protobuf schema: %s, line %d: %s",
@@ -196,6 +202,9 @@ unsupported(Lexer *lx, const char *message, const char *hint)
 {
 	ereport(ERROR,
 			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 lx->line == 0 ?
+			 errmsg("%s uses what format protobuf does not read: the descriptor %s: %s",
+					lx->what, lx->file, message) :
 			 errmsg("%s uses what format protobuf does not read: %s, line %d: %s",
 					lx->what, lx->file, lx->line, message),
 			 errhint("%s", hint)));
@@ -540,6 +549,7 @@ typedef struct Parser
 {
 	Lexer		lx;
 	EoiProtoFile *file;
+	Lexer	   *lx_for_desc;	/* a serialized descriptor's: names it in errors */
 } Parser;
 
 typedef struct MessageBuilder
@@ -795,6 +805,20 @@ parse_enum(Parser *ps, const char *scope)
 
 static EoiProtoMessage *parse_message(Parser *ps, const char *scope, int depth);
 
+/* A message's fields indexed, and a map entry's checked: key 1 and value 2, zeros when absent. */
+static void
+finish_message(Lexer *lx, EoiProtoMessage *msg)
+{
+	index_fields(lx, msg);
+	if (!msg->map_entry)
+		return;
+	if (msg->nfields != 2 || msg->fields[0].number != 1 || msg->fields[1].number != 2 ||
+		msg->fields[0].repeated || msg->fields[1].repeated)
+		syntax_error(lx, psprintf("map entry %s does not have exactly the fields key = 1 and value = 2",
+								  msg->full_name));
+	msg->fields[0].presence = msg->fields[1].presence = false;
+}
+
 /*
  * "option map_entry = true;" (the current token is "option"), read whole
  * if so: how Confluent's registry writes a map's entry message, declared.
@@ -1006,16 +1030,7 @@ parse_message(Parser *ps, const char *scope, int depth)
 	i = 0;
 	foreach(lc, mb.nested)
 		mb.msg->nested[i++] = lfirst(lc);
-	index_fields(lx, mb.msg);
-	if (mb.msg->map_entry)
-	{
-		/* its key 1 and value 2, which an entry always has: zeros when absent */
-		if (mb.msg->nfields != 2 || mb.msg->fields[0].number != 1 || mb.msg->fields[1].number != 2 ||
-			mb.msg->fields[0].repeated || mb.msg->fields[1].repeated)
-			syntax_error(lx, psprintf("map entry %s does not have exactly the fields key = 1 and value = 2",
-									  mb.msg->full_name));
-		mb.msg->fields[0].presence = mb.msg->fields[1].presence = false;
-	}
+	finish_message(lx, mb.msg);
 	return mb.msg;
 }
 
@@ -1082,6 +1097,357 @@ parse_file(const char *name, const char *text, const char *what)
 			skip_definition(lx);
 		else
 			syntax_error(lx, psprintf("unexpected %s", token_text(lx)));
+	}
+	file->nmessages = list_length(messages);
+	file->messages = palloc(sizeof(EoiProtoMessage *) * Max(file->nmessages, 1));
+	foreach(lc, messages)
+		file->messages[i++] = lfirst(lc);
+	return file;
+}
+
+/* ---- a schema sent as a serialized FileDescriptorProto ---- */
+
+/*
+ * Registries that keep what a client registered (Apicurio Registry's
+ * Confluent API does) serve a Protobuf schema as confluent-kafka's
+ * serializer sends it: the base64 of a serialized FileDescriptorProto
+ * (descriptor.proto), not .proto text.  It is read with the wire format
+ * itself into the same messages and enums, by the numbers of
+ * descriptor.proto's fields.
+ */
+typedef struct DescReader
+{
+	const unsigned char *p;
+	const unsigned char *end;
+	const unsigned char *start;
+	Lexer	   *lx;				/* names the file and the schema in errors */
+} DescReader;
+
+static void
+desc_error(DescReader *r, const char *why)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("%s cannot be read as a Protobuf schema: its serialized descriptor %s does not decode at byte %ld: %s",
+					r->lx->what, r->lx->file, (long) (r->p - r->start), why)));
+}
+
+static uint64
+desc_varint(DescReader *r)
+{
+	uint64		v = 0;
+
+	for (int shift = 0; shift < 64; shift += 7)
+	{
+		if (r->p >= r->end)
+			desc_error(r, "a varint runs past the end");
+		v |= (uint64) (*r->p & 0x7f) << shift;
+		if ((*r->p++ & 0x80) == 0)
+			return v;
+	}
+	desc_error(r, "a varint is longer than 10 bytes");
+	return 0;					/* not reached */
+}
+
+/*
+ * The next field of the message r reads: its number, and for a
+ * length-delimited one its bytes in *sub; false at the end.  Fields of
+ * other wire types are read past (*sub is then empty, *value theirs).
+ */
+static bool
+desc_field(DescReader *r, int *number, DescReader *sub, uint64 *value)
+{
+	uint64		tag;
+
+	if (r->p >= r->end)
+		return false;
+	tag = desc_varint(r);
+	*number = (int) Min(tag >> 3, (uint64) PG_INT32_MAX);
+	*sub = *r;
+	sub->p = sub->end = r->p;
+	*value = 0;
+	switch (tag & 7)
+	{
+		case 0:
+			*value = desc_varint(r);
+			break;
+		case 1:
+		case 5:
+			if (r->end - r->p < ((tag & 7) == 1 ? 8 : 4))
+				desc_error(r, "a fixed number runs past the end");
+			r->p += (tag & 7) == 1 ? 8 : 4;
+			break;
+		case 2:
+			{
+				uint64		n = desc_varint(r);
+
+				if (n > (uint64) (r->end - r->p))
+					desc_error(r, "a length runs past the end");
+				sub->p = r->p;
+				sub->end = r->p + n;
+				r->p += n;
+				break;
+			}
+		default:
+			desc_error(r, "a wire type descriptor.proto does not use");
+	}
+	return true;
+}
+
+static char *
+desc_string(DescReader *r)
+{
+	char	   *s = pnstrdup((const char *) r->p, r->end - r->p);
+
+	if (strlen(s) != (size_t) (r->end - r->p))
+		desc_error(r, "a name holds a NUL byte");
+	return s;
+}
+
+static EoiProtoEnum *
+desc_enum(Parser *ps, DescReader *r, const char *scope)
+{
+	EoiProtoEnum *e = palloc0(sizeof(EoiProtoEnum));
+	List	   *names = NIL;
+	List	   *numbers = NIL;
+	DescReader	sub;
+	uint64		value;
+	int			number;
+	int			i = 0;
+	ListCell   *lc;
+
+	e->full_name = "";
+	while (desc_field(r, &number, &sub, &value))
+	{
+		if (number == 1)
+			e->full_name = qualified(scope, desc_string(&sub));
+		else if (number == 2)
+		{
+			DescReader	v;
+			char	   *name = "";
+			int64		n = 0;
+
+			while (desc_field(&sub, &number, &v, &value))
+			{
+				if (number == 1)
+					name = desc_string(&v);
+				else if (number == 2)
+					n = (int32) (uint32) value;
+			}
+			names = lappend(names, name);
+			numbers = lappend_int(numbers, (int) n);
+		}
+	}
+	e->nvalues = list_length(names);
+	e->names = palloc(sizeof(char *) * Max(e->nvalues, 1));
+	e->numbers = palloc(sizeof(int32) * Max(e->nvalues, 1));
+	foreach(lc, names)
+	{
+		e->names[i] = lfirst(lc);
+		e->numbers[i] = list_nth_int(numbers, i);
+		i++;
+	}
+	ps->file->all_enums = lappend(ps->file->all_enums, e);
+	return e;
+}
+
+static EoiProtoField *
+desc_field_of(Parser *ps, DescReader *r, const char *scope)
+{
+	EoiProtoField *f = palloc0(sizeof(EoiProtoField));
+	DescReader	sub;
+	uint64		value;
+	int			number;
+	int			label = 1;
+	bool		proto3_optional = false;
+
+	f->name = "";
+	f->oneof = -1;
+	while (desc_field(r, &number, &sub, &value))
+	{
+		switch (number)
+		{
+			case 1:
+				f->name = desc_string(&sub);
+				break;
+			case 3:
+				if (value < 1 || value > EOI_PROTO_MAX_FIELD_NUMBER)
+					desc_error(r, "a field number is out of range");
+				f->number = (int32) value;
+				break;
+			case 4:
+				label = (int) value;
+				break;
+			case 5:
+				if (value < PT_DOUBLE || value > PT_SINT64)
+					desc_error(r, "a field type descriptor.proto does not have");
+				f->type = (EoiProtoType) value;
+				break;
+			case 6:
+				f->type_name = desc_string(&sub);
+				break;
+			case 7:
+				f->default_text = desc_string(&sub);
+				break;
+			case 9:
+				f->oneof = (int) Min(value, (uint64) PG_INT16_MAX);
+				break;
+			case 17:
+				proto3_optional = value != 0;
+				break;
+		}
+	}
+	if (f->type == PT_GROUP)
+		unsupported(ps->lx_for_desc, "a group field",
+					"Groups are a deprecated proto2 feature: declare the group's fields as a message and the field with its type.");
+	if (f->type_name != NULL)
+	{
+		f->type = PT_MESSAGE;	/* or PT_ENUM: linking decides */
+		f->scope = scope;
+	}
+	else if (f->type == 0 || f->type == PT_MESSAGE || f->type == PT_ENUM)
+		desc_error(r, psprintf("field %s has no type, or a message's or enum's without its name", f->name));
+	if (proto3_optional)
+		f->oneof = -1;			/* its oneof is the synthetic one */
+	f->repeated = label == 3;
+	f->required = label == 2;
+	f->presence = !f->repeated && (proto3_optional || f->required || !ps->file->proto3 || f->oneof >= 0);
+	return f;
+}
+
+static EoiProtoMessage *
+desc_message(Parser *ps, DescReader *r, const char *scope, int depth)
+{
+	MessageBuilder mb = {0};
+	DescReader	sub;
+	uint64		value;
+	int			number;
+	ListCell   *lc;
+	int			i = 0;
+	DescReader	name_at = *r;
+
+	check_stack_depth();
+	CHECK_FOR_INTERRUPTS();
+	if (depth > EOI_PROTO_MAX_DEPTH)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("%s nests messages deeper than format protobuf reads", ps->lx.what),
+				 errhint("Messages are read nested at most %d levels deep.", EOI_PROTO_MAX_DEPTH)));
+	mb.msg = palloc0(sizeof(EoiProtoMessage));
+	/* the name first: nested types and fields are named from it */
+	while (desc_field(&name_at, &number, &sub, &value))
+		if (number == 1)
+			mb.msg->full_name = qualified(scope, desc_string(&sub));
+	if (mb.msg->full_name == NULL)
+		desc_error(r, "a message has no name");
+	ps->file->all_messages = lappend(ps->file->all_messages, mb.msg);
+	while (desc_field(r, &number, &sub, &value))
+	{
+		switch (number)
+		{
+			case 2:
+				add_field(&ps->lx, &mb, desc_field_of(ps, &sub, mb.msg->full_name));
+				break;
+			case 3:
+				mb.nested = lappend(mb.nested, desc_message(ps, &sub, mb.msg->full_name, depth + 1));
+				break;
+			case 4:
+				(void) desc_enum(ps, &sub, mb.msg->full_name);
+				break;
+			case 7:
+				{
+					DescReader	o;
+
+					while (desc_field(&sub, &number, &o, &value))
+						if (number == 7)
+							mb.msg->map_entry = value != 0;
+					break;
+				}
+			case 8:
+				mb.msg->noneofs++;
+				break;
+		}
+	}
+	mb.msg->nfields = list_length(mb.fields);
+	mb.msg->fields = palloc0(sizeof(EoiProtoField) * Max(mb.msg->nfields, 1));
+	foreach(lc, mb.fields)
+	{
+		EoiProtoField *f = lfirst(lc);
+
+		if (f->oneof >= mb.msg->noneofs)
+			desc_error(r, psprintf("field %s names oneof %d of %d", f->name, f->oneof, mb.msg->noneofs));
+		mb.msg->fields[i++] = *f;
+	}
+	mb.msg->nnested = list_length(mb.nested);
+	mb.msg->nested = palloc(sizeof(EoiProtoMessage *) * Max(mb.msg->nnested, 1));
+	i = 0;
+	foreach(lc, mb.nested)
+		mb.msg->nested[i++] = lfirst(lc);
+	finish_message(&ps->lx, mb.msg);
+	return mb.msg;
+}
+
+/* The file of a serialized FileDescriptorProto, or NULL when `text` is not base64 of one. */
+static EoiProtoFile *
+parse_descriptor(const char *name, const char *text, const char *what)
+{
+	size_t		len = strlen(text);
+	unsigned char *bytes;
+	int			n;
+	Parser		ps = {{0}};
+	EoiProtoFile *file = palloc0(sizeof(EoiProtoFile));
+	DescReader	r;
+	DescReader	sub;
+	uint64		value;
+	int			number;
+	List	   *messages = NIL;
+	char	   *syntax = NULL;
+	ListCell   *lc;
+	int			i = 0;
+
+	if (len == 0 || len % 4 != 0 || strspn(text, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=") != len)
+		return NULL;			/* .proto text has blanks and semicolons */
+	bytes = palloc(len);
+	n = eoi_b64_decode(text, (int) len, bytes, (int) len);
+	if (n < 0)
+		return NULL;
+	file->name = name ? pstrdup(name) : NULL;
+	file->package = "";
+	ps.file = file;
+	ps.lx.file = name ? name : "of the schema";
+	ps.lx.what = what;
+	ps.lx_for_desc = &ps.lx;
+	r.start = r.p = bytes;
+	r.end = bytes + n;
+	r.lx = &ps.lx;
+	/* the syntax and package first: the messages are read by them */
+	sub = r;
+	{
+		DescReader	head = r;
+
+		while (desc_field(&head, &number, &sub, &value))
+		{
+			if (number == 2)
+				file->package = desc_string(&sub);
+			else if (number == 12)
+				syntax = desc_string(&sub);
+			else if (number == 14)
+				unsupported(&ps.lx, "an edition",
+							"Format protobuf reads proto2 and proto3 files; write the schema with syntax = \"proto3\".");
+		}
+	}
+	file->proto3 = syntax != NULL && strcmp(syntax, "proto3") == 0;
+	if (syntax != NULL && syntax[0] != '\0' && !file->proto3 && strcmp(syntax, "proto2") != 0)
+		unsupported(&ps.lx, psprintf("syntax \"%s\"", syntax),
+					"Format protobuf reads proto2 and proto3 files.");
+	while (desc_field(&r, &number, &sub, &value))
+	{
+		if (number == 3)
+			file->imports = lappend(file->imports, desc_string(&sub));
+		else if (number == 4)
+			messages = lappend(messages, desc_message(&ps, &sub, file->package, 1));
+		else if (number == 5)
+			(void) desc_enum(&ps, &sub, file->package);
 	}
 	file->nmessages = list_length(messages);
 	file->messages = palloc(sizeof(EoiProtoMessage *) * Max(file->nmessages, 1));
@@ -1340,11 +1706,15 @@ eoi_proto_schema(List *sources, const char *what)
 	foreach(lc, sources)
 	{
 		EoiSchemaFile *src = lfirst(lc);
+		EoiProtoFile *file;
 
 		/* the well-known types are built in: a registry's copy is not read */
 		if (src->name != NULL && builtin_text(src->name) != NULL)
 			continue;
-		files = lappend(files, parse_file(src->name, src->text, what));
+		file = parse_descriptor(src->name, src->text, what);
+		if (file == NULL)
+			file = parse_file(src->name, src->text, what);
+		files = lappend(files, file);
 	}
 	Assert(files != NIL);
 	schema->main = llast(files);

@@ -12,7 +12,9 @@
  * psprintf, base64, and its JSON parser as the oracle).
  *
  * Input layout: byte 0 picks the case.  0xff: the rest is the text of a
- * .proto file, parsed and linked.  Otherwise byte 0 picks one of the
+ * .proto file, parsed and linked; 0xfe: the rest is a serialized
+ * FileDescriptorProto, given to the parser in base64 as a registry that
+ * keeps what a client registered serves it.  Otherwise byte 0 picks one of the
  * schemas below (modulo their number) and the rest is one message of its
  * first message type: read, every field as text for a column of any type,
  * for json, and as the datums of the direct path, and the whole message
@@ -41,6 +43,7 @@
 #include "utils/datetime.h"
 #include "utils/float.h"
 
+#include "base/pgcompat.h"
 #include "format/protoschema.h"
 #include "format/protovalue.h"
 
@@ -560,6 +563,19 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 			(void) eoi_proto_schema(list_make1(&file), "the fuzzed schema");
 		}
+		else if (data[0] == 0xfe)
+		{
+			/* a serialized descriptor, as a registry may keep it: base64 */
+			int			n = pg_b64_enc_len((int) size - 1);
+			char	   *text = palloc(n + 1);
+			EoiSchemaFile file = {NULL, text};
+
+			n = eoi_b64_encode(data + 1, (int) size - 1, text, n);
+			if (n < 0)
+				abort();
+			text[n] = '\0';
+			(void) eoi_proto_schema(list_make1(&file), "the fuzzed schema");
+		}
 		else
 		{
 			EoiProtoSchema *schema = schemas[data[0] % NSCHEMAS];
@@ -568,7 +584,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 	}
 	else
-		check_refusal(data[0] == 0xff ? "parsing" : "reading");
+		check_refusal(data[0] >= 0xfe ? "parsing" : "reading");
 	error_jump = NULL;
 	free_arena();
 	return 0;

@@ -3,7 +3,8 @@
 # Confluent-compatible API (/apis/ccompat/v7), schemas registered there by confluent-kafka's
 # AvroSerializer, read by eoingest. test/apicurio.sh builds and starts it (its pom says which
 # version and why). Plain values, two schema versions in one topic, Avro keys with tombstones
-# (upsert), schema references, an unknown id, the registry frozen mid-ingestion (SIGSTOP: its
+# (upsert), schema references, an unknown id, Protobuf records (Apicurio serves their schemas as
+# serialized descriptors), the registry frozen mid-ingestion (SIGSTOP: its
 # storage is in memory, so a restart would forget every schema; a frozen process keeps them
 # and answers nothing, as a hung registry does).
 set -euo pipefail
@@ -13,7 +14,7 @@ set -euo pipefail
 [ "${EOINGEST_LONG:-0}" = 1 ] || [ "${EOINGEST_APICURIO:-0}" = 1 ] ||
   skip_all "long mode only (EOINGEST_LONG=1 or EOINGEST_APICURIO=1): builds Apicurio Registry with Maven"
 
-plan 13
+plan 16
 
 apicurio=$EOINGEST_TEST_DIR/apicurio.sh
 py=$(avro_python)
@@ -159,5 +160,28 @@ kill -CONT "$reg_pid"
 check "once the registry answers again every record is there exactly once" \
   wait_until 120 "SELECT count(*) = 1000 AND count(DISTINCT id) = 1000 FROM ap_down"
 
-for j in ap_plain ap_evo ap_kv ap_ref ap_bad ap_down; do sql "SELECT eoingest.drop_job('$j')" >/dev/null 2>&1 || true; done
+# ---- Protobuf: Apicurio keeps what ProtobufSerializer registers, a serialized descriptor (base64) ----
+sql "DROP TABLE IF EXISTS ap_proto" >/dev/null
+topic=ap_proto_$$
+eoi-kafka create-topic "$topic" 1 >/dev/null
+for v in 1 3; do
+  "$py" "$tools/protobuf_produce.py" "$KAFKA_BROKERS" "$reg_url" "$topic" "$v" $((v * 100)) 50 "$work/proto.expect" >/dev/null
+done
+answer=$(curl -s "$reg_url/schemas/ids/$(curl -s "$reg_url/subjects/$topic-value/versions/latest" | json_id)")
+ok "$([[ $answer == *'"schemaType":"PROTOBUF"'* && $answer != *syntax* ]]; echo $?)" \
+  "Apicurio serves the Protobuf schema as it was registered: a serialized descriptor, not .proto text"
+sql "SELECT eoingest.create_job(name => 'ap_proto', brokers => '$KAFKA_BROKERS', topic => '$topic', target => 'ap_proto',
+       format => 'protobuf', schema_registry => '$reg_url', batch_timeout_ms => 100, create_target => true,
+       schema_changes => 'add_columns'); SELECT eoingest.start_job('ap_proto')" >/dev/null 2>&1
+check "Protobuf records of two schema versions arrive in the table created and evolved from them" \
+  wait_until 90 "SELECT to_regclass('ap_proto') IS NOT NULL AND (SELECT count(*) = 100 FROM ap_proto)"
+diff_rows=$(sql "CREATE TEMP TABLE expected (doc jsonb); COPY expected FROM STDIN;
+                 SELECT (SELECT count(*) FROM (SELECT (jsonb_populate_record(NULL::ap_proto, doc)).* FROM expected
+                                               EXCEPT ALL SELECT * FROM ap_proto) m) || ' ' ||
+                        (SELECT count(*) FROM (SELECT * FROM ap_proto
+                                               EXCEPT ALL SELECT (jsonb_populate_record(NULL::ap_proto, doc)).* FROM expected) e)" \
+            < <(sed 's/\\/\\\\/g' "$work/proto.expect"; echo '\.'))
+is "$diff_rows" "0 0" "the Protobuf rows are what was produced, EXCEPT both ways"
+
+for j in ap_plain ap_evo ap_kv ap_ref ap_bad ap_down ap_proto; do sql "SELECT eoingest.drop_job('$j')" >/dev/null 2>&1 || true; done
 done_testing
