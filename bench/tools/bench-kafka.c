@@ -95,18 +95,25 @@ avro_long(unsigned char *p, long long v)
 	return n;
 }
 
+/* Confluent's header at p: magic 0 and the schema id; returns the bytes written. */
+static int
+confluent_header(unsigned char *p)
+{
+	p[0] = 0;
+	p[1] = (unsigned char) (schema_id >> 24);
+	p[2] = (unsigned char) (schema_id >> 16);
+	p[3] = (unsigned char) (schema_id >> 8);
+	p[4] = (unsigned char) schema_id;
+	return 5;
+}
+
 /* The record in Confluent's wire format (format 2, avro). */
 static int
 format_avro(char *buf, const char *id, int idlen, long long ts, double temperature)
 {
 	unsigned char *p = (unsigned char *) buf;
-	int			n = 0;
+	int			n = confluent_header(p);
 
-	p[n++] = 0;
-	p[n++] = (unsigned char) (schema_id >> 24);
-	p[n++] = (unsigned char) (schema_id >> 16);
-	p[n++] = (unsigned char) (schema_id >> 8);
-	p[n++] = (unsigned char) schema_id;
 	n += avro_long(p + n, idlen);
 	memcpy(p + n, id, (size_t) idlen);
 	n += idlen;
@@ -135,13 +142,8 @@ static int
 format_protobuf(char *buf, const char *id, int idlen, long long ts, double temperature)
 {
 	unsigned char *p = (unsigned char *) buf;
-	int			n = 0;
+	int			n = confluent_header(p);
 
-	p[n++] = 0;
-	p[n++] = (unsigned char) (schema_id >> 24);
-	p[n++] = (unsigned char) (schema_id >> 16);
-	p[n++] = (unsigned char) (schema_id >> 8);
-	p[n++] = (unsigned char) schema_id;
 	p[n++] = 0;					/* the message-index path [0] */
 	p[n++] = (1 << 3) | 2;		/* id: length-delimited */
 	n += proto_varint(p + n, (unsigned long long) idlen);

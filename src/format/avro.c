@@ -536,48 +536,11 @@ flat_fits(SchemaEntry *e, EoiColumns *cols, EoiRowWriter *writer)
 	return true;
 }
 
-/*
- * Which field of a record type fills each column (-1: none, the column's
- * default), looked up once per record type and columns, not per record.
- * The maps hang from cols->avro; they are of one generation of the schema
- * cache, whose types they point to, and go with it.
- */
-typedef struct FieldMap
+/* The index of the field `name` of a record type, or -1 (for eoi_field_map). */
+static int
+record_field_index(const void *type, const char *name)
 {
-	AvroType   *type;
-	uint64		generation;
-	struct FieldMap *next;
-	int			field[FLEXIBLE_ARRAY_MEMBER];
-} FieldMap;
-
-static const int *
-field_map(EoiColumns *cols, AvroType *type)
-{
-	FieldMap   *m = cols->avro;
-
-	if (m != NULL && m->generation != schemas_generation)
-	{
-		while (m != NULL)
-		{
-			FieldMap   *next = m->next;
-
-			pfree(m);
-			m = next;
-		}
-		cols->avro = NULL;
-	}
-	for (m = cols->avro; m != NULL; m = m->next)
-		if (m->type == type)
-			return m->field;
-	m = MemoryContextAlloc(GetMemoryChunkContext(cols),
-						   offsetof(FieldMap, field) + sizeof(int) * Max(cols->ncolumns, 1));
-	m->type = type;
-	m->generation = schemas_generation;
-	for (int c = 0; c < cols->ncolumns; c++)
-		m->field[c] = avro_schema_record_field_get_index(type->schema, cols->colnames[c]);
-	m->next = cols->avro;
-	cols->avro = m;
-	return m->field;
+	return avro_schema_record_field_get_index(((const AvroType *) type)->schema, name);
 }
 
 /* A field of a flat record, as decode_field makes one of Avro C's values. */
@@ -658,7 +621,7 @@ eoi_avro_decode(EoiColumns *cols, const char *value, size_t len, EoiRowWriter *w
 	 * direct path as through COPY's text.
 	 */
 	fields = palloc(sizeof(AvroField) * Max(cols->ncolumns, 1));
-	field_of = field_map(cols, type);
+	field_of = eoi_field_map(cols, &cols->avro, type, schemas_generation, record_field_index);
 	for (int c = 0; c < cols->ncolumns; c++)
 	{
 		int			i = field_of[c];

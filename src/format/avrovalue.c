@@ -45,21 +45,6 @@ server_string(const char *s, size_t len)
 	return pg_any_to_server(s, (int) len, PG_UTF8);
 }
 
-static void
-append_hex(StringInfo out, const unsigned char *b, size_t n)
-{
-	static const char hex[] = "0123456789abcdef";
-
-	enlargeStringInfo(out, 2 * n + 2);
-	appendStringInfoString(out, "\\x");
-	for (size_t i = 0; i < n; i++)
-	{
-		out->data[out->len++] = hex[b[i] >> 4];
-		out->data[out->len++] = hex[b[i] & 15];
-	}
-	out->data[out->len] = '\0';
-}
-
 /* Nanoseconds as microseconds: PostgreSQL keeps those; towards minus infinity. */
 static int64
 floor_div_1000(int64 v)
@@ -331,7 +316,7 @@ append_scalar(StringInfo out, avro_value_t *v, AvroType *t)
 				else if (t->logical == L_BITS)
 					eoi_append_bits(out, buf, size, t->scale);
 				else
-					append_hex(out, buf, size);
+					eoi_append_bytea_hex(out, buf, size);
 				return;
 			}
 		case AVRO_ENUM:

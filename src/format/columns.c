@@ -378,3 +378,41 @@ eoi_columns_map_keys(Relation rel, const EoiMapping *mapping, List *names)
 	}
 	return cols;
 }
+
+typedef struct FieldMap
+{
+	const void *type;
+	uint64		generation;
+	struct FieldMap *next;
+	int			field[FLEXIBLE_ARRAY_MEMBER];
+} FieldMap;
+
+const int *
+eoi_field_map(EoiColumns *cols, void **maps, const void *type, uint64 generation, EoiFieldIndex index_of)
+{
+	FieldMap   *m = *maps;
+
+	if (m != NULL && m->generation != generation)
+	{
+		while (m != NULL)
+		{
+			FieldMap   *next = m->next;
+
+			pfree(m);
+			m = next;
+		}
+		*maps = NULL;
+	}
+	for (m = *maps; m != NULL; m = m->next)
+		if (m->type == type)
+			return m->field;
+	m = MemoryContextAlloc(GetMemoryChunkContext(cols),
+						   offsetof(FieldMap, field) + sizeof(int) * Max(cols->ncolumns, 1));
+	m->type = type;
+	m->generation = generation;
+	for (int c = 0; c < cols->ncolumns; c++)
+		m->field[c] = index_of(type, cols->colnames[c]);
+	m->next = *maps;
+	*maps = m;
+	return m->field;
+}

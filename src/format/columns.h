@@ -87,4 +87,17 @@ extern bool eoi_spells_name(const char *data, size_t len, const char *name);
 extern void eoi_write_default(EoiColumns *cols, int c, EoiRowWriter *writer,
 							  ExprContext *econtext);
 
+/*
+ * Which field of a record type fills each column (-1: none), for the
+ * formats that map fields by name (avro, protobuf): `index_of` finds a
+ * name's field in `type`.  Looked up once per type and columns and kept
+ * in *maps (cols->avro, cols->protobuf), for one `generation` of the
+ * format's schema cache, whose types they point to: a map of another
+ * generation is dropped.
+ */
+typedef int (*EoiFieldIndex) (const void *type, const char *name);
+
+extern const int *eoi_field_map(EoiColumns *cols, void **maps, const void *type, uint64 generation,
+								EoiFieldIndex index_of);
+
 #endif

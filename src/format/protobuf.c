@@ -359,52 +359,16 @@ read_message(const char *value, size_t len, PbRecord *rec, const unsigned char *
 
 /* ---- messages into columns ---- */
 
-/*
- * Which field of a message type fills each column (-1: none, the column's
- * default), looked up once per type and columns.  The maps hang from
- * cols->protobuf, of one generation of the schema cache.
- */
-typedef struct FieldMap
+/* The index of the field `name` of a message type, or -1 (for eoi_field_map). */
+static int
+message_field_index(const void *type, const char *name)
 {
-	const EoiProtoMessage *msg;
-	uint64		generation;
-	struct FieldMap *next;
-	int			field[FLEXIBLE_ARRAY_MEMBER];
-} FieldMap;
+	const EoiProtoMessage *msg = type;
 
-static const int *
-field_map(EoiColumns *cols, const EoiProtoMessage *msg)
-{
-	FieldMap   *m = cols->protobuf;
-
-	if (m != NULL && m->generation != schemas_generation)
-	{
-		while (m != NULL)
-		{
-			FieldMap   *next = m->next;
-
-			pfree(m);
-			m = next;
-		}
-		cols->protobuf = NULL;
-	}
-	for (m = cols->protobuf; m != NULL; m = m->next)
-		if (m->msg == msg)
-			return m->field;
-	m = MemoryContextAlloc(GetMemoryChunkContext(cols),
-						   offsetof(FieldMap, field) + sizeof(int) * Max(cols->ncolumns, 1));
-	m->msg = msg;
-	m->generation = schemas_generation;
-	for (int c = 0; c < cols->ncolumns; c++)
-	{
-		m->field[c] = -1;
-		for (int i = 0; i < msg->nfields; i++)
-			if (strcmp(msg->fields[i].name, cols->colnames[c]) == 0)
-				m->field[c] = i;
-	}
-	m->next = cols->protobuf;
-	cols->protobuf = m;
-	return m->field;
+	for (int i = 0; i < msg->nfields; i++)
+		if (strcmp(msg->fields[i].name, name) == 0)
+			return i;
+	return -1;
 }
 
 /* A column's value before it goes to the writer. */
@@ -433,7 +397,7 @@ eoi_protobuf_decode(EoiColumns *cols, const char *value, size_t len, EoiRowWrite
 	StringInfoData text = {NULL};	/* made when a value needs it */
 
 	eoi_pb_read(&pf, msg, body, body_len, &rec, 1);
-	field_of = field_map(cols, msg);
+	field_of = eoi_field_map(cols, &cols->protobuf, msg, schemas_generation, message_field_index);
 
 	/*
 	 * Every field is decoded before any goes to the writer, so that a

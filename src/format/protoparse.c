@@ -273,35 +273,16 @@ read_string(Lexer *lx)
 			continue;
 		}
 		c = *lx->p++;
+		if (c != '\0' && strchr("ntrabfv\\'\"?", c) != NULL)
+		{
+			static const char from[] = "ntrabfv\\'\"?";
+			static const char to[] = "\n\t\r\a\b\f\v\\'\"?";
+
+			appendStringInfoChar(&lx->string, to[strchr(from, c) - from]);
+			continue;
+		}
 		switch (c)
 		{
-			case 'n':
-				appendStringInfoChar(&lx->string, '\n');
-				break;
-			case 't':
-				appendStringInfoChar(&lx->string, '\t');
-				break;
-			case 'r':
-				appendStringInfoChar(&lx->string, '\r');
-				break;
-			case 'a':
-				appendStringInfoChar(&lx->string, '\a');
-				break;
-			case 'b':
-				appendStringInfoChar(&lx->string, '\b');
-				break;
-			case 'f':
-				appendStringInfoChar(&lx->string, '\f');
-				break;
-			case 'v':
-				appendStringInfoChar(&lx->string, '\v');
-				break;
-			case '\\':
-			case '\'':
-			case '"':
-			case '?':
-				appendStringInfoChar(&lx->string, c);
-				break;
 			case 'x':
 			case 'X':
 				{
@@ -1034,6 +1015,19 @@ parse_message(Parser *ps, const char *scope, int depth)
 	return mb.msg;
 }
 
+/* The file's top-level messages, in order. */
+static void
+set_messages(EoiProtoFile *file, List *messages)
+{
+	ListCell   *lc;
+	int			i = 0;
+
+	file->nmessages = list_length(messages);
+	file->messages = palloc(sizeof(EoiProtoMessage *) * Max(file->nmessages, 1));
+	foreach(lc, messages)
+		file->messages[i++] = lfirst(lc);
+}
+
 static EoiProtoFile *
 parse_file(const char *name, const char *text, const char *what)
 {
@@ -1041,8 +1035,6 @@ parse_file(const char *name, const char *text, const char *what)
 	Lexer	   *lx = &ps.lx;
 	EoiProtoFile *file = palloc0(sizeof(EoiProtoFile));
 	List	   *messages = NIL;
-	ListCell   *lc;
-	int			i = 0;
 
 	file->name = name ? pstrdup(name) : NULL;
 	file->package = "";
@@ -1098,10 +1090,7 @@ parse_file(const char *name, const char *text, const char *what)
 		else
 			syntax_error(lx, psprintf("unexpected %s", token_text(lx)));
 	}
-	file->nmessages = list_length(messages);
-	file->messages = palloc(sizeof(EoiProtoMessage *) * Max(file->nmessages, 1));
-	foreach(lc, messages)
-		file->messages[i++] = lfirst(lc);
+	set_messages(file, messages);
 	return file;
 }
 
@@ -1402,8 +1391,6 @@ parse_descriptor(const char *name, const char *text, const char *what)
 	int			number;
 	List	   *messages = NIL;
 	char	   *syntax = NULL;
-	ListCell   *lc;
-	int			i = 0;
 
 	if (len == 0 || len % 4 != 0 || strspn(text, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=") != len)
 		return NULL;			/* .proto text has blanks and semicolons */
@@ -1449,10 +1436,7 @@ parse_descriptor(const char *name, const char *text, const char *what)
 		else if (number == 5)
 			(void) desc_enum(&ps, &sub, file->package);
 	}
-	file->nmessages = list_length(messages);
-	file->messages = palloc(sizeof(EoiProtoMessage *) * Max(file->nmessages, 1));
-	foreach(lc, messages)
-		file->messages[i++] = lfirst(lc);
+	set_messages(file, messages);
 	return file;
 }
 

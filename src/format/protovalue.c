@@ -469,21 +469,6 @@ append_string(StringInfo out, const PbScalar *s)
 		appendStringInfoString(out, converted);
 }
 
-static void
-append_hex(StringInfo out, const unsigned char *b, size_t n)
-{
-	static const char hex[] = "0123456789abcdef";
-
-	enlargeStringInfo(out, 2 * n + 2);
-	appendStringInfoString(out, "\\x");
-	for (size_t i = 0; i < n; i++)
-	{
-		out->data[out->len++] = hex[b[i] >> 4];
-		out->data[out->len++] = hex[b[i] & 15];
-	}
-	out->data[out->len] = '\0';
-}
-
 static bool
 is_integer_type(Oid typid)
 {
@@ -512,7 +497,7 @@ append_scalar_text(StringInfo out, const PbScalar *s, Oid typid)
 			append_string(out, s);
 			break;
 		case PT_BYTES:
-			append_hex(out, s->data, s->len);
+			eoi_append_bytea_hex(out, s->data, s->len);
 			break;
 		case PT_ENUM:
 			{
@@ -1121,7 +1106,7 @@ append_default_text(StringInfo out, const EoiProtoField *f, Oid typid)
 		appendStringInfoString(out, f->default_text);
 	}
 	else if (f->type == PT_BYTES)
-		append_hex(out, (const unsigned char *) f->default_text, strlen(f->default_text));
+		eoi_append_bytea_hex(out, (const unsigned char *) f->default_text, strlen(f->default_text));
 	else
 		appendStringInfoString(out, f->default_text);
 }

@@ -213,3 +213,19 @@ eoi_append_bits(StringInfo out, const unsigned char *bytes, size_t n, int64 leng
 		appendStringInfoChar(out, i / 8 < (int64) n && (bytes[i / 8] >> (i % 8)) & 1 ? '1' : '0');
 	}
 }
+
+/* Bytes as bytea's hex text: \x and two digits a byte. */
+void
+eoi_append_bytea_hex(StringInfo out, const unsigned char *bytes, size_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+
+	enlargeStringInfo(out, 2 * n + 2);
+	appendStringInfoString(out, "\\x");
+	for (size_t i = 0; i < n; i++)
+	{
+		out->data[out->len++] = hex[bytes[i] >> 4];
+		out->data[out->len++] = hex[bytes[i] & 15];
+	}
+	out->data[out->len] = '\0';
+}
