@@ -386,9 +386,9 @@ check_may_alter(const JobDefinition *def)
 /*
  * create_target and schema_changes: a target that follows the writer
  * schema of the messages.  For a format whose messages carry one (avro,
- * protobuf, json with a schema),
- * into a target table the format fills by field name: not with a
- * transform, a columns list, a mapping or change events.
+ * protobuf, json with a schema), into a target table the format fills by
+ * field name: not with a transform, a columns list, a mapping or change
+ * events.
  */
 static void
 check_schema_following(JobDefinition *def)

@@ -117,9 +117,10 @@ copy_fields(const EoiSchemaFields *from)
 }
 
 /*
- * The distinct writer schemas of the batch's values, in the order they
- * come: an Avro message's, a JSON message's in Kafka Connect's wrapper
- * (others carry none).
+ * The writer schema of a message's value (key) as fields, or NULL when it
+ * carries none: an Avro or Protobuf message's from the registry, a JSON
+ * message's from Kafka Connect's wrapper or, with a registry, its JSON
+ * Schema (format json reads values only).
  */
 static const EoiSchemaFields *
 message_schema(EoiFormat format, rd_kafka_message_t *msg, bool key, bool registry)
@@ -135,6 +136,10 @@ message_schema(EoiFormat format, rd_kafka_message_t *msg, bool key, bool registr
 	return eoi_avro_schema_fields(data, len);
 }
 
+/*
+ * The distinct writer schemas of the batch's values, in the order they
+ * come (messages that carry none are passed over).
+ */
 static List *
 batch_schemas(EoiBatch *batch, EoiFormat format, bool registry)
 {
@@ -541,8 +546,9 @@ field_named(const EoiSchemaFields *f, const char *name)
 }
 
 /*
- * The fields of the first Avro or Protobuf key of the batch, as the primary key of a
- * table create_target makes for mode upsert without key_columns.
+ * The fields of the first Avro or Protobuf key of the batch, as the
+ * primary key of a table create_target makes for mode upsert without
+ * key_columns.
  */
 static List *
 key_schema_columns(const EoiJob *job, EoiBatch *batch, const char *target)
