@@ -734,6 +734,25 @@ parse_map_field(Parser *ps, MessageBuilder *mb)
 	add_field(lx, mb, f);
 }
 
+/* An enum's values from the lists read, and the enum among the file's. */
+static void
+finish_enum(Parser *ps, EoiProtoEnum *e, List *names, List *numbers)
+{
+	ListCell   *lc;
+	int			i = 0;
+
+	e->nvalues = list_length(names);
+	e->names = palloc(sizeof(char *) * Max(e->nvalues, 1));
+	e->numbers = palloc(sizeof(int32) * Max(e->nvalues, 1));
+	foreach(lc, names)
+	{
+		e->names[i] = lfirst(lc);
+		e->numbers[i] = list_nth_int(numbers, i);
+		i++;
+	}
+	ps->file->all_enums = lappend(ps->file->all_enums, e);
+}
+
 static EoiProtoEnum *
 parse_enum(Parser *ps, const char *scope)
 {
@@ -741,8 +760,6 @@ parse_enum(Parser *ps, const char *scope)
 	EoiProtoEnum *e = palloc0(sizeof(EoiProtoEnum));
 	List	   *names = NIL;
 	List	   *numbers = NIL;
-	int			i = 0;
-	ListCell   *lc;
 
 	e->full_name = qualified(scope, take_name(lx, "an enum's name"));
 	expect_symbol(lx, '{');
@@ -771,25 +788,39 @@ parse_enum(Parser *ps, const char *scope)
 		}
 		field_options(lx, NULL);
 	}
-	e->nvalues = list_length(names);
-	e->names = palloc(sizeof(char *) * Max(e->nvalues, 1));
-	e->numbers = palloc(sizeof(int32) * Max(e->nvalues, 1));
-	foreach(lc, names)
-	{
-		e->names[i] = lfirst(lc);
-		e->numbers[i] = list_nth_int(numbers, i);
-		i++;
-	}
-	ps->file->all_enums = lappend(ps->file->all_enums, e);
+	finish_enum(ps, e, names, numbers);
 	return e;
 }
 
 static EoiProtoMessage *parse_message(Parser *ps, const char *scope, int depth);
 
-/* A message's fields indexed, and a map entry's checked: key 1 and value 2, zeros when absent. */
+/*
+ * The message `mb` has built, its lists made arrays: its fields indexed
+ * (each naming a oneof it has), and a map entry's checked: key 1 and
+ * value 2, zeros when absent.
+ */
 static void
-finish_message(Lexer *lx, EoiProtoMessage *msg)
+finish_message(Lexer *lx, MessageBuilder *mb)
 {
+	EoiProtoMessage *msg = mb->msg;
+	ListCell   *lc;
+	int			i = 0;
+
+	msg->nfields = list_length(mb->fields);
+	msg->fields = palloc0(sizeof(EoiProtoField) * Max(msg->nfields, 1));
+	foreach(lc, mb->fields)
+	{
+		EoiProtoField *f = lfirst(lc);
+
+		if (f->oneof >= msg->noneofs)
+			syntax_error(lx, psprintf("field %s names oneof %d of %d", f->name, f->oneof, msg->noneofs));
+		msg->fields[i++] = *f;
+	}
+	msg->nnested = list_length(mb->nested);
+	msg->nested = palloc(sizeof(EoiProtoMessage *) * Max(msg->nnested, 1));
+	i = 0;
+	foreach(lc, mb->nested)
+		msg->nested[i++] = lfirst(lc);
 	index_fields(lx, msg);
 	if (!msg->map_entry)
 		return;
@@ -925,8 +956,6 @@ parse_message(Parser *ps, const char *scope, int depth)
 {
 	Lexer	   *lx = &ps->lx;
 	MessageBuilder mb = {0};
-	ListCell   *lc;
-	int			i = 0;
 
 	check_stack_depth();
 	CHECK_FOR_INTERRUPTS();
@@ -1002,16 +1031,7 @@ parse_message(Parser *ps, const char *scope, int depth)
 		(void) parse_field(ps, &mb, pnstrdup(lx->start, lx->len), repeated, required, optional, -1);
 	}
 
-	mb.msg->nfields = list_length(mb.fields);
-	mb.msg->fields = palloc0(sizeof(EoiProtoField) * Max(mb.msg->nfields, 1));
-	foreach(lc, mb.fields)
-		mb.msg->fields[i++] = *(EoiProtoField *) lfirst(lc);
-	mb.msg->nnested = list_length(mb.nested);
-	mb.msg->nested = palloc(sizeof(EoiProtoMessage *) * Max(mb.msg->nnested, 1));
-	i = 0;
-	foreach(lc, mb.nested)
-		mb.msg->nested[i++] = lfirst(lc);
-	finish_message(lx, mb.msg);
+	finish_message(lx, &mb);
 	return mb.msg;
 }
 
@@ -1202,8 +1222,6 @@ desc_enum(Parser *ps, DescReader *r, const char *scope)
 	DescReader	sub;
 	uint64		value;
 	int			number;
-	int			i = 0;
-	ListCell   *lc;
 
 	e->full_name = "";
 	while (desc_field(r, &number, &sub, &value))
@@ -1227,16 +1245,7 @@ desc_enum(Parser *ps, DescReader *r, const char *scope)
 			numbers = lappend_int(numbers, (int) n);
 		}
 	}
-	e->nvalues = list_length(names);
-	e->names = palloc(sizeof(char *) * Max(e->nvalues, 1));
-	e->numbers = palloc(sizeof(int32) * Max(e->nvalues, 1));
-	foreach(lc, names)
-	{
-		e->names[i] = lfirst(lc);
-		e->numbers[i] = list_nth_int(numbers, i);
-		i++;
-	}
-	ps->file->all_enums = lappend(ps->file->all_enums, e);
+	finish_enum(ps, e, names, numbers);
 	return e;
 }
 
@@ -1311,8 +1320,6 @@ desc_message(Parser *ps, DescReader *r, const char *scope, int depth)
 	DescReader	sub;
 	uint64		value;
 	int			number;
-	ListCell   *lc;
-	int			i = 0;
 	DescReader	name_at = *r;
 
 	check_stack_depth();
@@ -1357,22 +1364,7 @@ desc_message(Parser *ps, DescReader *r, const char *scope, int depth)
 				break;
 		}
 	}
-	mb.msg->nfields = list_length(mb.fields);
-	mb.msg->fields = palloc0(sizeof(EoiProtoField) * Max(mb.msg->nfields, 1));
-	foreach(lc, mb.fields)
-	{
-		EoiProtoField *f = lfirst(lc);
-
-		if (f->oneof >= mb.msg->noneofs)
-			desc_error(r, psprintf("field %s names oneof %d of %d", f->name, f->oneof, mb.msg->noneofs));
-		mb.msg->fields[i++] = *f;
-	}
-	mb.msg->nnested = list_length(mb.nested);
-	mb.msg->nested = palloc(sizeof(EoiProtoMessage *) * Max(mb.msg->nnested, 1));
-	i = 0;
-	foreach(lc, mb.nested)
-		mb.msg->nested[i++] = lfirst(lc);
-	finish_message(&ps->lx, mb.msg);
+	finish_message(&ps->lx, &mb);
 	return mb.msg;
 }
 
