@@ -55,6 +55,7 @@ OBJS = \
 	src/envelope/cdc.o \
 	src/envelope/cdcjson.o \
 	src/envelope/cdcconv.o \
+	src/envelope/cdcevolve.o \
 	src/envelope/cdcmode.o \
 	src/envelope/cdctxn.o \
 	src/envelope/cdcreplay.o \

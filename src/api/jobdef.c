@@ -364,31 +364,39 @@ resolve_target_to_create(const char *target)
  * (a target template's tables are checked as the job meets them).
  */
 static void
-check_may_alter(const JobDefinition *def)
+check_may_alter_table(const JobDefinition *def, const char *target)
 {
 	Relation	rel;
 
-	if (def->schema_changes == EOI_SCHEMA_CHANGES_NONE || def->target_missing ||
-		def->qualified_target == NULL || eoi_target_is_template(def->qualified_target))
+	if (def->schema_changes == EOI_SCHEMA_CHANGES_NONE)
 		return;
-	rel = eoi_open_target(def->qualified_target, AccessShareLock);
+	rel = eoi_open_target(target, AccessShareLock);
 	if (!eoi_owns_relation(RelationGetRelid(rel), GetUserId()))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("schema_changes %s alters target %s, which role %s does not own",
-						def->schema_changes_s, def->qualified_target,
+						def->schema_changes_s, target,
 						quote_identifier(GetUserNameFromId(GetUserId(), false))),
 				 errhint("Give the job's owner the table (ALTER TABLE %s OWNER TO %s), or leave schema_changes at none.",
-						 def->qualified_target, quote_identifier(GetUserNameFromId(GetUserId(), false)))));
+						 target, quote_identifier(GetUserNameFromId(GetUserId(), false)))));
 	table_close(rel, NoLock);
+}
+
+static void
+check_may_alter(const JobDefinition *def)
+{
+	if (def->target_missing || def->qualified_target == NULL ||
+		eoi_target_is_template(def->qualified_target))
+		return;
+	check_may_alter_table(def, def->qualified_target);
 }
 
 /*
  * create_target and schema_changes: a target that follows the writer
  * schema of the messages.  For a format whose messages carry one (avro,
  * protobuf, json with a schema), into a target table the format fills by
- * field name: not with a transform, a columns list, a mapping or change
- * events.
+ * field name (or change events' images): not with a transform, a columns
+ * list or a mapping.
  */
 static void
 check_schema_following(JobDefinition *def)
@@ -409,11 +417,6 @@ check_schema_following(JobDefinition *def)
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("%s needs messages that carry their schema, and format %s has none", what, def->format_s),
 				 errhint("Use format => 'avro' or 'protobuf' with a schema registry, or format => 'json' with Kafka Connect's wrapper (schemas.enable=true); for csv and text, create the table (and add its columns) yourself.")));
-	if (strcmp(def->envelope_s, "none") != 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("%s cannot be used with envelope %s", what, def->envelope_s),
-				 errhint("Create the target tables as the source tables are defined.")));
 	/*
 	 * A change holds the table's lock until its epoch commits, and the
 	 * epoch commits when every worker has prepared: a worker that must
@@ -891,16 +894,22 @@ check_targets(JobDefinition *def, const EoiMapping *mapping)
 					 errmsg("target of \"%s\" in targets is not a table name", key),
 					 errhint("Each value of targets names a table, e.g. \"accounts_copy\" or \"copy.accounts\".")));
 		{
-			char	   *qualified = resolve_target(pnstrdup(v.val.string.val, v.val.string.len),
-												   mapping, def->mode);
+			char	   *target = pnstrdup(v.val.string.val, v.val.string.len);
+			char	   *qualified;
 			JsonbValue	kv;
 			JsonbValue	tv;
-
 			List	   *keys = NIL;
 
-			if (def->cdc_mode != EOI_CDC_HISTORY)
-				keys = check_upsert(qualified, mapping, EOI_FORMAT_JSON, NIL, "envelope debezium");
-			check_cdc_mode_target(def, qualified, mapping, keys);
+			if (def->create_target && !target_named_exists(target))
+				qualified = resolve_target_to_create(target);
+			else
+			{
+				qualified = resolve_target(target, mapping, def->mode);
+				if (def->cdc_mode != EOI_CDC_HISTORY)
+					keys = check_upsert(qualified, mapping, EOI_FORMAT_JSON, NIL, "envelope debezium");
+				check_cdc_mode_target(def, qualified, mapping, keys);
+				check_may_alter_table(def, qualified);
+			}
 			kv.type = jbvString;
 			kv.val.string.val = key;
 			kv.val.string.len = strlen(key);
@@ -1037,15 +1046,20 @@ eoi_api_check_definition(JobDefinition *def)
 	check_targets(def, &mapping);
 	check_transactions(def);
 	check_may_alter(def);
-	if (def->target_missing && def->mode == EOI_MODE_UPSERT)
+	if (def->target_missing)
 	{
-		/* the table is created with the key columns, or the key schema's fields, as its primary key */
-		if (def->key_columns == NIL && !eoi_format_has_schema_id(def->key_format))
+		/*
+		 * The table is created with the key columns, or the key schema's
+		 * fields, as its primary key: change events' keys have a schema.
+		 */
+		if (def->mode == EOI_MODE_UPSERT && def->envelope != EOI_ENVELOPE_DEBEZIUM &&
+			def->key_columns == NIL && !eoi_format_has_schema_id(def->key_format))
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("mode upsert with create_target needs key_columns, or Avro or Protobuf keys, while the target does not exist"),
 					 errhint("Name the fields of the key: key_columns => '{id}', or take the key schema's fields with key_format => 'avro' or 'protobuf'; the table is created with them as its primary key.")));
-		default_key_format(def);
+		if (def->mode == EOI_MODE_UPSERT)
+			default_key_format(def);
 	}
 	else if (def->cdc_mode == EOI_CDC_HISTORY && def->target != NULL)
 		check_cdc_mode_target(def, def->qualified_target, &mapping, NIL);

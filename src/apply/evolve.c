@@ -74,12 +74,7 @@
 /* The first key of the advisory locks that serialize changes of one table. */
 #define EVOLVE_LOCK_CLASS 0x454f4945	/* "EOIE" */
 
-/* A writer schema of the batch, and the topic of its first message. */
-typedef struct SchemaUse
-{
-	const EoiSchemaFields *fields;
-	const char *topic;
-} SchemaUse;
+typedef EoiSchemaUse SchemaUse;
 
 /* For error context: which change of which table, for which schema. */
 typedef struct ChangeContext
@@ -99,8 +94,12 @@ change_error_callback(void *arg)
 
 /* ---- the batch's writer schemas ---- */
 
-static const EoiSchemaFields *
-copy_fields(const EoiSchemaFields *from)
+/*
+ * A copy of `from` in the current memory context: the format keeps a few
+ * schemas only, and a batch of many outlives some.
+ */
+const EoiSchemaFields *
+eoi_schema_fields_copy(const EoiSchemaFields *from)
 {
 	EoiSchemaFields *f = palloc(sizeof(EoiSchemaFields));
 
@@ -167,8 +166,7 @@ batch_schemas(EoiBatch *batch, EoiFormat format, bool registry)
 		{
 			SchemaUse  *use = palloc(sizeof(SchemaUse));
 
-			/* the format keeps a few schemas only: a batch of many outlives some */
-			use->fields = copy_fields(fields);
+			use->fields = eoi_schema_fields_copy(fields);
 			use->topic = eoi_message_topic(batch, i);
 			uses = lappend(uses, use);
 		}
@@ -577,29 +575,28 @@ key_schema_columns(const EoiJob *job, EoiBatch *batch, const char *target)
 }
 
 /*
- * CREATE TABLE from a writer schema; in mode upsert with the key columns
- * (named, or the key schema's fields) as primary key.
+ * CREATE TABLE from a writer schema, with the columns `shape` adds after
+ * the fields and its primary key.
  */
 static void
-create_target(const EoiJob *job, EoiBatch *batch, const char *target, const SchemaUse *use)
+create_target(const EoiJob *job, const char *target, const SchemaUse *use, const EoiNewTarget *shape)
 {
 	const EoiSchemaFields *f = use->fields;
 	StringInfoData sql;
 	ListCell   *lc;
-	List	   *keys = job->key_columns;
 
 	check_fields(target, use);
-	if (job->mode == EOI_MODE_UPSERT && keys == NIL)
-		keys = key_schema_columns(job, batch, target);
 	initStringInfo(&sql);
 	appendStringInfo(&sql, "CREATE TABLE %s (", target);
 	for (int i = 0; i < f->nfields; i++)
 		appendStringInfo(&sql, "%s%s %s", i > 0 ? ", " : "", quote_identifier(f->fields[i].name),
 						 type_sql(f->fields[i].typid, f->fields[i].typmod));
-	if (job->mode == EOI_MODE_UPSERT)
+	if (shape->columns != NULL)
+		appendStringInfo(&sql, ", %s", shape->columns);
+	if (shape->key != NIL)
 	{
 		appendStringInfoString(&sql, ", PRIMARY KEY (");
-		foreach(lc, keys)
+		foreach(lc, shape->key)
 		{
 			const char *key = strVal(lfirst(lc));
 
@@ -607,7 +604,7 @@ create_target(const EoiJob *job, EoiBatch *batch, const char *target, const Sche
 				ereport(ERROR,
 						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 						 errmsg("key column \"%s\" of job \"%s\" is not a field of %s", key, job->name, f->what),
-						 errdetail("create_target makes target %s from the fields of the topic's writer schema, and mode upsert keys it by key_columns or the key's schema.", target),
+						 errdetail("create_target makes target %s from the fields of the writer schema, keyed by key_columns or the fields of the key's schema.", target),
 						 errhint("Name fields of the schema in key_columns (eoingest.alter_job), or create the table yourself.")));
 			appendStringInfo(&sql, "%s%s", foreach_current_index(lc) > 0 ? ", " : "", quote_identifier(key));
 		}
@@ -752,28 +749,23 @@ evolve_for(const EoiJob *job, const char *target, const SchemaUse *use)
 }
 
 /*
- * Before the rows of `batch` go into `target` (the job's, or a target
- * template's table for their topic): create it, or add and widen its
- * columns, as the job says and the batch's writer schemas ask.  In the
- * batch's transaction (or the attempt's subtransaction), as the job's
- * owner.
+ * Make `target` hold the writer schemas `uses` (of EoiSchemaUse, in the
+ * order they came): create it from the first when it does not exist and
+ * the job creates targets (`shape` says what else it holds, or NULL when
+ * there is none to create), then add and widen its columns as
+ * schema_changes allows.  In the batch's transaction (or the attempt's
+ * subtransaction), as the job's owner.
  */
 void
-eoi_evolve_target(const EoiJob *job, EoiBatch *batch, const char *target)
+eoi_evolve_target_to(const EoiJob *job, const char *target, List *uses, const EoiNewTarget *shape)
 {
-	List	   *uses;
 	ListCell   *lc;
 
-	if (!job->create_target && job->schema_changes == EOI_SCHEMA_CHANGES_NONE)
-		return;
-	if (!eoi_format_has_schema_id(job->format) && job->format != EOI_FORMAT_JSON)
-		return;					/* create_job allows them for these only */
-	uses = batch_schemas(batch, job->format, job->schema_registry != NULL);
 	if (!eoi_target_exists(target))
 	{
 		if (!job->create_target)
 			return;				/* the write says the table is missing */
-		if (uses == NIL)
+		if (uses == NIL || shape == NULL)
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("target %s does not exist, and no message of the batch carries a schema to create it from", target),
@@ -782,14 +774,37 @@ eoi_evolve_target(const EoiJob *job, EoiBatch *batch, const char *target)
 		lock_target_name(target);
 		if (!eoi_target_exists(target))
 		{
-			create_target(job, batch, target, linitial(uses));
+			create_target(job, target, linitial(uses), shape);
 			uses = list_delete_first(uses);
 		}
 	}
-	if (job->schema_changes == EOI_SCHEMA_CHANGES_NONE || uses == NIL)
+	if (job->schema_changes == EOI_SCHEMA_CHANGES_NONE)
 		return;
 	foreach(lc, uses)
 		evolve_for(job, target, lfirst(lc));
+}
+
+/*
+ * Before the rows of `batch` go into `target` (the job's, or a target
+ * template's table for their topic): create it, or add and widen its
+ * columns, as the job says and the batch's writer schemas ask.  A table
+ * made for mode upsert is keyed by key_columns, or by the fields of the
+ * key schema of the batch's first keyed message.
+ */
+void
+eoi_evolve_target(const EoiJob *job, EoiBatch *batch, const char *target)
+{
+	List	   *uses;
+	EoiNewTarget shape = {0};
+
+	if (!job->create_target && job->schema_changes == EOI_SCHEMA_CHANGES_NONE)
+		return;
+	if (!eoi_format_has_schema_id(job->format) && job->format != EOI_FORMAT_JSON)
+		return;					/* create_job allows them for these only */
+	uses = batch_schemas(batch, job->format, job->schema_registry != NULL);
+	if (job->create_target && uses != NIL && job->mode == EOI_MODE_UPSERT && !eoi_target_exists(target))
+		shape.key = job->key_columns != NIL ? job->key_columns : key_schema_columns(job, batch, target);
+	eoi_evolve_target_to(job, target, uses, &shape);
 }
 
 /*
@@ -798,8 +813,8 @@ eoi_evolve_target(const EoiJob *job, EoiBatch *batch, const char *target)
  * (subject "<topic>-value", Confluent's default naming), so that it is
  * there to grant and look at before the first message.  Returns false
  * when there is nothing to create it from yet (not avro or protobuf, no
- * such subject, a Protobuf file of several messages, or an upsert keyed by
- * the key's schema): the worker creates it then.  In
+ * such subject, a Protobuf file of several messages, an upsert keyed by
+ * the key's schema, or change events): the worker creates it then.  In
  * the caller's transaction, as the job's owner.
  */
 bool
@@ -808,7 +823,10 @@ eoi_evolve_create_now(const EoiJob *job, const char *topic, const char *target)
 	const EoiSchemaFields *fields;
 	SchemaUse	use;
 
+	EoiNewTarget shape = {0};
+
 	if (!job->create_target || !eoi_format_has_schema_id(job->format) ||
+		job->envelope != EOI_ENVELOPE_NONE ||
 		(job->mode == EOI_MODE_UPSERT && job->key_columns == NIL))
 		return false;
 	eoi_avro_use_job(job);
@@ -816,11 +834,13 @@ eoi_evolve_create_now(const EoiJob *job, const char *topic, const char *target)
 		eoi_protobuf_subject_fields(psprintf("%s-value", topic));
 	if (fields == NULL)
 		return false;
-	use.fields = copy_fields(fields);
+	use.fields = eoi_schema_fields_copy(fields);
 	use.topic = topic;
 	lock_target_name(target);
 	if (eoi_target_exists(target))
 		return false;
-	create_target(job, NULL, target, &use);
+	if (job->mode == EOI_MODE_UPSERT)
+		shape.key = job->key_columns;
+	create_target(job, target, &use, &shape);
 	return true;
 }

@@ -49,6 +49,7 @@
 #include "parser/parse_relation.h"
 #include "utils/builtins.h"
 
+#include "apply/evolve.h"
 #include "apply/sink.h"
 #include "envelope/cdc.h"
 #include "envelope/cdc_internal.h"
@@ -797,6 +798,9 @@ open_target(CdcRoutes *routes, const char *target)
 	EoiJob	   *tjob = palloc(sizeof(EoiJob));
 	List	   *key_columns;
 
+	/* a target to create, which no event of the batch had a schema for */
+	if (job->create_target && !routes->dry_run && !eoi_target_exists(target))
+		eoi_evolve_target_to(job, target, NIL, NULL);
 	/* the same checks and messages as the job's one target */
 	*tjob = *job;
 	tjob->target = (char *) target;
@@ -813,9 +817,12 @@ open_target(CdcRoutes *routes, const char *target)
 	 * below apply; format json's guess by magnitude must not run first.
 	 */
 	cx->mapping.timestamp_unit = EOI_TS_NONE;
-	/* with targets, each target's key is its primary key; history has none */
+	/*
+	 * With targets, each target's key is its primary key, as is that of a
+	 * target create_target made after the job was created; history has none.
+	 */
 	key_columns = job->cdc_mode == EOI_CDC_HISTORY ? NIL :
-		job->targets != NULL ? eoi_primary_key_columns(cx->rel) : job->key_columns;
+		job->targets == NULL && job->key_columns != NIL ? job->key_columns : eoi_primary_key_columns(cx->rel);
 	if (key_columns == NIL && job->cdc_mode != EOI_CDC_HISTORY)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_COLUMN_REFERENCE),
@@ -861,36 +868,53 @@ find_context(CdcRoutes *routes, const char *target)
 }
 
 /*
- * The context of the event's target: the job's target, or the one that
- * targets maps the event's source table (source.schema.table) to.
+ * The target of an event: the job's, or the one that targets maps the
+ * event's source table (source.schema.table) to.  An event that names no
+ * source table, or one without a target, is an error of the record; or,
+ * when missing_ok, NULL.
  */
-static CdcContext *
-route_event(CdcRoutes *routes, EventJson *ev)
+char *
+eoi_cdc_event_target(CdcRoutes *routes, EventJson *ev, bool missing_ok)
 {
 	char	   *table;
 	JsonbValue	v;
-	char	   *target;
-	MemoryContext old;
-	CdcContext *cx;
 
 	if (routes->job->targets == NULL)
-		return routes->contexts[0];
+		return routes->job->target;
 	table = eoi_cdc_source_table(eoi_cdc_payload_object(routes, ev));
-	if (table == NULL)
+	if (table == NULL && !missing_ok)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_EXCEPTION),
 				 errmsg("change event names no source table"),
 				 errhint("Job \"%s\" routes change events by their source.schema and source.table, which this event lacks.",
 						 routes->job->name)));
-	if (getKeyJsonValueFromContainer(&routes->job->targets->root, table, strlen(table), &v) == NULL ||
+	if (table == NULL ||
+		getKeyJsonValueFromContainer(&routes->job->targets->root, table, strlen(table), &v) == NULL ||
 		v.type != jbvString)
+	{
+		if (missing_ok)
+			return NULL;
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_EXCEPTION),
 				 errmsg("change event of source table \"%s\" has no target in job \"%s\"",
 						table, routes->job->name),
 				 errhint("Map the table to a target with eoingest.alter_job(%s, targets => ...), then replay its dead letters with eoingest.replay_dead_letters().",
 						 quote_literal_cstr(routes->job->name))));
-	target = pnstrdup(v.val.string.val, v.val.string.len);
+	}
+	return pnstrdup(v.val.string.val, v.val.string.len);
+}
+
+/* The context of the event's target, opened when the batch first has one for it. */
+static CdcContext *
+route_event(CdcRoutes *routes, EventJson *ev)
+{
+	char	   *target;
+	MemoryContext old;
+	CdcContext *cx;
+
+	if (routes->job->targets == NULL)
+		return routes->contexts[0];
+	target = eoi_cdc_event_target(routes, ev, false);
 	if ((cx = find_context(routes, target)) != NULL)
 		return cx;
 	/* what the contexts hold lives as long as the batch, not the event */
@@ -998,6 +1022,7 @@ eoi_cdc_batch(const EoiJob *job, EoiBatch *batch)
 	routes.cxt = CurrentMemoryContext;
 	if (eoi_batch_from_partitions(batch))
 		routes.replays = eoi_replay_filter_begin(job);
+	eoi_cdc_evolve_targets(&routes, batch);
 	if (job->targets == NULL)
 		(void) open_target(&routes, job->target);
 

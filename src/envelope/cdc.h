@@ -42,5 +42,6 @@ extern void eoi_cdc_mode_columns(Relation rel, const char *target, struct EoiCol
 								 EoiCdcMode mode, const char *deleted_column, List *key_columns,
 								 int *history, int *deleted);
 extern const char *eoi_cdc_default_deleted_column(void);
+extern char *eoi_cdc_mode_column_definitions(EoiCdcMode mode, const char *deleted_column);
 
 #endif

@@ -198,6 +198,12 @@ extern void eoi_cdc_split_message(CdcRoutes *routes, rd_kafka_message_t *msg, bo
 extern JsonbContainer *eoi_cdc_payload_object(CdcRoutes *routes, EventJson *ev);
 extern void eoi_cdc_event_parts(CdcRoutes *routes, EventJson *ev);
 
+/* cdc.c */
+extern char *eoi_cdc_event_target(CdcRoutes *routes, EventJson *ev, bool missing_ok);
+
+/* cdcevolve.c */
+extern void eoi_cdc_evolve_targets(CdcRoutes *routes, EoiBatch *batch);
+
 /* cdcmode.c */
 extern void eoi_cdc_history_source(JsonbContainer *source, HistoryMeta *meta);
 extern void eoi_cdc_mode_write(CdcContext *cx, EoiRowWriter *w, const HistoryMeta *meta, bool deleted);

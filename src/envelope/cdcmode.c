@@ -191,6 +191,27 @@ eoi_cdc_default_deleted_column(void)
 	return DEFAULT_DELETED_COLUMN;
 }
 
+/*
+ * The columns cdc_mode fills itself, as CREATE TABLE defines them for a
+ * target that create_target makes, or NULL for none (apply).
+ */
+char *
+eoi_cdc_mode_column_definitions(EoiCdcMode mode, const char *deleted_column)
+{
+	StringInfoData sql;
+
+	if (mode == EOI_CDC_SOFT_DELETE)
+		return psprintf("%s boolean NOT NULL DEFAULT false", quote_identifier(deleted_column));
+	if (mode != EOI_CDC_HISTORY)
+		return NULL;
+	initStringInfo(&sql);
+	for (int i = 0; i < EOI_HISTORY_NCOLUMNS; i++)
+		appendStringInfo(&sql, "%s%s %s", i > 0 ? ", " : "",
+						 quote_identifier(HistoryColumns[i].name),
+						 format_type_extended(HistoryColumns[i].types[0], -1, FORMAT_TYPE_FORCE_QUALIFY));
+	return sql.data;
+}
+
 /* A number of the source block, as text, or NULL. */
 static char *
 source_number(JsonbContainer *source, const char *name)

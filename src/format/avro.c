@@ -67,6 +67,8 @@ typedef struct SchemaEntry
 	AvroType   *type;
 	EoiAvroFlat *flat;			/* a record of primitives: avroflat.c reads it */
 	EoiSchemaFields *fields;	/* its fields as columns, once asked for */
+	EoiSchemaFields *field_fields;	/* those of a field's record, once asked for */
+	char	   *field_fields_of;	/* that field's name */
 	MemoryContext cxt;			/* the type tree */
 } SchemaEntry;
 
@@ -644,12 +646,11 @@ eoi_avro_decode(EoiColumns *cols, const char *value, size_t len, EoiRowWriter *w
 
 /* ---- the writer's schema as columns ---- */
 
+/* The fields of record type `t` (any other type has none), in the current context. */
 static EoiSchemaFields *
-schema_fields(SchemaEntry *e, const char *what)
+record_fields(const AvroType *t, const char *what)
 {
-	MemoryContext old = MemoryContextSwitchTo(e->cxt);
 	EoiSchemaFields *f = palloc0(sizeof(EoiSchemaFields));
-	AvroType   *t = e->type;
 
 	f->what = pstrdup(what);
 	f->type_name = pstrdup(avro_schema_type_name(t->schema));
@@ -668,6 +669,15 @@ schema_fields(SchemaEntry *e, const char *what)
 			eoi_avro_column_type(t->children[i], &f->fields[i].typid, &f->fields[i].typmod);
 		}
 	}
+	return f;
+}
+
+static EoiSchemaFields *
+schema_fields(SchemaEntry *e, const char *what)
+{
+	MemoryContext old = MemoryContextSwitchTo(e->cxt);
+	EoiSchemaFields *f = record_fields(e->type, what);
+
 	MemoryContextSwitchTo(old);
 	return f;
 }
@@ -705,6 +715,48 @@ eoi_avro_schema_fields(const char *value, size_t len)
 	if (e->fields == NULL)
 		e->fields = schema_fields(e, what);
 	return e->fields;
+}
+
+/*
+ * The fields of the record in field `name` of the writer's record schema
+ * (the record, or a union of null and the record): a change event's image.
+ * Its type is not a record when there is no such field (then type_name
+ * says "no field"), or it holds no record.
+ */
+const EoiSchemaFields *
+eoi_avro_schema_field_fields(const char *value, size_t len, const char *name)
+{
+	char	   *what;
+	const unsigned char *body;
+	size_t		body_len;
+	SchemaEntry *e = read_message(value, len, &what, &body, &body_len);
+	const AvroType *t = NULL;
+	MemoryContext old;
+
+	if (e->field_fields != NULL && strcmp(e->field_fields_of, name) == 0)
+		return e->field_fields;
+	if (e->type->kind == AVRO_RECORD)
+		for (int i = 0; i < e->type->nchildren && t == NULL; i++)
+		{
+			const char *each = avro_schema_record_field_name(e->type->schema, i);
+
+			if (each != NULL && strcmp(each, name) == 0)
+				t = e->type->children[i];
+		}
+	if (t != NULL && t->kind == AVRO_UNION && t->nchildren == 2)
+		t = t->children[t->children[0]->kind == AVRO_NULL ? 1 : 0];
+	old = MemoryContextSwitchTo(e->cxt);
+	if (t != NULL)
+		e->field_fields = record_fields(t, psprintf("%s, field %s", what, name));
+	else
+	{
+		e->field_fields = palloc0(sizeof(EoiSchemaFields));
+		e->field_fields->what = psprintf("%s, field %s", what, name);
+		e->field_fields->type_name = "no field";
+	}
+	e->field_fields_of = pstrdup(name);
+	MemoryContextSwitchTo(old);
+	return e->field_fields;
 }
 
 /* An Avro message as JSON text (eoingest.batch(): value_json). */

@@ -50,6 +50,7 @@ typedef struct AvroType
 	Logical		logical;
 	int			scale;			/* decimal; bits: their number, or -1 */
 	int			precision;		/* decimal, as the schema says (0: not said) */
+	Oid			connect_column;	/* the column type of a Debezium type, or InvalidOid */
 	int			nchildren;		/* record fields, union branches, items, values */
 	struct AvroType **children;
 } AvroType;

@@ -115,6 +115,40 @@ connect_logical_of(JsonbValue *json, avro_type_t kind, int *scale)
 }
 
 /*
+ * The column a Debezium type named by "connect.name" fills best, where it
+ * is not the column of its Avro type or logical type: Debezium's
+ * timestamps of a column without a zone are local ones, and its strings
+ * of JSON, UUIDs and zoned times are those types' text.  InvalidOid for
+ * the others.
+ */
+static Oid
+connect_column_of(JsonbValue *json, avro_type_t kind)
+{
+	static const struct
+	{
+		const char *name;
+		avro_type_t kind;
+		Oid			column;
+	}			names[] = {
+		{"io.debezium.time.Timestamp", AVRO_INT64, TIMESTAMPOID},
+		{"io.debezium.time.MicroTimestamp", AVRO_INT64, TIMESTAMPOID},
+		{"io.debezium.time.NanoTimestamp", AVRO_INT64, TIMESTAMPOID},
+		{"io.debezium.time.ZonedTimestamp", AVRO_STRING, TIMESTAMPTZOID},
+		{"io.debezium.time.ZonedTime", AVRO_STRING, TIMETZOID},
+		{"io.debezium.data.Json", AVRO_STRING, JSONBOID},
+		{"io.debezium.data.Uuid", AVRO_STRING, UUIDOID},
+	};
+	JsonbValue	cn;
+
+	if (!json_key(json, "connect.name", &cn) || cn.type != jbvString)
+		return InvalidOid;
+	for (int i = 0; i < lengthof(names); i++)
+		if (names[i].kind == kind && json_is(&cn, names[i].name))
+			return names[i].column;
+	return InvalidOid;
+}
+
+/*
  * The logical type `json` annotates on a node of kind `kind`.  One that
  * does not fit its base type is ignored, as the Avro specification says.
  */
@@ -196,6 +230,7 @@ eoi_avro_build_type(Builder *b, avro_schema_t s, JsonbValue *json)
 	if (is_avro_named_type(s))
 		b->named = lappend(b->named, t);
 	t->logical = logical_of(json, s, t->kind, &t->scale, &t->precision);
+	t->connect_column = connect_column_of(json, t->kind);
 
 	switch (t->kind)
 	{
@@ -308,6 +343,11 @@ eoi_avro_column_type(const AvroType *t, Oid *typid, int32 *typmod)
 	*typmod = -1;
 	if (branch != NULL)
 		t = branch;
+	if (OidIsValid(t->connect_column))
+	{
+		*typid = t->connect_column;
+		return;
+	}
 	*typid = logical_column_type(t, typmod);
 	if (OidIsValid(*typid))
 		return;

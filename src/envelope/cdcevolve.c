@@ -1,0 +1,298 @@
+/*-------------------------------------------------------------------------
+ *
+ * cdcevolve.c
+ *	  create_target and schema_changes for change events: a target that
+ *	  does not exist is made from the schema of its first event's after
+ *	  image, keyed by the fields of the key's schema (or key_columns), with
+ *	  the columns its cdc_mode fills; a column a source table gains becomes
+ *	  a column of its target.  apply/evolve.c does the work, as for plain
+ *	  records, in the batch's transaction and before its events.
+ *
+ * The schemas are those the events carry: Kafka Connect's wrapper (format
+ * json, JsonConverter with schemas.enable=true) or the Avro writer schema
+ * (the record of its "after" field).  An event without one
+ * (schemas.enable=false) tells nothing: its target must exist.
+ *
+ * An event's schema is looked at once per batch for each topic it comes
+ * in: the first event of each decides the target (routed by its source
+ * table) that the schema is for.  Debezium writes a table's events with a
+ * schema of its own, named after it.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "common/hashfn.h"
+#include "miscadmin.h"
+#include "utils/memutils.h"
+
+#include "apply/evolve.h"
+#include "envelope/cdc_internal.h"
+#include "format/avro.h"
+
+/* What the batch's events ask of one target. */
+typedef struct TargetSchemas
+{
+	char	   *target;
+	List	   *uses;			/* of EoiSchemaUse, in the order they came */
+	List	   *topics;			/* of String: the topics of its events */
+	List	   *key;			/* the key schema's fields (String), or NIL */
+} TargetSchemas;
+
+/* Error context: the message being looked at. */
+static void
+message_error_callback(void *arg)
+{
+	EventPosition *ep = arg;
+
+	eoi_message_errcontext(ep->batch, ep->current);
+}
+
+/* The name Kafka Connect gives `schema`, or "unnamed". */
+static const char *
+connect_schema_name(JsonbContainer *schema)
+{
+	char	   *name = eoi_connect_member_string(schema, "name");
+
+	return name != NULL ? name : "unnamed";
+}
+
+/*
+ * The fields of a Connect struct schema, named by its name and a hash of
+ * its text, so that two versions of a table's schema are two schemas.
+ */
+static const EoiSchemaFields *
+connect_fields(JsonbContainer *schema)
+{
+	char	   *text = JsonbToCString(NULL, schema, -1);
+	uint64		hash = hash_bytes_extended((const unsigned char *) text, strlen(text), 0);
+
+	return eoi_connect_struct_fields(schema, psprintf("Kafka Connect schema %s %016llx",
+													  connect_schema_name(schema),
+													  (unsigned long long) hash));
+}
+
+/*
+ * The schema of an event's after image, or NULL when the event carries
+ * none.  *ev is the message as a change event (format json) and names the
+ * schema: its serial in the batch's cache (0 if not cached).
+ */
+static const EoiSchemaFields *
+event_schema(CdcRoutes *routes, rd_kafka_message_t *msg, EventJson *ev, char **identity)
+{
+	const char *data;
+	size_t		len;
+
+	memset(ev, 0, sizeof(*ev));
+	if (routes->job->format == EOI_FORMAT_AVRO)
+	{
+		const EoiSchemaFields *f;
+
+		data = eoi_framed_message(EOI_FORMAT_AVRO, msg, false, false, &len);
+		f = eoi_avro_schema_field_fields(data, len, "after");
+		*identity = pstrdup(f->what);
+		return f;
+	}
+	eoi_cdc_split_message(routes, msg, false, ev);
+	if (ev->after_schema == NULL)
+		return NULL;
+	if (ev->serial != 0)
+	{
+		*identity = psprintf("%d", ev->serial);
+		return NULL;			/* known by its serial: made into fields when new */
+	}
+	*identity = JsonbToCString(NULL, ev->after_schema, -1);
+	return NULL;
+}
+
+/* The fields of a message key's schema, or NIL when it has none that is a record. */
+static List *
+key_fields(CdcRoutes *routes, rd_kafka_message_t *msg)
+{
+	const EoiSchemaFields *f;
+	List	   *names = NIL;
+
+	if (msg->key == NULL)
+		return NIL;
+	if (routes->job->format == EOI_FORMAT_AVRO)
+	{
+		const char *data;
+		size_t		len;
+
+		data = eoi_framed_message(EOI_FORMAT_AVRO, msg, true, false, &len);
+		f = eoi_avro_schema_fields(data, len);
+	}
+	else
+	{
+		EventJson	key;
+
+		eoi_cdc_split_message(routes, msg, true, &key);
+		if (key.schema == NULL)
+			return NIL;
+		f = eoi_connect_struct_fields(key.schema, "the key's schema");
+	}
+	if (!f->record)
+		return NIL;
+	for (int i = 0; i < f->nfields; i++)
+		names = lappend(names, makeString(pstrdup(f->fields[i].name)));
+	return names;
+}
+
+static TargetSchemas *
+target_schemas(List **targets, const char *target)
+{
+	ListCell   *lc;
+	TargetSchemas *ts;
+
+	foreach(lc, *targets)
+		if (strcmp(((TargetSchemas *) lfirst(lc))->target, target) == 0)
+			return lfirst(lc);
+	ts = palloc0(sizeof(TargetSchemas));
+	ts->target = pstrdup(target);
+	*targets = lappend(*targets, ts);
+	return ts;
+}
+
+static void
+add_use(TargetSchemas *ts, const EoiSchemaFields *fields, const char *topic)
+{
+	ListCell   *lc;
+	EoiSchemaUse *use;
+
+	foreach(lc, ts->uses)
+		if (strcmp(((EoiSchemaUse *) lfirst(lc))->fields->what, fields->what) == 0)
+			return;
+	use = palloc(sizeof(EoiSchemaUse));
+	use->fields = eoi_schema_fields_copy(fields);
+	use->topic = pstrdup(topic);
+	ts->uses = lappend(ts->uses, use);
+	if (!list_member(ts->topics, makeString((char *) topic)))
+		ts->topics = lappend(ts->topics, makeString(pstrdup(topic)));
+}
+
+/*
+ * Look at message i: when its schema is new for its topic, note it for
+ * its target.  In a short-lived memory context; what is kept is copied
+ * into `keep`.
+ */
+static void
+look_at(CdcRoutes *routes, EoiBatch *batch, int i, List **seen, List **targets, MemoryContext keep)
+{
+	rd_kafka_message_t *msg = batch->messages[i];
+	const char *topic = eoi_message_topic(batch, i);
+	EventJson	ev;
+	char	   *identity = NULL;
+	const EoiSchemaFields *fields = event_schema(routes, msg, &ev, &identity);
+	char	   *seen_as;
+	char	   *target;
+	MemoryContext old;
+
+	if (identity == NULL)
+		return;					/* no schema */
+	seen_as = psprintf("%s\n%s", topic, identity);
+	if (list_member(*seen, makeString(seen_as)))
+		return;
+	if (fields == NULL)
+		fields = connect_fields(ev.after_schema);
+	if (routes->job->format == EOI_FORMAT_AVRO)
+		eoi_cdc_split_message(routes, msg, false, &ev);	/* to route it */
+	target = eoi_cdc_event_target(routes, &ev, true);
+	old = MemoryContextSwitchTo(keep);
+	*seen = lappend(*seen, makeString(pstrdup(seen_as)));
+	if (target != NULL)
+		add_use(target_schemas(targets, target), fields, topic);
+	MemoryContextSwitchTo(old);
+}
+
+/*
+ * The primary key of a table made for `ts`: key_columns, or the fields of
+ * the key schema of the batch's first keyed event of its topics.  NIL for
+ * history, which has none.
+ */
+static List *
+new_target_key(CdcRoutes *routes, EoiBatch *batch, TargetSchemas *ts, EventPosition *ep)
+{
+	const EoiJob *job = routes->job;
+
+	if (job->cdc_mode == EOI_CDC_HISTORY)
+		return NIL;
+	if (job->targets == NULL && job->key_columns != NIL)
+		return job->key_columns;
+	for (int i = 0; i < batch->n; i++)
+	{
+		List	   *names;
+
+		CHECK_FOR_INTERRUPTS();
+		if (batch->messages[i]->key == NULL ||
+			!list_member(ts->topics, makeString((char *) eoi_message_topic(batch, i))))
+			continue;
+		ep->current = i;
+		names = key_fields(routes, batch->messages[i]);
+		ep->current = -1;
+		if (names != NIL)
+			return names;
+	}
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("target %s does not exist, and no change event of the batch has a key with a schema to make its primary key of", ts->target),
+			 errdetail("Change events are applied by key: create_target makes the table's primary key of the fields of the events' key schema."),
+			 errhint("Give the source table a primary key, or create the target yourself with one.")));
+	return NIL;					/* not reached */
+}
+
+/*
+ * Before the events of `batch` are applied: create their missing targets
+ * and add and widen their columns, as the job's create_target and
+ * schema_changes say and the events' schemas ask.
+ */
+void
+eoi_cdc_evolve_targets(CdcRoutes *routes, EoiBatch *batch)
+{
+	const EoiJob *job = routes->job;
+	MemoryContext keep = CurrentMemoryContext;
+	MemoryContext each;
+	EventPosition ep = {batch, -1};
+	ErrorContextCallback errcb;
+	List	   *seen = NIL;
+	List	   *targets = NIL;
+	ListCell   *lc;
+
+	if (!job->create_target && job->schema_changes == EOI_SCHEMA_CHANGES_NONE)
+		return;
+	each = AllocSetContextCreate(CurrentMemoryContext, "eoingest change event schemas",
+								 ALLOCSET_DEFAULT_SIZES);
+	errcb.callback = message_error_callback;
+	errcb.arg = &ep;
+	errcb.previous = error_context_stack;
+	error_context_stack = &errcb;
+	for (int i = 0; i < batch->n; i++)
+	{
+		MemoryContext old;
+
+		CHECK_FOR_INTERRUPTS();
+		if (batch->messages[i]->payload == NULL ||
+			(job->txn_topic != NULL && strcmp(eoi_message_topic(batch, i), job->txn_topic) == 0))
+			continue;
+		ep.current = i;
+		old = MemoryContextSwitchTo(each);
+		look_at(routes, batch, i, &seen, &targets, keep);
+		MemoryContextSwitchTo(old);
+		MemoryContextReset(each);
+	}
+	ep.current = -1;
+
+	foreach(lc, targets)
+	{
+		TargetSchemas *ts = lfirst(lc);
+		EoiNewTarget shape = {0};
+
+		if (job->create_target && !eoi_target_exists(ts->target))
+		{
+			shape.key = new_target_key(routes, batch, ts, &ep);
+			shape.columns = eoi_cdc_mode_column_definitions(job->cdc_mode, job->deleted_column);
+		}
+		eoi_evolve_target_to(job, ts->target, ts->uses, &shape);
+	}
+	error_context_stack = errcb.previous;
+	MemoryContextDelete(each);
+}
