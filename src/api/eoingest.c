@@ -23,6 +23,8 @@
 #include "base/eoingest.h"
 #include "base/jobstats.h"
 #include "base/shmem.h"
+#include "format/decodejson.h"
+#include "format/jsonschema.h"
 #include "kafka/policy.h"
 #include "worker/cluster.h"
 
@@ -36,6 +38,13 @@ static const struct config_enum_entry json_decode_options[] = {
 	{"scan", EOI_JSON_DECODE_SCAN, false},
 	{"jsonb", EOI_JSON_DECODE_JSONB, false},
 	{"scan_only", EOI_JSON_DECODE_SCAN_ONLY, false},
+	{NULL, 0, false}
+};
+
+static const struct config_enum_entry json_schema_number_options[] = {
+	{"double precision", EOI_JSON_NUMBER_DOUBLE, false},
+	{"double", EOI_JSON_NUMBER_DOUBLE, true},
+	{"numeric", EOI_JSON_NUMBER_NUMERIC, false},
 	{NULL, 0, false}
 };
 
@@ -212,6 +221,15 @@ eoi_define_settings(void)
 							 EOI_UPSERT_PATH_BULK, upsert_path_options,
 							 PGC_SUSET,
 							 GUC_NOT_IN_SAMPLE,
+							 NULL, NULL, NULL);
+
+	DefineCustomEnumVariable("eoingest.json_schema_number",
+							 "The column type create_target and schema_changes give a JSON Schema number: double precision or numeric.",
+							 "A job takes it from its owner's settings in its database (ALTER ROLE ... IN DATABASE ... SET). numeric keeps every digit a number has; double precision keeps about 15.",
+							 &eoingest_json_schema_number,
+							 EOI_JSON_NUMBER_DOUBLE, json_schema_number_options,
+							 PGC_USERSET,
+							 0,
 							 NULL, NULL, NULL);
 
 	MarkGUCPrefixReserved("eoingest");

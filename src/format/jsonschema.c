@@ -25,6 +25,8 @@
 #include "format/connect.h"
 #include "format/jsonschema.h"
 
+int			eoingest_json_schema_number = EOI_JSON_NUMBER_DOUBLE;
+
 /* The object or array at `key` of an object, or NULL. */
 static JsonbContainer *
 member_container(JsonbContainer *obj, const char *key)
@@ -124,7 +126,7 @@ property_type(JsonbContainer *s, int depth)
 	if (strcmp(type, "integer") == 0)
 		return INT8OID;
 	if (strcmp(type, "number") == 0)
-		return FLOAT8OID;
+		return eoingest_json_schema_number == EOI_JSON_NUMBER_NUMERIC ? NUMERICOID : FLOAT8OID;
 	if (strcmp(type, "boolean") == 0)
 		return BOOLOID;
 	if (strcmp(type, "string") == 0)

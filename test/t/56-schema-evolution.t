@@ -15,7 +15,7 @@ set -euo pipefail
 . "$(dirname "$0")/../lib/avro.sh"
 . "$(dirname "$0")/../lib/faults.sh"
 
-plan 48
+plan 50
 
 py=$(avro_python)
 tools=$EOINGEST_TEST_DIR/tools
@@ -307,6 +307,17 @@ is "$(columns_of evo.readings | sed 's/^.*count bigint, //') $(sql "SELECT count
 is "$(as_tenant "SELECT string_agg(job || ':' || split_part(statement, ' ', 1) || ':' || (schema ~ '^(schema id [0-9]+|Kafka Connect schema [0-9a-f]{16})$'), ',' ORDER BY id) FROM eoingest.target_changes")" \
   "evo_a:CREATE:true,evo_a:ALTER:true,evo_a:ALTER:true,evo_a:ALTER:true,evo_b:CREATE:true,evo_b:CREATE:true,evo_u:CREATE:true,evo_k:CREATE:true,evo_j:CREATE:true,evo_j:ALTER:true,evo_js:CREATE:true,evo_js:ALTER:true" \
   "eoingest.target_changes: every statement, with its job and schema, readable by the job's owner"
+
+# eoingest.json_schema_number, set for the job's owner in its database: a JSON Schema number becomes numeric
+sql "ALTER ROLE evo_tenant IN DATABASE $PGDATABASE SET eoingest.json_schema_number = 'numeric'" >/dev/null
+as_tenant "SELECT eoingest.create_job(name => 'evo_jsn', brokers => '$KAFKA_BROKERS', topic => 'evo.js', target => 'evo.readings_num',
+             format => 'json', schema_registry => '$reg_url', create_target => true, schema_changes => 'add_columns',
+             start_offset => 'earliest', batch_timeout_ms => 100); SELECT eoingest.start_job('evo_jsn')" >/dev/null
+check "json_schema_number numeric: the records arrive" wait_until 60 \
+  "SELECT to_regclass('evo.readings_num') IS NOT NULL AND (SELECT count(*) FROM evo.readings_num) = 10"
+is "$(columns_of evo.readings_num | cut -d, -f3) $(sql "SELECT string_agg(value::text, ',' ORDER BY count) FROM evo.readings_num WHERE count < 4")" \
+  " value numeric 1.5,2.5,3.5" "json_schema_number numeric: the owner's setting makes a number a numeric column"
+sql "ALTER ROLE evo_tenant IN DATABASE $PGDATABASE RESET eoingest.json_schema_number" >/dev/null
 
 sql "SELECT eoingest.drop_job(name) FROM eoingest.jobs WHERE name LIKE 'evo\_%'" >/dev/null
 done_testing
