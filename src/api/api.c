@@ -68,7 +68,9 @@ create_targets_now(const char *name)
 	job = eoi_job_load_by_name(name);
 	PopActiveSnapshot();
 
-	if (!job->create_target || job->target == NULL || job->topic_pattern != NULL)
+	/* change events: a table from the first event's after image */
+	if (!job->create_target || job->target == NULL || job->topic_pattern != NULL ||
+		job->envelope != EOI_ENVELOPE_NONE)
 		return;
 	template = eoi_target_is_template(job->target);
 	foreach(lc, job->topics)

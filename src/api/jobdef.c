@@ -467,6 +467,7 @@ template_schema(const char *target, const char **table)
 static char *
 resolve_template(const JobDefinition *def, const EoiMapping *mapping)
 {
+	bool		change_events = eoi_parse_envelope(def->envelope_s) == EOI_ENVELOPE_DEBEZIUM;
 	const char *table;
 	char	   *schema = template_schema(def->target, &table);
 	char	   *stored;
@@ -477,13 +478,16 @@ resolve_template(const JobDefinition *def, const EoiMapping *mapping)
 	if (def->create_target)
 		check_may_create_in(nsp, def->target);
 	for (const char *p = strstr(table, "${"); p != NULL; p = strstr(p + 1, "${"))
-		if (strncmp(p, "${topic}", 8) != 0)
+		if (eoi_template_placeholder(p, change_events) < 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("target template \"%s\" has an unrecognized placeholder", def->target),
+					 change_events ?
+					 errhint("A target template of change events names ${topic}, ${source.db}, ${source.schema} or ${source.table}, e.g. 'replica.${source.table}'.") :
 					 errhint("A target template names ${topic}, the message's topic, e.g. 'raw.${topic}'.")));
 	stored = psprintf("%s.%s", quote_identifier(schema), table);
-	if (eoi_topic_is_pattern(def->topic))
+	/* the tables of change events are checked as the job first opens each */
+	if (eoi_topic_is_pattern(def->topic) || change_events)
 		return stored;
 	foreach(lc, eoi_split_topics(def->topic))
 	{
@@ -605,17 +609,19 @@ default_key_format(JobDefinition *def)
 	def->key_format_s = eoi_format_name(def->key_format);
 }
 
-/* A target template routes plain messages: not change events, nor a history. */
+
+/*
+ * Change events into a target template: each table is keyed by its
+ * primary key (or, history, by none), found when the job first opens it.
+ */
 static void
-check_template(const JobDefinition *def)
+check_template_events(const JobDefinition *def)
 {
-	if (def->target == NULL || !eoi_target_is_template(def->target))
-		return;
-	if (strcmp(def->envelope_s, "none") != 0)
+	if (def->key_columns != NIL)
 		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("a target template cannot be used with envelope %s", def->envelope_s),
-				 errhint("Route change events by their source table with targets => '{\"schema.table\": \"target\", ...}'.")));
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("key_columns applies to one target, and the job's target is a template"),
+				 errhint("Each table a template of change events names is keyed by its primary key; leave key_columns out.")));
 }
 
 /*
@@ -1027,7 +1033,6 @@ eoi_api_check_definition(JobDefinition *def)
 				 errhint("A transform maps the messages itself; leave columns out.")));
 	def->qualified_target = NULL;
 	def->target_missing = false;
-	check_template(def);
 	if (def->target != NULL && eoi_target_is_template(def->target))
 		def->qualified_target = resolve_template(def, &mapping);
 	else if (def->target != NULL && def->create_target && !target_named_exists(def->target))
@@ -1063,6 +1068,8 @@ eoi_api_check_definition(JobDefinition *def)
 	}
 	else if (def->cdc_mode == EOI_CDC_HISTORY && def->target != NULL)
 		check_cdc_mode_target(def, def->qualified_target, &mapping, NIL);
+	else if (def->envelope == EOI_ENVELOPE_DEBEZIUM && eoi_target_is_template(def->qualified_target))
+		check_template_events(def);
 	else if (def->mode == EOI_MODE_UPSERT && eoi_target_is_template(def->qualified_target))
 		check_template_upsert(def, &mapping);
 	else if ((def->mode == EOI_MODE_UPSERT || def->envelope == EOI_ENVELOPE_DEBEZIUM) && def->target != NULL)

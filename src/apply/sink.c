@@ -352,18 +352,27 @@ write_routed(const EoiJob *job, EoiBatch *batch)
 
 		routed.target = eoi_target_for_topic(job->target, topic);
 		if (!job->create_target && !eoi_target_exists(routed.target))
-		{
-			target_missing = true;
-			ereport(ERROR,
-					(errcode(ERRCODE_UNDEFINED_TABLE),
-					 errmsg("target table %s of topic \"%s\" does not exist", routed.target, topic),
-					 errdetail("Job \"%s\" writes each topic into the table its target %s names; it retries until the table exists.",
-							   job->name, job->target),
-					 errhint("Create the table, and the job goes on from its offsets.")));
-		}
+			eoi_sink_missing_target(job, routed.target, topic);
 		rows += write_into_target(&routed, &parts[p]);
 	}
 	return rows;
+}
+
+/*
+ * Stop the write: `target`, the table the job's target template names for
+ * a message of `topic`, does not exist.  The worker retries, and the job
+ * goes on from its offsets once the table is there.
+ */
+void
+eoi_sink_missing_target(const EoiJob *job, const char *target, const char *topic)
+{
+	target_missing = true;
+	ereport(ERROR,
+			(errcode(ERRCODE_UNDEFINED_TABLE),
+			 errmsg("target table %s of topic \"%s\" does not exist", target, topic),
+			 errdetail("Job \"%s\" writes into the tables its target %s names; it retries until the table exists.",
+					   job->name, job->target),
+			 errhint("Create the table, and the job goes on from its offsets.")));
 }
 
 /*

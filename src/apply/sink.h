@@ -10,6 +10,7 @@
 
 #include "apply/attempt.h"
 #include "base/eoingest.h"
+#include "base/pgcompat.h"
 #include "kafka/batch.h"
 
 extern uint64 eoi_sink_write_rows(const EoiJob *job, EoiBatch *batch);
@@ -20,5 +21,6 @@ extern void eoi_sink_supersede_dead_letters(const EoiJob *job, EoiBatch *batch,
 											const bool *applied);
 
 extern bool eoi_target_missing(void);
+pg_noreturn extern void eoi_sink_missing_target(const EoiJob *job, const char *target, const char *topic);
 
 #endif

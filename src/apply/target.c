@@ -61,7 +61,9 @@ eoi_open_target(const char *target, LOCKMODE lockmode)
 /*
  * A target template names each topic's table: "schema".prefix${topic}suffix
  * as stored, the schema quoted, the table's part as written, where each
- * ${topic} stands for the message's topic (the whole, one identifier).
+ * ${topic} stands for the message's topic (the whole, one identifier); a
+ * change event's may name ${source.db}, ${source.schema} and
+ * ${source.table} too, the members of its source block.
  */
 bool
 eoi_target_is_template(const char *target)
@@ -98,13 +100,62 @@ eoi_target_split_template(const char *template, char **schema, const char **tabl
 	return true;
 }
 
+/* The placeholders of a target template, and where their values come from. */
+static const struct
+{
+	const char *placeholder;
+	size_t		offset;			/* of the value in EoiTemplateValues */
+}			placeholders[] = {
+	{"${topic}", offsetof(EoiTemplateValues, topic)},
+	{"${source.db}", offsetof(EoiTemplateValues, source_db)},
+	{"${source.schema}", offsetof(EoiTemplateValues, source_schema)},
+	{"${source.table}", offsetof(EoiTemplateValues, source_table)},
+};
+
 /*
- * The schema-qualified, quoted name of the table `template` routes the
- * messages of `topic` to.  A name longer than PostgreSQL's identifiers is
- * an error that names the topic, never a truncation.
+ * The placeholder `p` begins with, counted as in placeholders[], or -1.
+ * Change events' templates may name their source block's members;
+ * other messages' only their topic.
+ */
+int
+eoi_template_placeholder(const char *p, bool change_events)
+{
+	for (int i = 0; i < (change_events ? lengthof(placeholders) : 1); i++)
+		if (strncmp(p, placeholders[i].placeholder, strlen(placeholders[i].placeholder)) == 0)
+			return i;
+	return -1;
+}
+
+/* Does the template name a member of a change event's source block? */
+bool
+eoi_template_uses_source(const char *template)
+{
+	return strstr(template, "${source.") != NULL;
+}
+
+/* Has every placeholder of `template` a value? */
+bool
+eoi_template_values_complete(const char *template, const EoiTemplateValues *values)
+{
+	for (const char *p = strstr(template, "${"); p != NULL; p = strstr(p + 1, "${"))
+	{
+		int			i = eoi_template_placeholder(p, true);
+
+		if (i >= 0 && *(const char *const *) ((const char *) values + placeholders[i].offset) == NULL)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * The schema-qualified, quoted name of the table `template` routes a
+ * message to, each placeholder replaced by its value (the whole value, as
+ * one identifier).  A name longer than PostgreSQL's identifiers is an
+ * error that names the topic, never a truncation; a change event without
+ * the source member a placeholder names is an error of the record.
  */
 char *
-eoi_target_for_topic(const char *template, const char *topic)
+eoi_target_for(const char *template, const EoiTemplateValues *values)
 {
 	char	   *schema;
 	const char *table;
@@ -116,21 +167,41 @@ eoi_target_for_topic(const char *template, const char *topic)
 	initStringInfo(&name);
 	for (const char *p = table; *p;)
 	{
-		if (strncmp(p, "${topic}", 8) == 0)
+		int			i = strncmp(p, "${", 2) == 0 ? eoi_template_placeholder(p, true) : -1;
+		const char *value;
+
+		if (i < 0)
 		{
-			appendStringInfoString(&name, topic);
-			p += 8;
-		}
-		else
 			appendStringInfoChar(&name, *p++);
+			continue;
+		}
+		value = *(const char *const *) ((const char *) values + placeholders[i].offset);
+		if (value == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_EXCEPTION),
+					 errmsg("a change event of topic \"%s\" has no %.*s, which target template \"%s\" names",
+							values->topic, (int) strlen(placeholders[i].placeholder) - 3,
+							placeholders[i].placeholder + 2, template),
+					 errhint("Route the topic's events with a template of the members their source block has, or with targets.")));
+		appendStringInfoString(&name, value);
+		p += strlen(placeholders[i].placeholder);
 	}
 	if (name.len >= NAMEDATALEN)
 		ereport(ERROR,
 				(errcode(ERRCODE_NAME_TOO_LONG),
 				 errmsg("the target table of topic \"%s\" would be named \"%s\", longer than %d bytes",
-						topic, name.data, NAMEDATALEN - 1),
+						values->topic, name.data, NAMEDATALEN - 1),
 				 errhint("Shorten the fixed part of the target template, or read this topic with a job of its own.")));
 	return quote_qualified_identifier(schema, name.data);
+}
+
+/* The table `template` routes the messages of `topic` to (see eoi_target_for). */
+char *
+eoi_target_for_topic(const char *template, const char *topic)
+{
+	EoiTemplateValues values = {topic, NULL, NULL, NULL};
+
+	return eoi_target_for(template, &values);
 }
 
 /* Does a relation of the stored, schema-qualified name exist now? */

@@ -801,6 +801,10 @@ open_target(CdcRoutes *routes, const char *target)
 	/* a target to create, which no event of the batch had a schema for */
 	if (job->create_target && !routes->dry_run && !eoi_target_exists(target))
 		eoi_evolve_target_to(job, target, NIL, NULL);
+	/* a template's table that is not there (yet): the job waits for it */
+	if (eoi_target_is_template(job->target) && !eoi_target_exists(target))
+		eoi_sink_missing_target(job, target,
+								eoi_message_topic(routes->position->batch, routes->position->current));
 	/* the same checks and messages as the job's one target */
 	*tjob = *job;
 	tjob->target = (char *) target;
@@ -868,17 +872,43 @@ find_context(CdcRoutes *routes, const char *target)
 }
 
 /*
- * The target of an event: the job's, or the one that targets maps the
- * event's source table (source.schema.table) to.  An event that names no
- * source table, or one without a target, is an error of the record; or,
- * when missing_ok, NULL.
+ * The table a target template names for an event of `topic`; with
+ * missing_ok, NULL when the event lacks a source member it names.
+ */
+static char *
+template_target(CdcRoutes *routes, EventJson *ev, const char *topic, bool missing_ok)
+{
+	EoiTemplateValues values = {topic, NULL, NULL, NULL};
+	const char *template = routes->job->target;
+
+	if (eoi_template_uses_source(template))
+	{
+		JsonbContainer *event = eoi_cdc_payload_object(routes, ev);
+
+		if (event != NULL)
+			eoi_cdc_source_names(event, (char **) &values.source_db, (char **) &values.source_schema,
+								 (char **) &values.source_table);
+		if (missing_ok && !eoi_template_values_complete(template, &values))
+			return NULL;
+	}
+	return eoi_target_for(template, &values);
+}
+
+/*
+ * The target of an event of `topic`: the job's; the table its target
+ * template names for it; or the one that targets maps the event's source
+ * table (source.schema.table) to.  An event that names no source table, or
+ * one without a target, is an error of the record; or, when missing_ok,
+ * NULL.
  */
 char *
-eoi_cdc_event_target(CdcRoutes *routes, EventJson *ev, bool missing_ok)
+eoi_cdc_event_target(CdcRoutes *routes, EventJson *ev, const char *topic, bool missing_ok)
 {
 	char	   *table;
 	JsonbValue	v;
 
+	if (eoi_target_is_template(routes->job->target))
+		return template_target(routes, ev, topic, missing_ok);
 	if (routes->job->targets == NULL)
 		return routes->job->target;
 	table = eoi_cdc_source_table(eoi_cdc_payload_object(routes, ev));
@@ -904,6 +934,13 @@ eoi_cdc_event_target(CdcRoutes *routes, EventJson *ev, bool missing_ok)
 	return pnstrdup(v.val.string.val, v.val.string.len);
 }
 
+/* Does the job route its events to more than its one target? */
+static bool
+routed(const EoiJob *job)
+{
+	return job->targets != NULL || eoi_target_is_template(job->target);
+}
+
 /* The context of the event's target, opened when the batch first has one for it. */
 static CdcContext *
 route_event(CdcRoutes *routes, EventJson *ev)
@@ -912,9 +949,11 @@ route_event(CdcRoutes *routes, EventJson *ev)
 	MemoryContext old;
 	CdcContext *cx;
 
-	if (routes->job->targets == NULL)
+	if (!routed(routes->job))
 		return routes->contexts[0];
-	target = eoi_cdc_event_target(routes, ev, false);
+	target = eoi_cdc_event_target(routes, ev,
+								  eoi_message_topic(routes->position->batch, routes->position->current),
+								  false);
 	if ((cx = find_context(routes, target)) != NULL)
 		return cx;
 	/* what the contexts hold lives as long as the batch, not the event */
@@ -1023,7 +1062,7 @@ eoi_cdc_batch(const EoiJob *job, EoiBatch *batch)
 	if (eoi_batch_from_partitions(batch))
 		routes.replays = eoi_replay_filter_begin(job);
 	eoi_cdc_evolve_targets(&routes, batch);
-	if (job->targets == NULL)
+	if (!routed(job))
 		(void) open_target(&routes, job->target);
 
 	errcb.callback = event_error_callback;
@@ -1099,6 +1138,7 @@ eoi_cdc_preview_begin(const EoiJob *job, EoiBatch *batch)
 	routes->estate = CreateExecutorState();
 	routes->cxt = CurrentMemoryContext;
 	routes->dry_run = true;
+	Assert(!eoi_target_is_template(job->target));	/* preview.c refuses them */
 	if (job->targets == NULL)
 		(void) open_target(routes, job->target);
 	else

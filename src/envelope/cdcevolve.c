@@ -196,7 +196,7 @@ look_at(CdcRoutes *routes, EoiBatch *batch, int i, List **seen, List **targets, 
 		fields = connect_fields(ev.after_schema);
 	if (routes->job->format == EOI_FORMAT_AVRO)
 		eoi_cdc_split_message(routes, msg, false, &ev);	/* to route it */
-	target = eoi_cdc_event_target(routes, &ev, true);
+	target = eoi_cdc_event_target(routes, &ev, topic, true);
 	old = MemoryContextSwitchTo(keep);
 	*seen = lappend(*seen, makeString(pstrdup(seen_as)));
 	if (target != NULL)

@@ -224,6 +224,17 @@ eoi_cdc_source_table(JsonbContainer *event)
 	return schema ? psprintf("%s.%s", schema, table) : table;
 }
 
+/* The db, schema and table an event's source block names, each NULL if it does not. */
+void
+eoi_cdc_source_names(JsonbContainer *event, char **db, char **schema, char **table)
+{
+	JsonbContainer *source = get_container(event, "source", false);
+
+	*db = get_string(source, "db");
+	*schema = get_string(source, "schema");
+	*table = get_string(source, "table");
+}
+
 bool
 eoi_cdc_has_transaction(JsonbContainer *event)
 {

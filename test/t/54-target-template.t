@@ -76,8 +76,9 @@ out=$(sql "SELECT eoingest.create_job(name => 'tt_bad', brokers => '$KAFKA_BROKE
               target => 'tt_raw.\${topic}', mode => 'upsert')" 2>&1 || true)
 like "$out" "mode upsert with a target template needs key_columns" "upsert needs key_columns"
 out=$(sql "SELECT eoingest.create_job(name => 'tt_bad', brokers => '$KAFKA_BROKERS', topic => '${base}_a',
-              target => 'tt_raw.\${topic}', format => 'json', envelope => 'debezium')" 2>&1 || true)
-like "$out" "a target template cannot be used with envelope debezium" "change events are routed by targets, not a template"
+              target => 'tt_raw.\${source.table}', format => 'json')" 2>&1 || true)
+like "$out" 'target template "tt_raw.${source.table}" has an unrecognized placeholder' \
+  "\${source.table} names a change event's source table: refused without envelope debezium"
 out=$(sql "SELECT eoingest.preview_job('tt')" 2>&1 || true)
 like "$out" "its target is a template" "preview_job says it cannot preview a template's job"
 

@@ -2,8 +2,9 @@
 # create_target and schema_changes with envelope debezium: change events in Kafka Connect's JsonConverter
 # wrapper (as Debezium's PostgreSQL connector writes them; real Debezium in 48-debezium.t) create their
 # missing targets from the after image's schema, keyed by the key schema's fields: apply (primary key),
-# history (its six columns, no key), soft_delete (its boolean column), and targets routing two source
-# tables into two new tables. A column the source gains becomes a column of each target (one ALTER TABLE,
+# history (its six columns, no key), soft_delete (its boolean column), targets routing two source
+# tables into two new tables, and a target template of the events' source schema and table. A template's
+# table that does not exist, without create_target, holds the job (offsets unmoved) until it is created. A column the source gains becomes a column of each target (one ALTER TABLE,
 # recorded), widen turns int32 into bigint, and a worker SIGKILLed after the change and before its commit
 # leaves each event applied once. Events without a schema (schemas.enable=false) for a missing target stop
 # the job with the reason, offsets kept, nothing dead-lettered.
@@ -11,7 +12,7 @@ set -euo pipefail
 . "$(dirname "$0")/../lib/tap.sh"
 . "$(dirname "$0")/../lib/faults.sh"
 
-plan 20
+plan 23
 
 work=$(mktemp -d "$EOINGEST_RUN/cdcevolve.XXXXXX")
 trap 'clear_fault >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
@@ -109,7 +110,12 @@ sql "SELECT eoingest.create_job(name => 'cev_hist', topic => '$t', target => 'ce
      SELECT eoingest.create_job(name => 'cev_routed', topic => '$t, $u',
         targets => '{\"public.$t\": \"cev.r_t\", \"public.$u\": \"cev.r_u\"}', schema_changes => 'add_columns',
         $common);
-     SELECT eoingest.start_job(name) FROM unnest('{cev_apply,cev_hist,cev_soft,cev_routed}'::text[]) AS name" >/dev/null 2>&1
+     SELECT eoingest.create_job(name => 'cev_tmpl', topic => '$t, $u', target => 'cev.\${source.schema}_\${source.table}',
+        schema_changes => 'add_columns', $common);
+     SELECT eoingest.create_job(name => 'cev_wait', topic => '$u', target => 'cev.\${source.db}_\${topic}',
+        brokers => '$KAFKA_BROKERS', format => 'json', envelope => 'debezium', on_error => 'fail',
+        start_offset => 'earliest', batch_timeout_ms => 100);
+     SELECT eoingest.start_job(name) FROM unnest('{cev_apply,cev_hist,cev_soft,cev_routed,cev_tmpl,cev_wait}'::text[]) AS name" >/dev/null 2>&1
 is "$(sql "SELECT count(*) FROM pg_class WHERE relnamespace = 'cev'::regnamespace")" 0 \
   "no target exists before the first event"
 
@@ -127,7 +133,7 @@ c 8 ugo 2.00 - 0
 EOF
 produce "$t" "$work/v1"
 produce "$u" "$work/u1"
-check "v1: the jobs catch up" caught_up cev_apply cev_hist cev_soft cev_routed
+check "v1: the jobs catch up" caught_up cev_apply cev_hist cev_soft cev_routed cev_tmpl
 is "$(columns_of cev.t) | $(primary_key_of cev.t)" \
   "id integer, name text, amount numeric(10,2), at timestamp without time zone | id" \
   "apply: the target is the after image's fields, typed from their Connect schemas, keyed by the key schema"
@@ -146,6 +152,17 @@ is "$(sql "SELECT string_agg(id || ' ' || __deleted, ', ' ORDER BY id) FROM cev.
 is "$(sql "SELECT (SELECT count(*) FROM cev.r_t) || ' ' || (SELECT string_agg(id || name, ',' ORDER BY id) FROM cev.r_u)
              || ' ' || '$(primary_key_of cev.r_u)'")" "2 7uma,8ugo id" \
   "targets: each source table's target created, keyed, filled"
+
+is "$(sql "SELECT (SELECT string_agg(id::text, ',' ORDER BY id) FROM cev.public_$t) || ' ' ||
+                  (SELECT string_agg(id || name, ',' ORDER BY id) FROM cev.public_$u) || ' ' || '$(primary_key_of cev.public_$u)'")" \
+  "1,2 7uma,8ugo id" "a target template of \${source.schema} and \${source.table}: each source table's table created, keyed, filled"
+check "a template's missing table without create_target: the job waits, naming topic and table, offsets unmoved" wait_until 60 \
+  "SELECT state = 'retrying' AND last_error LIKE '%target table cev.app_$u of topic \"$u\" does not exist%'
+          AND NOT EXISTS (SELECT FROM eoingest.offsets WHERE job = 'cev_wait' AND next_offset > 0)
+     FROM eoingest.job_status WHERE name = 'cev_wait'"
+sql "CREATE TABLE cev.app_$u (id int PRIMARY KEY, name text, amount numeric, at timestamp)" >/dev/null
+check "once the table exists, the job goes on from its offsets" wait_until 60 \
+  "SELECT string_agg(id || name, ',' ORDER BY id) = '7uma,8ugo' FROM cev.app_$u"
 
 # v2 adds note, v3 qty as int32; a worker of cev_apply is SIGKILLed after its change, before its commit
 events "$work/v2" "$t" 2 <<'EOF'
@@ -198,6 +215,6 @@ check "events without a schema: the job stops, saying why, its offsets kept" wai
           AND NOT EXISTS (SELECT FROM eoingest.offsets WHERE job = 'cev_bare' AND next_offset > 0)
      FROM eoingest.job_status WHERE name = 'cev_bare'"
 
-for j in cev_apply cev_hist cev_soft cev_routed cev_bare; do sql "SELECT eoingest.drop_job('$j')" >/dev/null; done
+for j in cev_apply cev_hist cev_soft cev_routed cev_tmpl cev_wait cev_bare; do sql "SELECT eoingest.drop_job('$j')" >/dev/null; done
 sql "DROP SCHEMA cev CASCADE" >/dev/null 2>&1
 done_testing
