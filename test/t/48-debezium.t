@@ -19,6 +19,10 @@
 # since the last truncate is the source's row, and no change is there twice. A sixth keeps dbz_a with
 # soft deletes (cdc_mode => 'soft_delete') in dbz_a_soft: its rows not marked deleted are the source's, and
 # no row marked deleted is in the source.
+# A seventh job, dbz_c, creates its targets: target => 'dbz_auto.${source.table}' with create_target and
+# schema_changes => 'widen' over dbz_a and dbz_e, whose source gains a column and widens another mid-stream:
+# the tables are made from Debezium's schemas, keyed by its key schemas, evolved in the batches' transactions
+# while the workers are SIGKILLed, and at the end hold every row of the source.
 # EOINGEST_LONG=1: a longer workload ($DBZ_SECONDS) with more kills.
 set -euo pipefail
 . "$(dirname "$0")/../lib/tap.sh"
@@ -54,7 +58,7 @@ trap cleanup EXIT
 trap 'exit 1' INT TERM
 
 "$EOINGEST_TEST_DIR/connect.sh" fetch debezium-postgres >/dev/null
-plan 39
+plan 45
 
 # ---- the source: a fresh cluster with wal_level = logical, the tables, a publication, a snapshot's worth of rows
 src_pg stop-immediate >/dev/null 2>&1 || true
@@ -64,7 +68,9 @@ src_pg start >/dev/null
 src - <"$work/schema.sql" >/dev/null
 src - <"$work/source.sql" >/dev/null
 src "ALTER TABLE dbz_b REPLICA IDENTITY FULL;
-     CREATE PUBLICATION dbz_pub FOR TABLE dbz_a, dbz_b, dbz_t, dbz_acct, dbz_xfer;
+     CREATE TABLE dbz_e (id int PRIMARY KEY, n int, label text);
+     INSERT INTO dbz_e SELECT i, i, 'snapshot' FROM generate_series(1, 20) AS i;
+     CREATE PUBLICATION dbz_pub FOR TABLE dbz_a, dbz_b, dbz_t, dbz_acct, dbz_xfer, dbz_e;
      INSERT INTO dbz_acct SELECT i, 1000 FROM generate_series(1, 10) AS i;
      INSERT INTO dbz_a SELECT * FROM dbz_rows(1, 300);
      INSERT INTO dbz_b SELECT * FROM dbz_rows(1, 300);
@@ -72,7 +78,8 @@ src "ALTER TABLE dbz_b REPLICA IDENTITY FULL;
 
 # ---- the target, the topics and the jobs
 sql "CREATE EXTENSION IF NOT EXISTS eoingest" >/dev/null 2>&1
-sql "DROP TABLE IF EXISTS dbz_a, dbz_b, dbz_t, dbz_a_plain, dbz_acct, dbz_xfer, dbz_b_hist, dbz_a_soft CASCADE; DROP TYPE IF EXISTS dbz_mood" >/dev/null
+sql "DROP TABLE IF EXISTS dbz_a, dbz_b, dbz_t, dbz_a_plain, dbz_acct, dbz_xfer, dbz_b_hist, dbz_a_soft CASCADE; DROP TYPE IF EXISTS dbz_mood;
+     DROP SCHEMA IF EXISTS dbz_auto CASCADE; CREATE SCHEMA dbz_auto" >/dev/null 2>&1
 sql - <"$work/schema.sql" >/dev/null
 sql "CREATE TABLE dbz_a_plain (LIKE dbz_a INCLUDING ALL)" >/dev/null
 # dbz_b's change log, and the rows it says dbz_b holds now: each key's last change after the last truncate
@@ -96,6 +103,7 @@ eoi-kafka create-topic dbzp.public.dbz_a 3 >/dev/null
 eoi-kafka create-topic dbz.transaction 1 >/dev/null
 eoi-kafka create-topic dbz.public.dbz_acct 3 >/dev/null
 eoi-kafka create-topic dbz.public.dbz_xfer 1 >/dev/null
+eoi-kafka create-topic dbz.public.dbz_e 1 >/dev/null
 sql "SELECT eoingest.create_job(name => 'dbz_a', brokers => '$KAFKA_BROKERS', topic => 'dbz.public.dbz_a',
         target => 'dbz_a', format => 'json', envelope => 'debezium', on_error => 'fail',
         batch_size => 200, batch_timeout_ms => 200);
@@ -117,6 +125,10 @@ sql "SELECT eoingest.create_job(name => 'dbz_a', brokers => '$KAFKA_BROKERS', to
      SELECT eoingest.create_job(name => 'dbz_s', brokers => '$KAFKA_BROKERS', topic => 'dbz.public.dbz_a',
         target => 'dbz_a_soft', format => 'json', envelope => 'debezium', cdc_mode => 'soft_delete', on_error => 'fail',
         batch_size => 200, batch_timeout_ms => 200);
+     SELECT eoingest.create_job(name => 'dbz_c', brokers => '$KAFKA_BROKERS', topic => 'dbz.public.dbz_a, dbz.public.dbz_e',
+        target => 'dbz_auto.\${source.table}', format => 'json', envelope => 'debezium', create_target => true,
+        schema_changes => 'widen', on_error => 'fail', batch_size => 200, batch_timeout_ms => 200);
+     SELECT eoingest.start_job('dbz_c');
      SELECT eoingest.start_job('dbz_x'); SELECT eoingest.start_job('dbz_h'); SELECT eoingest.start_job('dbz_s');
      SELECT eoingest.start_job('dbz_a'); SELECT eoingest.start_job('dbz_b'); SELECT eoingest.start_job('dbz_t');
      SELECT eoingest.start_job('dbz_p')" >/dev/null
@@ -128,7 +140,9 @@ started=$SECONDS
 CONNECT_PLUGIN_NAMES=debezium-postgres "$EOINGEST_TEST_DIR/connect.sh" start "$run/connector.properties" "$run/connector-plain.properties" >/dev/null
 diag "kafka connect and the connector running after $((SECONDS - started)) s"
 check "the snapshot arrives" wait_until 120 "SELECT (SELECT count(*) FROM dbz_a) = 300 AND (SELECT count(*) FROM dbz_b) = 300 AND (SELECT count(*) FROM dbz_t) = 3 AND (SELECT count(*) FROM dbz_a_plain) = 300
-  AND (SELECT count(*) FROM dbz_acct) = 10"
+  AND (SELECT count(*) FROM dbz_acct) = 10
+  AND to_regclass('dbz_auto.dbz_a') IS NOT NULL AND (SELECT count(*) FROM dbz_auto.dbz_a) = 300
+  AND to_regclass('dbz_auto.dbz_e') IS NOT NULL AND (SELECT count(*) FROM dbz_auto.dbz_e) = 20"
 
 # A reader of dbz_x's targets: polls for SECS seconds, each poll a new snapshot; prints the polls, those that
 # broke an invariant (the balances' sum not 10,000, or sum(xfers) not the rows of dbz_xfer), the states seen.
@@ -172,7 +186,7 @@ rm -f "$run/connect-killed"
 x_reader >"$run/x_reader" &
 reader=$!
 workers_back() {
-  wait_until 60 "SELECT count(*) = 4 FROM eoingest.job_status WHERE name IN ('dbz_a', 'dbz_b', 'dbz_p', 'dbz_x') AND pid IS NOT NULL" || true
+  wait_until 60 "SELECT count(*) = 5 FROM eoingest.job_status WHERE name IN ('dbz_a', 'dbz_b', 'dbz_p', 'dbz_x', 'dbz_c') AND pid IS NOT NULL" || true
 }
 # flushed_offsets: wait for Kafka Connect's next flush of its offsets file (every second), then copy it
 # to $run/offsets.flushed, a moment before the next.
@@ -192,10 +206,18 @@ truncated=0
 connect_killed=0
 for ((k = 1; k <= DBZ_KILLS; k++)); do
   sleep $((DBZ_SECONDS / (DBZ_KILLS + 2))).$((RANDOM % 10))
-  for row in $(sql "SELECT name || ':' || pid FROM eoingest.job_status WHERE name IN ('dbz_a', 'dbz_b', 'dbz_p', 'dbz_x') AND pid IS NOT NULL" 2>/dev/null || true); do
+  for row in $(sql "SELECT name || ':' || pid FROM eoingest.job_status WHERE name IN ('dbz_a', 'dbz_b', 'dbz_p', 'dbz_x', 'dbz_c') AND pid IS NOT NULL" 2>/dev/null || true); do
     kill -9 "${row#*:}" 2>/dev/null && killed=$((killed + 1)) && { [ "${row%%:*}" != dbz_x ] || xkilled=$((xkilled + 1)); }
   done
   workers_back
+  # dbz_e: changes under its first schema, then a new column and a wider one, and changes under those
+  case $k in
+    1) src "INSERT INTO dbz_e SELECT i, i, 'one' FROM generate_series(21, 60) AS i;
+            UPDATE dbz_e SET label = 'updated' WHERE id % 3 = 0; DELETE FROM dbz_e WHERE id % 7 = 0" >/dev/null ;;
+    2) src "BEGIN; ALTER TABLE dbz_e ADD COLUMN extra text, ALTER COLUMN n TYPE bigint;
+            INSERT INTO dbz_e SELECT i, i * 10000000000, 'two', 'x' || i FROM generate_series(61, 100) AS i;
+            UPDATE dbz_e SET extra = 'set', n = n + 5000000000 WHERE id % 4 = 0; DELETE FROM dbz_e WHERE id % 11 = 0; COMMIT" >/dev/null ;;
+  esac
   if [ "$k" -eq $((DBZ_KILLS - 1)) ]; then
     # Kafka Connect SIGKILLed in the middle of the stream: Debezium starts again from the source
     # offsets it last flushed (every second), so it sends part of the stream again, transactions
@@ -266,7 +288,8 @@ is "$(src "SELECT count(*) FROM dbz_b WHERE id < 1000000")" 0 "dbz_b holds only 
 src "UPDATE dbz_t SET n = 1 WHERE id <= 2; UPDATE dbz_t SET big = dbz_big(), n = 2 WHERE id = 3" >/dev/null
 
 # ---- catch-up: the source's last transaction is a fence row; Debezium streams in commit order
-src "BEGIN; INSERT INTO dbz_t VALUES (100, 'fence', 0); INSERT INTO dbz_a SELECT * FROM dbz_rows(2000000000, 1); COMMIT" >/dev/null
+src "BEGIN; INSERT INTO dbz_t VALUES (100, 'fence', 0); INSERT INTO dbz_a SELECT * FROM dbz_rows(2000000000, 1);
+     INSERT INTO dbz_e VALUES (1000000, 1, 'fence', 'fence'); COMMIT" >/dev/null
 check "the source's last change arrives" wait_until 180 "SELECT (SELECT count(*) FROM dbz_t WHERE id = 100) = 1
   AND (SELECT count(*) FROM dbz_a WHERE id = 2000000000) = 1 AND (SELECT count(*) FROM dbz_a_plain WHERE id = 2000000000) = 1"
 
@@ -287,6 +310,17 @@ check "dbz_t's offsets reach the log end" wait_until 60 "$(offsets_at_end dbz_t 
 check "dbz_p's offsets reach the log end of every partition" wait_until 180 "$(offsets_at_end dbz_p dbzp.public.dbz_a)"
 check "dbz_h's offsets reach the log end" wait_until 180 "$(offsets_at_end dbz_h dbz.public.dbz_b)"
 check "dbz_s's offsets reach the log end of every partition" wait_until 180 "$(offsets_at_end dbz_s dbz.public.dbz_a)"
+check "dbz_c's offsets reach the log end of every partition of its two topics" wait_until 180 \
+  "$(offsets_at_end dbz_c dbz.public.dbz_a dbz.public.dbz_e)"
+is "$(sql "SELECT string_agg(attname || ' ' || format_type(atttypid, atttypmod), ', ' ORDER BY attnum)
+             FROM pg_attribute WHERE attrelid = 'dbz_auto.dbz_e'::regclass AND attnum > 0")
+$(sql "SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = 'dbz_auto.dbz_e'::regclass AND contype = 'p'")
+$(sql "SELECT string_agg(target || ' ' || split_part(statement, ' ', 1), ', ' ORDER BY id) FROM eoingest.target_changes
+        WHERE job_id = (SELECT id FROM eoingest.jobs WHERE name = 'dbz_c')")" \
+  "id integer, n bigint, label text, extra text
+PRIMARY KEY (id)
+dbz_auto.dbz_a CREATE, dbz_auto.dbz_e CREATE, dbz_auto.dbz_e ALTER" \
+  "dbz_c: its targets created from Debezium's schemas and keyed by its key schemas; dbz_e's new column added and n widened, in one ALTER TABLE recorded once"
 check "dbz_x's offsets reach the log end of every partition of its three topics" wait_until 180 \
   "$(offsets_at_end dbz_x dbz.transaction dbz.public.dbz_acct dbz.public.dbz_xfer)"
 is "$(sql "SELECT count(*) FROM dbz_t WHERE big = '__debezium_unavailable_value'")" 0 \
@@ -295,7 +329,7 @@ is "$(sql "SELECT count(*) FROM eoingest.dead_letters WHERE job = 'dbz_t'") $(sq
   "0 0 $(src "SELECT string_agg(id || ':' || n || ':' || md5(big), ',' ORDER BY id) FROM dbz_t")" \
   "dbz_t: the two updates that leave the TOASTed value unchanged keep it; the copy is the source, no dead letter"
 
-failed=$(sql "SELECT string_agg(name || ': ' || coalesce(last_error, ''), '; ') FROM eoingest.job_status WHERE name IN ('dbz_a', 'dbz_b', 'dbz_t', 'dbz_p', 'dbz_x', 'dbz_h', 'dbz_s') AND state = 'failed'")
+failed=$(sql "SELECT string_agg(name || ': ' || coalesce(last_error, ''), '; ') FROM eoingest.job_status WHERE name IN ('dbz_a', 'dbz_b', 'dbz_t', 'dbz_p', 'dbz_x', 'dbz_h', 'dbz_s', 'dbz_c') AND state = 'failed'")
 [ -z "$failed" ] || diag "failed: $failed"
 
 # ---- every column of every row
@@ -309,6 +343,7 @@ explain_difference() {
     dbz_a_plain) topic=dbzp.public.dbz_a ;;
     dbz_b_hist_now) topic=dbz.public.dbz_b ;;
     dbz_a_soft_now) topic=dbz.public.dbz_a ;;
+    dbz_auto.*) topic=dbz.public.${tbl#dbz_auto.} ;;
     *) topic=dbz.public.$tbl ;;
   esac
   [ -f "$run/$topic.events" ] ||
@@ -337,7 +372,8 @@ dump() {
   shift
   PGTZ=UTC psql -XAtq -v ON_ERROR_STOP=1 "$@" -c "COPY (SELECT * FROM $tbl ORDER BY id) TO STDOUT"
 }
-for pair in dbz_a:dbz_a dbz_b:dbz_b dbz_a:dbz_a_plain dbz_acct:dbz_acct dbz_xfer:dbz_xfer dbz_b:dbz_b_hist_now dbz_a:dbz_a_soft_now; do
+for pair in dbz_a:dbz_a dbz_b:dbz_b dbz_a:dbz_a_plain dbz_acct:dbz_acct dbz_xfer:dbz_xfer dbz_b:dbz_b_hist_now dbz_a:dbz_a_soft_now \
+            dbz_a:dbz_auto.dbz_a dbz_e:dbz_auto.dbz_e; do
   tbl=${pair#*:}
   dump "${pair%%:*}" -p "$DBZ_SRC_PORT" | sort >"$run/$tbl.source"
   dump "$tbl" | sort >"$run/$tbl.target"
@@ -358,14 +394,15 @@ is "$(sql "SELECT count(*) FROM (SELECT FROM dbz_b_hist GROUP BY __source_lsn, _
   "dbz_b_hist: no change twice, though the workers were killed and Debezium sent part of the stream again ($(sql "SELECT string_agg(__op || ' ' || n, ', ' ORDER BY __op) FROM (SELECT __op, count(*) n FROM dbz_b_hist GROUP BY 1) x"))"
 is "$(sql "SELECT count(*) FILTER (WHERE __deleted) > 0 AND count(*) FILTER (WHERE __deleted AND id IN (SELECT id FROM dbz_a)) = 0 FROM dbz_a_soft")" t \
   "dbz_a_soft: rows marked deleted ($(sql "SELECT count(*) FROM dbz_a_soft WHERE __deleted")), none of them in the source"
-states=$(sql "SELECT string_agg(DISTINCT state, ',') FROM eoingest.job_status WHERE name IN ('dbz_a', 'dbz_b', 'dbz_p', 'dbz_x', 'dbz_h', 'dbz_s')")
-is "$(sql "SELECT count(*) FROM eoingest.dead_letters WHERE job IN ('dbz_a', 'dbz_b', 'dbz_p', 'dbz_x', 'dbz_h', 'dbz_s')") $states" \
-  "0 running" "no dead letters, the six jobs running"
+states=$(sql "SELECT string_agg(DISTINCT state, ',') FROM eoingest.job_status WHERE name IN ('dbz_a', 'dbz_b', 'dbz_p', 'dbz_x', 'dbz_h', 'dbz_s', 'dbz_c')")
+is "$(sql "SELECT count(*) FROM eoingest.dead_letters WHERE job IN ('dbz_a', 'dbz_b', 'dbz_p', 'dbz_x', 'dbz_h', 'dbz_s', 'dbz_c')") $states" \
+  "0 running" "no dead letters, the seven jobs running"
 [ "$states" = running ] ||
   diag "$(sql "SELECT name || ' ' || worker || ' ' || state || ': ' || coalesce(last_error, '') FROM eoingest.job_status
-               WHERE name IN ('dbz_a', 'dbz_b', 'dbz_p', 'dbz_x', 'dbz_h', 'dbz_s') AND state <> 'running'")"
+               WHERE name IN ('dbz_a', 'dbz_b', 'dbz_p', 'dbz_x', 'dbz_h', 'dbz_s', 'dbz_c') AND state <> 'running'")"
 
 diag "48-debezium: $((SECONDS)) s in all"
-sql "SELECT eoingest.drop_job('dbz_a'); SELECT eoingest.drop_job('dbz_b'); SELECT eoingest.drop_job('dbz_t'); SELECT eoingest.drop_job('dbz_p'); SELECT eoingest.drop_job('dbz_x'); SELECT eoingest.drop_job('dbz_h'); SELECT eoingest.drop_job('dbz_s')" >/dev/null
-sql "DROP TABLE dbz_a, dbz_b, dbz_t, dbz_a_plain, dbz_acct, dbz_xfer, dbz_b_hist, dbz_a_soft CASCADE; DROP TYPE dbz_mood; DROP FUNCTION dbz_x_reader(float8)" >/dev/null
+sql "SELECT eoingest.drop_job('dbz_a'); SELECT eoingest.drop_job('dbz_b'); SELECT eoingest.drop_job('dbz_t'); SELECT eoingest.drop_job('dbz_p'); SELECT eoingest.drop_job('dbz_x'); SELECT eoingest.drop_job('dbz_h'); SELECT eoingest.drop_job('dbz_s'); SELECT eoingest.drop_job('dbz_c')" >/dev/null
+sql "DROP TABLE dbz_a, dbz_b, dbz_t, dbz_a_plain, dbz_acct, dbz_xfer, dbz_b_hist, dbz_a_soft CASCADE; DROP TYPE dbz_mood; DROP FUNCTION dbz_x_reader(float8);
+     DROP SCHEMA dbz_auto CASCADE" >/dev/null 2>&1
 done_testing
