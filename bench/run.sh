@@ -1117,12 +1117,15 @@ cdc_wait() {
   [ "$diff" = 0 ] || { R_STATUS=FAILED R_NOTE="bench_cdc differs from the expected final state in $diff row(s)"; return 1; }
 }
 
-# cdc_eoi_once KIND: debezium (envelope => 'debezium', exactly_once) or upsert (mode upsert, CSV, tombstones).
+# cdc_eoi_once KIND: debezium (envelope => 'debezium', exactly_once), debezium-evolve (the same with
+# schema_changes => 'add_columns') or upsert (mode upsert, CSV, tombstones).
 cdc_eoi_once() {
   local kind=$1 perf_data=${2:-} topic args lsn0 t0 pids pid_list err
-  if [ "$kind" = debezium ]; then
+  if [ "$kind" = debezium ] || [ "$kind" = debezium-evolve ]; then
     topic=$(topic_name cdc_debezium 4)
     args="format => 'json', mode => 'exactly_once', envelope => 'debezium'"
+    # following the events' schemas: each batch's schemas looked at, none changes the table
+    [ "$kind" = debezium ] || args="$args, schema_changes => 'add_columns'"
   else
     topic=$(topic_name cdc_upsert-csv 4)
     args="format => 'csv', mode => 'upsert', key_columns => ARRAY['pk']"
@@ -1198,6 +1201,8 @@ run_cdc() {
   local tasks group="(f) CDC, $RECORDS changes over $CDC_KEYS keys"
   variant "$group" "eoingest cdc envelope=debezium b=10000 par=1" eoingest_cdc \
     cdc_debezium 4 yes exactly_once 10000 1 -- cdc_eoi_once debezium
+  variant "$group" "eoingest cdc envelope=debezium schema_changes=add_columns b=10000 par=1" eoingest_cdc \
+    cdc_debezium 4 yes exactly_once 10000 1 -- cdc_eoi_once debezium-evolve
   variant "$group" "eoingest upsert b=10000 par=1 (same changes, CSV + tombstones)" eoingest_cdc \
     cdc_upsert 4 yes upsert 10000 1 -- cdc_eoi_once upsert
   [ "$PEERS" = 1 ] || return 0

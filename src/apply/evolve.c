@@ -822,7 +822,6 @@ eoi_evolve_create_now(const EoiJob *job, const char *topic, const char *target)
 {
 	const EoiSchemaFields *fields;
 	SchemaUse	use;
-
 	EoiNewTarget shape = {0};
 
 	if (!job->create_target || !eoi_format_has_schema_id(job->format) ||

@@ -554,6 +554,8 @@ connect_column_type(JsonbContainer *field, Oid *typid, int32 *typmod, int depth)
 		Oid			typid;
 	}			types[] = {
 		{"int8", INT2OID}, {"int16", INT2OID}, {"int32", INT4OID}, {"int64", INT8OID},
+		/* JsonConverter writes FLOAT32 and FLOAT64 as "float" and "double" */
+		{"float", FLOAT4OID}, {"double", FLOAT8OID},
 		{"float32", FLOAT4OID}, {"float64", FLOAT8OID}, {"boolean", BOOLOID},
 		{"string", TEXTOID}, {"bytes", BYTEAOID},
 	};

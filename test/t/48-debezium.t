@@ -58,7 +58,7 @@ trap cleanup EXIT
 trap 'exit 1' INT TERM
 
 "$EOINGEST_TEST_DIR/connect.sh" fetch debezium-postgres >/dev/null
-plan 45
+plan 46
 
 # ---- the source: a fresh cluster with wal_level = logical, the tables, a publication, a snapshot's worth of rows
 src_pg stop-immediate >/dev/null 2>&1 || true
@@ -321,6 +321,10 @@ $(sql "SELECT string_agg(target || ' ' || split_part(statement, ' ', 1), ', ' OR
 PRIMARY KEY (id)
 dbz_auto.dbz_a CREATE, dbz_auto.dbz_e CREATE, dbz_auto.dbz_e ALTER" \
   "dbz_c: its targets created from Debezium's schemas and keyed by its key schemas; dbz_e's new column added and n widened, in one ALTER TABLE recorded once"
+is "$(sql "SELECT string_agg(attname || ' ' || format_type(atttypid, atttypmod), ', ' ORDER BY attnum)
+             FROM pg_attribute WHERE attrelid = 'dbz_auto.dbz_a'::regclass AND attnum > 0")" \
+  "id integer, amount numeric(12,2), big numeric, ts timestamp with time zone, ts0 timestamp without time zone, d date, t time without time zone, u uuid, j jsonb, b bytea, ints integer[], texts text[], m text, f8 double precision, flag boolean, note text" \
+  "dbz_c: dbz_a's copy has the column types of the source's, from Debezium's schema (an enum as text)"
 check "dbz_x's offsets reach the log end of every partition of its three topics" wait_until 180 \
   "$(offsets_at_end dbz_x dbz.transaction dbz.public.dbz_acct dbz.public.dbz_xfer)"
 is "$(sql "SELECT count(*) FROM dbz_t WHERE big = '__debezium_unavailable_value'")" 0 \
