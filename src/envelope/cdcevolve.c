@@ -73,36 +73,30 @@ connect_fields(JsonbContainer *schema)
 }
 
 /*
- * The schema of an event's after image, or NULL when the event carries
- * none.  *ev is the message as a change event (format json) and names the
- * schema: its serial in the batch's cache (0 if not cached).
+ * Whether an event carries the schema of its after image, and which: an
+ * Avro schema's fields (*fields, also *key), or, format json, the serial
+ * of a schema in the batch's cache (*key; NULL for one not cached).  *ev is
+ * the message as a change event (format json).
  */
-static const EoiSchemaFields *
-event_schema(CdcRoutes *routes, rd_kafka_message_t *msg, EventJson *ev, char **identity)
+static bool
+event_schema(CdcRoutes *routes, rd_kafka_message_t *msg, EventJson *ev,
+			 const EoiSchemaFields **fields, const void **key)
 {
 	const char *data;
 	size_t		len;
 
 	memset(ev, 0, sizeof(*ev));
+	*fields = NULL;
 	if (routes->job->format == EOI_FORMAT_AVRO)
 	{
-		const EoiSchemaFields *f;
-
 		data = eoi_framed_message(EOI_FORMAT_AVRO, msg, false, false, &len);
-		f = eoi_avro_schema_field_fields(data, len, "after");
-		*identity = pstrdup(f->what);
-		return f;
+		*fields = eoi_avro_schema_field_fields(data, len, "after");
+		*key = *fields;
+		return true;
 	}
 	eoi_cdc_split_message(routes, msg, false, ev);
-	if (ev->after_schema == NULL)
-		return NULL;
-	if (ev->serial != 0)
-	{
-		*identity = psprintf("%d", ev->serial);
-		return NULL;			/* known by its serial: made into fields when new */
-	}
-	*identity = JsonbToCString(NULL, ev->after_schema, -1);
-	return NULL;
+	*key = (const void *) (intptr_t) ev->serial;
+	return ev->after_schema != NULL;
 }
 
 /* The fields of a message key's schema, or NIL when it has none that is a record. */
@@ -170,37 +164,58 @@ add_use(TargetSchemas *ts, const EoiSchemaFields *fields, const char *topic)
 		ts->topics = lappend(ts->topics, makeString(pstrdup(topic)));
 }
 
+/* What the look at a batch's events has found, and the last event's schema. */
+typedef struct Look
+{
+	List	   *seen;			/* of String: "topic\nschema", each once */
+	List	   *targets;		/* of TargetSchemas */
+	MemoryContext keep;			/* where they live */
+	const char *last_topic;
+	const void *last_schema;
+} Look;
+
 /*
  * Look at message i: when its schema is new for its topic, note it for
  * its target.  In a short-lived memory context; what is kept is copied
- * into `keep`.
+ * into look->keep.  A message of the last one's topic and schema is
+ * passed over at once: most are.
  */
 static void
-look_at(CdcRoutes *routes, EoiBatch *batch, int i, List **seen, List **targets, MemoryContext keep)
+look_at(CdcRoutes *routes, EoiBatch *batch, int i, Look *look)
 {
 	rd_kafka_message_t *msg = batch->messages[i];
 	const char *topic = eoi_message_topic(batch, i);
 	EventJson	ev;
-	char	   *identity = NULL;
-	const EoiSchemaFields *fields = event_schema(routes, msg, &ev, &identity);
+	const EoiSchemaFields *fields;
+	const void *key;
+	bool		same;
 	char	   *seen_as;
 	char	   *target;
 	MemoryContext old;
 
-	if (identity == NULL)
-		return;					/* no schema */
-	seen_as = psprintf("%s\n%s", topic, identity);
-	if (list_member(*seen, makeString(seen_as)))
+	if (!event_schema(routes, msg, &ev, &fields, &key))
+		return;					/* none */
+	same = key != NULL && key == look->last_schema &&
+		look->last_topic != NULL && strcmp(look->last_topic, topic) == 0;
+	look->last_topic = topic;
+	look->last_schema = key;
+	if (same)
+		return;
+	seen_as = psprintf("%s\n%s", topic,
+					   fields != NULL ? fields->what :
+					   key != NULL ? psprintf("%d", (int) (intptr_t) key) :
+					   JsonbToCString(NULL, ev.after_schema, -1));
+	if (list_member(look->seen, makeString(seen_as)))
 		return;
 	if (fields == NULL)
 		fields = connect_fields(ev.after_schema);
 	if (routes->job->format == EOI_FORMAT_AVRO)
 		eoi_cdc_split_message(routes, msg, false, &ev);	/* to route it */
 	target = eoi_cdc_event_target(routes, &ev, topic, true);
-	old = MemoryContextSwitchTo(keep);
-	*seen = lappend(*seen, makeString(pstrdup(seen_as)));
+	old = MemoryContextSwitchTo(look->keep);
+	look->seen = lappend(look->seen, makeString(pstrdup(seen_as)));
 	if (target != NULL)
-		add_use(target_schemas(targets, target), fields, topic);
+		add_use(target_schemas(&look->targets, target), fields, topic);
 	MemoryContextSwitchTo(old);
 }
 
@@ -253,8 +268,7 @@ eoi_cdc_evolve_targets(CdcRoutes *routes, EoiBatch *batch)
 	MemoryContext each;
 	EventPosition ep = {batch, -1};
 	ErrorContextCallback errcb;
-	List	   *seen = NIL;
-	List	   *targets = NIL;
+	Look		look = {NIL, NIL, keep, NULL, NULL};
 	ListCell   *lc;
 
 	if (!job->create_target && job->schema_changes == EOI_SCHEMA_CHANGES_NONE)
@@ -275,13 +289,13 @@ eoi_cdc_evolve_targets(CdcRoutes *routes, EoiBatch *batch)
 			continue;
 		ep.current = i;
 		old = MemoryContextSwitchTo(each);
-		look_at(routes, batch, i, &seen, &targets, keep);
+		look_at(routes, batch, i, &look);
 		MemoryContextSwitchTo(old);
 		MemoryContextReset(each);
 	}
 	ep.current = -1;
 
-	foreach(lc, targets)
+	foreach(lc, look.targets)
 	{
 		TargetSchemas *ts = lfirst(lc);
 		EoiNewTarget shape = {0};
