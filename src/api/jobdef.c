@@ -1066,10 +1066,10 @@ eoi_api_check_definition(JobDefinition *def)
 		if (def->mode == EOI_MODE_UPSERT)
 			default_key_format(def);
 	}
-	else if (def->cdc_mode == EOI_CDC_HISTORY && def->target != NULL)
-		check_cdc_mode_target(def, def->qualified_target, &mapping, NIL);
 	else if (def->envelope == EOI_ENVELOPE_DEBEZIUM && eoi_target_is_template(def->qualified_target))
 		check_template_events(def);
+	else if (def->cdc_mode == EOI_CDC_HISTORY && def->target != NULL)
+		check_cdc_mode_target(def, def->qualified_target, &mapping, NIL);
 	else if (def->mode == EOI_MODE_UPSERT && eoi_target_is_template(def->qualified_target))
 		check_template_upsert(def, &mapping);
 	else if ((def->mode == EOI_MODE_UPSERT || def->envelope == EOI_ENVELOPE_DEBEZIUM) && def->target != NULL)

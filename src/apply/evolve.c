@@ -802,7 +802,8 @@ eoi_evolve_target(const EoiJob *job, EoiBatch *batch, const char *target)
 	if (!eoi_format_has_schema_id(job->format) && job->format != EOI_FORMAT_JSON)
 		return;					/* create_job allows them for these only */
 	uses = batch_schemas(batch, job->format, job->schema_registry != NULL);
-	if (job->create_target && uses != NIL && job->mode == EOI_MODE_UPSERT && !eoi_target_exists(target))
+	/* made even when the table is there now: it may be dropped before the lock */
+	if (job->create_target && uses != NIL && job->mode == EOI_MODE_UPSERT)
 		shape.key = job->key_columns != NIL ? job->key_columns : key_schema_columns(job, batch, target);
 	eoi_evolve_target_to(job, target, uses, &shape);
 }

@@ -648,7 +648,7 @@ event_position(CdcRoutes *routes, EventJson *ev, const char *op, EoiSourcePositi
 		eoi_parse_source_time(ts_ms, strlen(ts_ms), &pos->commit_time);
 }
 
-static CdcContext *route_event(CdcRoutes *routes, EventJson *ev);
+static CdcContext *route_event(CdcRoutes *routes, EventJson *ev, rd_kafka_message_t *msg);
 
 /*
  * Add one change event to the change set of its target.  Returns false for
@@ -695,7 +695,7 @@ apply_event(CdcRoutes *routes, rd_kafka_message_t *msg)
 								   msg->partition, &pos))
 			return false;		/* applied already: Debezium sent it again */
 	}
-	cx = route_event(routes, &ev);
+	cx = route_event(routes, &ev, msg);
 	eoi_changes_at_message(cx->changes, routes->position->current);
 	/* a snapshot read stands alone; a change belongs to a source transaction */
 	if (routes->job->source_transactions && strcmp(op, "r") != 0 &&
@@ -798,9 +798,6 @@ open_target(CdcRoutes *routes, const char *target)
 	EoiJob	   *tjob = palloc(sizeof(EoiJob));
 	List	   *key_columns;
 
-	/* a target to create, which no event of the batch had a schema for */
-	if (job->create_target && !routes->dry_run && !eoi_target_exists(target))
-		eoi_evolve_target_to(job, target, NIL, NULL);
 	/* a template's table that is not there (yet): the job waits for it */
 	if (eoi_target_is_template(job->target) && !eoi_target_exists(target))
 		eoi_sink_missing_target(job, target,
@@ -873,7 +870,8 @@ find_context(CdcRoutes *routes, const char *target)
 
 /*
  * The table a target template names for an event of `topic`; with
- * missing_ok, NULL when the event lacks a source member it names.
+ * missing_ok, NULL when the event lacks a source member it names.  The
+ * source block is read from its text when the event's parts were.
  */
 static char *
 template_target(CdcRoutes *routes, EventJson *ev, const char *topic, bool missing_ok)
@@ -883,11 +881,15 @@ template_target(CdcRoutes *routes, EventJson *ev, const char *topic, bool missin
 
 	if (eoi_template_uses_source(template))
 	{
-		JsonbContainer *event = eoi_cdc_payload_object(routes, ev);
+		JsonbContainer *source = NULL;
+		JsonbContainer *event;
 
-		if (event != NULL)
-			eoi_cdc_source_names(event, (char **) &values.source_db, (char **) &values.source_schema,
-								 (char **) &values.source_table);
+		if (ev->has_parts && ev->source_text != NULL)
+			source = &eoi_cdc_parse_json(ev->source_text, ev->source_len)->root;
+		else if ((event = eoi_cdc_payload_object(routes, ev)) != NULL)
+			source = eoi_cdc_source_block(event);
+		eoi_cdc_source_names(source, (char **) &values.source_db, (char **) &values.source_schema,
+							 (char **) &values.source_table);
 		if (missing_ok && !eoi_template_values_complete(template, &values))
 			return NULL;
 	}
@@ -934,30 +936,28 @@ eoi_cdc_event_target(CdcRoutes *routes, EventJson *ev, const char *topic, bool m
 	return pnstrdup(v.val.string.val, v.val.string.len);
 }
 
-/* Does the job route its events to more than its one target? */
-static bool
-routed(const EoiJob *job)
-{
-	return job->targets != NULL || eoi_target_is_template(job->target);
-}
-
-/* The context of the event's target, opened when the batch first has one for it. */
+/*
+ * The context of the event's target, opened when the batch first has an
+ * event for it: a table create_target makes, or schema_changes changes, is
+ * made to hold this event's schema first (cdcevolve.c).
+ */
 static CdcContext *
-route_event(CdcRoutes *routes, EventJson *ev)
+route_event(CdcRoutes *routes, EventJson *ev, rd_kafka_message_t *msg)
 {
+	const char *topic = eoi_message_topic(routes->position->batch, routes->position->current);
 	char	   *target;
 	MemoryContext old;
 	CdcContext *cx;
 
-	if (!routed(routes->job))
+	if (routes->ncontexts == 1 && routes->job->targets == NULL && !eoi_target_is_template(routes->job->target))
 		return routes->contexts[0];
-	target = eoi_cdc_event_target(routes, ev,
-								  eoi_message_topic(routes->position->batch, routes->position->current),
-								  false);
+	target = eoi_cdc_event_target(routes, ev, topic, false);
 	if ((cx = find_context(routes, target)) != NULL)
 		return cx;
 	/* what the contexts hold lives as long as the batch, not the event */
 	old = MemoryContextSwitchTo(routes->cxt);
+	if (!routes->dry_run)
+		eoi_cdc_evolve_for_event(routes, target, ev, msg, topic);
 	cx = open_target(routes, pstrdup(target));
 	MemoryContextSwitchTo(old);
 	return cx;
@@ -1061,9 +1061,10 @@ eoi_cdc_batch(const EoiJob *job, EoiBatch *batch)
 	routes.cxt = CurrentMemoryContext;
 	if (eoi_batch_from_partitions(batch))
 		routes.replays = eoi_replay_filter_begin(job);
+	/* a routed target not there yet is said anew by this batch (sink.c) */
+	(void) eoi_target_missing();
+	/* the targets are opened as their first events come, once made to hold them */
 	eoi_cdc_evolve_targets(&routes, batch);
-	if (!routed(job))
-		(void) open_target(&routes, job->target);
 
 	errcb.callback = event_error_callback;
 	errcb.arg = &ep;

@@ -203,6 +203,8 @@ extern char *eoi_cdc_event_target(CdcRoutes *routes, EventJson *ev, const char *
 
 /* cdcevolve.c */
 extern void eoi_cdc_evolve_targets(CdcRoutes *routes, EoiBatch *batch);
+extern void eoi_cdc_evolve_for_event(CdcRoutes *routes, const char *target, EventJson *ev,
+									 rd_kafka_message_t *msg, const char *topic);
 
 /* cdcmode.c */
 extern void eoi_cdc_history_source(JsonbContainer *source, HistoryMeta *meta);

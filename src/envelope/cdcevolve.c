@@ -13,10 +13,14 @@
  * (the record of its "after" field).  An event without one
  * (schemas.enable=false) tells nothing: its target must exist.
  *
- * An event's schema is looked at once per batch for each topic it comes
- * in: the first event of each decides the target (routed by its source
- * table) that the schema is for.  Debezium writes a table's events with a
- * schema of its own, named after it.
+ * Before a batch's events are applied, the schema of each is looked at
+ * once per topic: the first event of each decides the target (routed by
+ * its source table) that the schema is for, and the target is made to hold
+ * all the batch's schemas for it in the order they came.  Debezium writes
+ * a table's events with a schema of its own, named after it; a topic of
+ * tables that share one (shards merged by a routing transform) has its
+ * other tables made to hold their first event's schema as the batch first
+ * comes to them.
  *
  *-------------------------------------------------------------------------
  */
@@ -35,8 +39,7 @@ typedef struct TargetSchemas
 {
 	char	   *target;
 	List	   *uses;			/* of EoiSchemaUse, in the order they came */
-	List	   *topics;			/* of String: the topics of its events */
-	List	   *key;			/* the key schema's fields (String), or NIL */
+	int			first;			/* the batch's first message for it */
 } TargetSchemas;
 
 /* Error context: the message being looked at. */
@@ -92,7 +95,7 @@ event_schema(CdcRoutes *routes, rd_kafka_message_t *msg, EventJson *ev,
 		data = eoi_framed_message(EOI_FORMAT_AVRO, msg, false, false, &len);
 		*fields = eoi_avro_schema_field_fields(data, len, "after");
 		*key = *fields;
-		return true;
+		return (*fields)->record;
 	}
 	eoi_cdc_split_message(routes, msg, false, ev);
 	*key = (const void *) (intptr_t) ev->serial;
@@ -133,7 +136,7 @@ key_fields(CdcRoutes *routes, rd_kafka_message_t *msg)
 }
 
 static TargetSchemas *
-target_schemas(List **targets, const char *target)
+target_schemas(List **targets, const char *target, int message)
 {
 	ListCell   *lc;
 	TargetSchemas *ts;
@@ -143,6 +146,7 @@ target_schemas(List **targets, const char *target)
 			return lfirst(lc);
 	ts = palloc0(sizeof(TargetSchemas));
 	ts->target = pstrdup(target);
+	ts->first = message;
 	*targets = lappend(*targets, ts);
 	return ts;
 }
@@ -160,8 +164,6 @@ add_use(TargetSchemas *ts, const EoiSchemaFields *fields, const char *topic)
 	use->fields = eoi_schema_fields_copy(fields);
 	use->topic = pstrdup(topic);
 	ts->uses = lappend(ts->uses, use);
-	if (!list_member(ts->topics, makeString((char *) topic)))
-		ts->topics = lappend(ts->topics, makeString(pstrdup(topic)));
 }
 
 /* What the look at a batch's events has found, and the last event's schema. */
@@ -197,8 +199,6 @@ look_at(CdcRoutes *routes, EoiBatch *batch, int i, Look *look)
 		return;					/* none */
 	same = key != NULL && key == look->last_schema &&
 		look->last_topic != NULL && strcmp(look->last_topic, topic) == 0;
-	look->last_topic = topic;
-	look->last_schema = key;
 	if (same)
 		return;
 	seen_as = psprintf("%s\n%s", topic,
@@ -206,53 +206,52 @@ look_at(CdcRoutes *routes, EoiBatch *batch, int i, Look *look)
 					   key != NULL ? psprintf("%d", (int) (intptr_t) key) :
 					   JsonbToCString(NULL, ev.after_schema, -1));
 	if (list_member(look->seen, makeString(seen_as)))
+	{
+		look->last_topic = topic;
+		look->last_schema = key;
 		return;
+	}
 	if (fields == NULL)
 		fields = connect_fields(ev.after_schema);
 	if (routes->job->format == EOI_FORMAT_AVRO)
 		eoi_cdc_split_message(routes, msg, false, &ev);	/* to route it */
 	target = eoi_cdc_event_target(routes, &ev, topic, true);
+	if (target == NULL)
+		return;					/* applying it says why it has no target */
 	old = MemoryContextSwitchTo(look->keep);
 	look->seen = lappend(look->seen, makeString(pstrdup(seen_as)));
-	if (target != NULL)
-		add_use(target_schemas(&look->targets, target), fields, topic);
+	look->last_topic = topic;
+	look->last_schema = key;
+	add_use(target_schemas(&look->targets, target, i), fields, topic);
 	MemoryContextSwitchTo(old);
 }
 
 /*
- * The primary key of a table made for `ts`: key_columns, or the fields of
- * the key schema of the batch's first keyed event of its topics.  NIL for
- * history, which has none.
+ * What a table made for the events of `msg` holds besides their fields:
+ * the columns cdc_mode fills, and its primary key: key_columns, or the
+ * fields of the schema of the message's key (the source table's primary
+ * key).  History has none.
  */
-static List *
-new_target_key(CdcRoutes *routes, EoiBatch *batch, TargetSchemas *ts, EventPosition *ep)
+static EoiNewTarget
+new_target(CdcRoutes *routes, const char *target, rd_kafka_message_t *msg)
 {
 	const EoiJob *job = routes->job;
+	EoiNewTarget shape = {0};
 
+	shape.columns = eoi_cdc_mode_column_definitions(job->cdc_mode, job->deleted_column);
 	if (job->cdc_mode == EOI_CDC_HISTORY)
-		return NIL;
+		return shape;
 	if (job->targets == NULL && job->key_columns != NIL)
-		return job->key_columns;
-	for (int i = 0; i < batch->n; i++)
-	{
-		List	   *names;
-
-		CHECK_FOR_INTERRUPTS();
-		if (batch->messages[i]->key == NULL ||
-			!list_member(ts->topics, makeString((char *) eoi_message_topic(batch, i))))
-			continue;
-		ep->current = i;
-		names = key_fields(routes, batch->messages[i]);
-		ep->current = -1;
-		if (names != NIL)
-			return names;
-	}
-	ereport(ERROR,
-			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-			 errmsg("target %s does not exist, and no change event of the batch has a key with a schema to make its primary key of", ts->target),
-			 errdetail("Change events are applied by key: create_target makes the table's primary key of the fields of the events' key schema."),
-			 errhint("Give the source table a primary key, or create the target yourself with one.")));
-	return NIL;					/* not reached */
+		shape.key = job->key_columns;
+	else
+		shape.key = key_fields(routes, msg);
+	if (shape.key == NIL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("target %s does not exist, and the change event has no key with a schema to make its primary key of", target),
+				 errdetail("Change events are applied by key: create_target makes the table's primary key of the fields of the events' key schema."),
+				 errhint("Give the source table a primary key, or create the target yourself with one.")));
+	return shape;
 }
 
 /*
@@ -300,13 +299,56 @@ eoi_cdc_evolve_targets(CdcRoutes *routes, EoiBatch *batch)
 		TargetSchemas *ts = lfirst(lc);
 		EoiNewTarget shape = {0};
 
+		/* what the table needs is its first event's */
+		ep.current = ts->first;
 		if (job->create_target && !eoi_target_exists(ts->target))
-		{
-			shape.key = new_target_key(routes, batch, ts, &ep);
-			shape.columns = eoi_cdc_mode_column_definitions(job->cdc_mode, job->deleted_column);
-		}
+			shape = new_target(routes, ts->target, batch->messages[ts->first]);
+		ep.current = -1;
 		eoi_evolve_target_to(job, ts->target, ts->uses, &shape);
 	}
 	error_context_stack = errcb.previous;
 	MemoryContextDelete(each);
+}
+
+/*
+ * As an event's target is first opened in a batch: make it hold the
+ * event's schema (create it, add and widen its columns), as the job says.
+ * The look at the batch's schemas above did that for the first event of
+ * each topic and schema; a topic of several source tables that share a
+ * schema (a routing transform that merges shards) has its other tables
+ * handled here.  Errors are the event's.
+ */
+void
+eoi_cdc_evolve_for_event(CdcRoutes *routes, const char *target, EventJson *ev,
+						 rd_kafka_message_t *msg, const char *topic)
+{
+	const EoiJob *job = routes->job;
+	const EoiSchemaFields *fields = NULL;
+	EoiNewTarget shape = {0};
+	List	   *uses = NIL;
+
+	if (!job->create_target && job->schema_changes == EOI_SCHEMA_CHANGES_NONE)
+		return;
+	if (job->format == EOI_FORMAT_AVRO)
+	{
+		size_t		len;
+		const char *data = eoi_framed_message(EOI_FORMAT_AVRO, msg, false, false, &len);
+
+		fields = eoi_avro_schema_field_fields(data, len, "after");
+		if (!fields->record)
+			fields = NULL;
+	}
+	else if (ev->after_schema != NULL)
+		fields = connect_fields(ev->after_schema);
+	if (fields != NULL)
+	{
+		EoiSchemaUse *use = palloc(sizeof(EoiSchemaUse));
+
+		use->fields = eoi_schema_fields_copy(fields);
+		use->topic = topic;
+		uses = list_make1(use);
+	}
+	if (job->create_target && uses != NIL && !eoi_target_exists(target))
+		shape = new_target(routes, target, msg);
+	eoi_evolve_target_to(job, target, uses, &shape);
 }

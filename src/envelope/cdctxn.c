@@ -224,12 +224,17 @@ eoi_cdc_source_table(JsonbContainer *event)
 	return schema ? psprintf("%s.%s", schema, table) : table;
 }
 
-/* The db, schema and table an event's source block names, each NULL if it does not. */
-void
-eoi_cdc_source_names(JsonbContainer *event, char **db, char **schema, char **table)
+/* An event's source block, or NULL. */
+JsonbContainer *
+eoi_cdc_source_block(JsonbContainer *event)
 {
-	JsonbContainer *source = get_container(event, "source", false);
+	return get_container(event, "source", false);
+}
 
+/* The db, schema and table a source block (or NULL) names, each NULL if it does not. */
+void
+eoi_cdc_source_names(JsonbContainer *source, char **db, char **schema, char **table)
+{
 	*db = get_string(source, "db");
 	*schema = get_string(source, "schema");
 	*table = get_string(source, "table");

@@ -20,7 +20,8 @@
 
 /* The source table of a change event ("schema.table"), or NULL. */
 extern char *eoi_cdc_source_table(JsonbContainer *event);
-extern void eoi_cdc_source_names(JsonbContainer *event, char **db, char **schema, char **table);
+extern JsonbContainer *eoi_cdc_source_block(JsonbContainer *event);
+extern void eoi_cdc_source_names(JsonbContainer *source, char **db, char **schema, char **table);
 extern bool eoi_cdc_has_transaction(JsonbContainer *event);
 
 extern int	eoi_txn_cut(const EoiJob *job, EoiBatch *batch, char **why);

@@ -12,13 +12,15 @@ set -euo pipefail
 . "$(dirname "$0")/../lib/tap.sh"
 . "$(dirname "$0")/../lib/faults.sh"
 
-plan 23
+plan 27
 
 work=$(mktemp -d "$EOINGEST_RUN/cdcevolve.XXXXXX")
 trap 'clear_fault >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
 t=cev$$
 u=cevu$$
 bare=cevb$$
+tomb=cevt$$
+shard=cevs$$
 
 # events FILE TABLE VERSION [BARE] < "op id name amount note qty" lines: change events of source table
 # public.TABLE with the value schema of VERSION (1: id, name, amount, at; 2: and note; 3: and qty, int32;
@@ -26,7 +28,9 @@ bare=cevb$$
 cat >"$work/events.py" <<'EOF'
 import base64, json, sys
 out, table, version = sys.argv[1], sys.argv[2], int(sys.argv[3])
-bare = len(sys.argv) > 4
+bare = "bare" in sys.argv[4:]
+# schema=NAME: the schemas named after NAME, not the table (shards that share one)
+named = ([a[7:] for a in sys.argv[4:] if a.startswith("schema=")] or [table])[0]
 def field(fname, typ, optional=True, **more):
     return dict(type=typ, optional=optional, field=fname, **more)
 cols = [field("id", "int32", False), field("name", "string"),
@@ -37,16 +41,16 @@ if version >= 2:
     cols.append(field("note", "string"))
 if version >= 3:
     cols.append(field("qty", "int32" if version == 3 else "int64"))
-value = dict(type="struct", fields=cols, optional=True, name="cev.public.%s.Value" % table)
+value = dict(type="struct", fields=cols, optional=True, name="cev.public.%s.Value" % named)
 source = dict(type="struct", optional=False, name="io.debezium.connector.postgresql.Source", field="source",
               fields=[field("version", "string", False), field("connector", "string", False),
                       field("name", "string", False), field("ts_ms", "int64", False),
                       field("db", "string", False), field("schema", "string", False),
                       field("table", "string", False), field("lsn", "int64")])
-envelope = dict(type="struct", optional=False, name="cev.public.%s.Envelope" % table, version=2,
+envelope = dict(type="struct", optional=False, name="cev.public.%s.Envelope" % named, version=2,
                 fields=[dict(value, field="before"), dict(value, field="after"), source,
                         field("op", "string", False), field("ts_ms", "int64")])
-key_schema = dict(type="struct", optional=False, name="cev.public.%s.Key" % table,
+key_schema = dict(type="struct", optional=False, name="cev.public.%s.Key" % named,
                   fields=[field("id", "int32", False)])
 def amount(s):
     n = round(float(s) * 100)
@@ -93,7 +97,7 @@ produce() { eoi-kafka produce -K "$1" <"$2" >/dev/null; }
 sql "CREATE EXTENSION IF NOT EXISTS eoingest" >/dev/null 2>&1
 sql "SELECT eoingest.drop_job(name) FROM eoingest.jobs WHERE name LIKE 'cev\\_%';
      DROP SCHEMA IF EXISTS cev CASCADE; CREATE SCHEMA cev" >/dev/null 2>&1
-for topic in "$t" "$u" "$bare"; do eoi-kafka create-topic "$topic" 1 >/dev/null; done
+for topic in "$t" "$u" "$bare" "$tomb" "$shard"; do eoi-kafka create-topic "$topic" 1 >/dev/null; done
 
 common="brokers => '$KAFKA_BROKERS', format => 'json', envelope => 'debezium', create_target => true,
         on_error => 'fail', start_offset => 'earliest', batch_timeout_ms => 100"
@@ -215,6 +219,41 @@ check "events without a schema: the job stops, saying why, its offsets kept" wai
           AND NOT EXISTS (SELECT FROM eoingest.offsets WHERE job = 'cev_bare' AND next_offset > 0)
      FROM eoingest.job_status WHERE name = 'cev_bare'"
 
-for j in cev_apply cev_hist cev_soft cev_routed cev_tmpl cev_wait cev_bare; do sql "SELECT eoingest.drop_job('$j')" >/dev/null; done
+# a first batch of a tombstone alone: nothing to create the table from, nor a reason to
+printf '%s\t\n' '{"id":1}' | eoi-kafka produce -K -z "$tomb" >/dev/null
+sql "SELECT eoingest.create_job(name => 'cev_tomb', topic => '$tomb', target => 'cev.tomb', $common);
+     SELECT eoingest.start_job('cev_tomb')" >/dev/null 2>&1
+check "a batch of only a tombstone: committed, the job running, no table made" wait_until 60 \
+  "SELECT state = 'running' AND (SELECT next_offset FROM eoingest.offsets WHERE job = 'cev_tomb') = 1
+          AND to_regclass('cev.tomb') IS NULL FROM eoingest.job_status WHERE name = 'cev_tomb'"
+events "$work/t1" "$tomb" 1 <<'EOF'
+c 1 ann 1.00 - 0
+EOF
+produce "$tomb" "$work/t1"
+check "its first event creates the table" wait_until 60 "SELECT to_regclass('cev.tomb') IS NOT NULL AND (SELECT count(*) FROM cev.tomb) = 1"
+
+# a history through a template of the source table
+sql "SELECT eoingest.create_job(name => 'cev_htmpl', topic => '$u', target => 'cev.h_\${source.table}', cdc_mode => 'history',
+        $common); SELECT eoingest.start_job('cev_htmpl')" >/dev/null 2>&1
+check "cdc_mode history into a template: the source table's change log created" wait_until 60 \
+  "SELECT to_regclass('cev.h_$u') IS NOT NULL AND (SELECT string_agg(__op || id, ' ' ORDER BY __offset) FROM cev.h_$u) = 'c7 c8'"
+
+# shards merged into one topic, with one schema: each source table gets its table, with its key
+events "$work/s1" "sa$$" 1 "schema=cevshard" <<'EOF'
+c 1 a1 1.00 - 0
+c 2 a2 2.00 - 0
+EOF
+events "$work/s2" "sb$$" 1 "schema=cevshard" <<'EOF'
+c 5 b5 5.00 - 0
+EOF
+cat "$work/s1" "$work/s2" >"$work/s12"
+produce "$shard" "$work/s12"
+sql "SELECT eoingest.create_job(name => 'cev_shard', topic => '$shard', target => 'cev.\${source.table}', $common);
+     SELECT eoingest.start_job('cev_shard')" >/dev/null 2>&1
+check "shards that share a schema in one topic: each source table's table created and filled" wait_until 60 \
+  "SELECT to_regclass('cev.sb$$') IS NOT NULL AND (SELECT string_agg(id || name, ',' ORDER BY id) FROM cev.sa$$) = '1a1,2a2'
+          AND (SELECT string_agg(id || name, ',' ORDER BY id) FROM cev.sb$$) = '5b5'"
+
+for j in cev_apply cev_hist cev_soft cev_routed cev_tmpl cev_wait cev_bare cev_tomb cev_htmpl cev_shard; do sql "SELECT eoingest.drop_job('$j')" >/dev/null; done
 sql "DROP SCHEMA cev CASCADE" >/dev/null 2>&1
 done_testing
