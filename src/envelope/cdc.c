@@ -26,6 +26,10 @@
  * source position before the last one applied from its partition, is
  * skipped (cdcreplay.c).
  *
+ * With create_target and schema_changes, a target is created, or given
+ * the columns the events' schemas add, before the events that need it are
+ * applied (cdcevolve.c).
+ *
  * The images' fields fill the columns of those names, as format json maps
  * an object (format/decodejson.c).  A field that is not a column of the target, or a
  * missing or null key, is an error of the record, as is an unknown op.
@@ -788,7 +792,7 @@ event_error_callback(void *arg)
 
 /*
  * A context per target, opened when the batch first has an event for it
- * (targets), or the job's one target, opened at once.
+ * (a preview opens them at once).
  */
 static CdcContext *
 open_target(CdcRoutes *routes, const char *target)
