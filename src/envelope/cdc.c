@@ -782,8 +782,9 @@ apply_event(CdcRoutes *routes, rd_kafka_message_t *msg)
 	return true;
 }
 
-static void
-event_error_callback(void *arg)
+/* Error context: the event at an EventPosition. */
+void
+eoi_cdc_event_errcontext(void *arg)
 {
 	EventPosition *ep = arg;
 
@@ -1070,7 +1071,7 @@ eoi_cdc_batch(const EoiJob *job, EoiBatch *batch)
 	/* the targets are opened as their first events come, once made to hold them */
 	eoi_cdc_evolve_targets(&routes, batch);
 
-	errcb.callback = event_error_callback;
+	errcb.callback = eoi_cdc_event_errcontext;
 	errcb.arg = &ep;
 	errcb.previous = error_context_stack;
 	error_context_stack = &errcb;
@@ -1193,7 +1194,7 @@ eoi_cdc_preview_event(EoiCdcPreview *p, int message)
 	routes->op = NULL;
 	routes->truncated = NULL;
 	p->position.current = message;
-	errcb.callback = event_error_callback;
+	errcb.callback = eoi_cdc_event_errcontext;
 	errcb.arg = &p->position;
 	errcb.previous = error_context_stack;
 	error_context_stack = &errcb;

@@ -199,6 +199,7 @@ extern JsonbContainer *eoi_cdc_payload_object(CdcRoutes *routes, EventJson *ev);
 extern void eoi_cdc_event_parts(CdcRoutes *routes, EventJson *ev);
 
 /* cdc.c */
+extern void eoi_cdc_event_errcontext(void *arg);
 extern char *eoi_cdc_event_target(CdcRoutes *routes, EventJson *ev, const char *topic, bool missing_ok);
 
 /* cdcevolve.c */

@@ -42,15 +42,6 @@ typedef struct TargetSchemas
 	int			first;			/* the batch's first message for it */
 } TargetSchemas;
 
-/* Error context: the message being looked at. */
-static void
-message_error_callback(void *arg)
-{
-	EventPosition *ep = arg;
-
-	eoi_message_errcontext(ep->batch, ep->current);
-}
-
 /* The name Kafka Connect gives `schema`, or "unnamed". */
 static const char *
 connect_schema_name(JsonbContainer *schema)
@@ -274,7 +265,7 @@ eoi_cdc_evolve_targets(CdcRoutes *routes, EoiBatch *batch)
 		return;
 	each = AllocSetContextCreate(CurrentMemoryContext, "eoingest change event schemas",
 								 ALLOCSET_DEFAULT_SIZES);
-	errcb.callback = message_error_callback;
+	errcb.callback = eoi_cdc_event_errcontext;
 	errcb.arg = &ep;
 	errcb.previous = error_context_stack;
 	error_context_stack = &errcb;

@@ -213,12 +213,13 @@ message_object(rd_kafka_message_t *msg)
 char *
 eoi_cdc_source_table(JsonbContainer *event)
 {
-	JsonbContainer *source = get_container(event, "source", false);
-	char	   *schema = get_string(source, "schema");
-	char	   *table = get_string(source, "table");
+	char	   *db;
+	char	   *schema;
+	char	   *table;
 
+	eoi_cdc_source_names(eoi_cdc_source_block(event), &db, &schema, &table);
 	if (schema == NULL)
-		schema = get_string(source, "db");
+		schema = db;
 	if (table == NULL)
 		return NULL;
 	return schema ? psprintf("%s.%s", schema, table) : table;

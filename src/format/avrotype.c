@@ -60,92 +60,85 @@ json_int(JsonbValue *obj, const char *key, int fallback)
 }
 
 /*
- * Kafka Connect's AvroConverter marks Debezium's time types with a
+ * Kafka Connect's AvroConverter marks Debezium's types with a
  * "connect.name" property and no logicalType (io.debezium.time.Date is an
- * int of days, MicroTimestamp a long of microseconds, ...): read them as
- * the logical type of the same unit, so that they come out as dates and
- * times, not as numbers.  Debezium's timestamps count from the epoch in
+ * int of days, MicroTimestamp a long of microseconds, ...).  Each is read
+ * as the logical type of the same unit, so that it comes out as a date or
+ * time, not as a number; Debezium's timestamps count from the epoch in
  * UTC, with or without a zone in the source: rendered with "+00", they are
- * right for timestamp and timestamptz columns alike.
+ * right for timestamp and timestamptz columns alike.  Where the column a
+ * type fills best is not its Avro or logical type's, the table says which:
+ * timestamps of a column without a zone are local ones, and the strings of
+ * JSON, UUIDs and zoned times are those types' text.
  */
+static const struct
+{
+	const char *name;
+	avro_type_t kind;
+	Logical		logical;		/* L_NONE: read as its Avro type */
+	Oid			column;			/* InvalidOid: its logical or Avro type's */
+}			debezium_types[] = {
+	{"io.debezium.time.Date", AVRO_INT32, L_DATE, InvalidOid},
+	{"io.debezium.time.Time", AVRO_INT32, L_TIME_MILLIS, InvalidOid},
+	{"io.debezium.time.MicroTime", AVRO_INT64, L_TIME_MICROS, InvalidOid},
+	{"io.debezium.time.Timestamp", AVRO_INT64, L_TIMESTAMP_MILLIS, TIMESTAMPOID},
+	{"io.debezium.time.MicroTimestamp", AVRO_INT64, L_TIMESTAMP_MICROS, TIMESTAMPOID},
+	{"io.debezium.time.NanoTimestamp", AVRO_INT64, L_TIMESTAMP_NANOS, TIMESTAMPOID},
+	{"io.debezium.time.NanoTime", AVRO_INT64, L_TIME_NANOS, InvalidOid},
+	{"io.debezium.data.VariableScaleDecimal", AVRO_RECORD, L_VARIABLE_DECIMAL, InvalidOid},
+	{"io.debezium.data.Bits", AVRO_BYTES, L_BITS, InvalidOid},
+	{"io.debezium.time.ZonedTimestamp", AVRO_STRING, L_NONE, TIMESTAMPTZOID},
+	{"io.debezium.time.ZonedTime", AVRO_STRING, L_NONE, TIMETZOID},
+	{"io.debezium.data.Json", AVRO_STRING, L_NONE, JSONBOID},
+	{"io.debezium.data.Uuid", AVRO_STRING, L_NONE, UUIDOID},
+};
+
+/* The Debezium type a node of kind `kind` names with "connect.name", or -1. */
+static int
+debezium_type_of(JsonbValue *json, avro_type_t kind)
+{
+	JsonbValue	cn;
+
+	if (!json_key(json, "connect.name", &cn) || cn.type != jbvString)
+		return -1;
+	for (int i = 0; i < lengthof(debezium_types); i++)
+		if (debezium_types[i].kind == kind && json_is(&cn, debezium_types[i].name))
+			return i;
+	return -1;
+}
+
+/* The logical type of a Debezium type, or L_NONE; Bits' length in *scale. */
 static Logical
 connect_logical_of(JsonbValue *json, avro_type_t kind, int *scale)
 {
-	static const struct
-	{
-		const char *name;
-		avro_type_t kind;
-		Logical		logical;
-	}			names[] = {
-		{"io.debezium.time.Date", AVRO_INT32, L_DATE},
-		{"io.debezium.time.Time", AVRO_INT32, L_TIME_MILLIS},
-		{"io.debezium.time.MicroTime", AVRO_INT64, L_TIME_MICROS},
-		{"io.debezium.time.Timestamp", AVRO_INT64, L_TIMESTAMP_MILLIS},
-		{"io.debezium.time.MicroTimestamp", AVRO_INT64, L_TIMESTAMP_MICROS},
-		{"io.debezium.time.NanoTimestamp", AVRO_INT64, L_TIMESTAMP_NANOS},
-		{"io.debezium.time.NanoTime", AVRO_INT64, L_TIME_NANOS},
-		{"io.debezium.data.VariableScaleDecimal", AVRO_RECORD, L_VARIABLE_DECIMAL},
-		{"io.debezium.data.Bits", AVRO_BYTES, L_BITS},
-	};
-	JsonbValue	cn;
+	int			i = debezium_type_of(json, kind);
 	JsonbValue	params;
 	JsonbValue	length;
 
-	if (!json_key(json, "connect.name", &cn) || cn.type != jbvString)
+	if (i < 0 || debezium_types[i].logical == L_NONE)
 		return L_NONE;
-	for (int i = 0; i < lengthof(names); i++)
+	/* Bits: as many as connect.parameters' length (a string), else all the bytes' */
+	*scale = -1;
+	if (debezium_types[i].logical == L_BITS && json_key(json, "connect.parameters", &params) &&
+		json_key(&params, "length", &length) && length.type == jbvString)
 	{
-		if (names[i].kind != kind || !json_is(&cn, names[i].name))
-			continue;
-		/* Bits: as many as connect.parameters' length (a string), else all the bytes' */
-		*scale = -1;
-		if (names[i].logical == L_BITS && json_key(json, "connect.parameters", &params) &&
-			json_key(&params, "length", &length) && length.type == jbvString)
-		{
-			char	   *text = pnstrdup(length.val.string.val, length.val.string.len);
-			char	   *end;
-			long		n = strtol(text, &end, 10);
+		char	   *text = pnstrdup(length.val.string.val, length.val.string.len);
+		char	   *end;
+		long		n = strtol(text, &end, 10);
 
-			if (*text != '\0' && *end == '\0' && n >= 0 && n <= VARBITMAXLEN)
-				*scale = (int) n;
-		}
-		return names[i].logical;
+		if (*text != '\0' && *end == '\0' && n >= 0 && n <= VARBITMAXLEN)
+			*scale = (int) n;
 	}
-	return L_NONE;
+	return debezium_types[i].logical;
 }
 
-/*
- * The column a Debezium type named by "connect.name" fills best, where it
- * is not the column of its Avro type or logical type: Debezium's
- * timestamps of a column without a zone are local ones, and its strings
- * of JSON, UUIDs and zoned times are those types' text.  InvalidOid for
- * the others.
- */
+/* The column a Debezium type fills best, where the table names one; else InvalidOid. */
 static Oid
 connect_column_of(JsonbValue *json, avro_type_t kind)
 {
-	static const struct
-	{
-		const char *name;
-		avro_type_t kind;
-		Oid			column;
-	}			names[] = {
-		{"io.debezium.time.Timestamp", AVRO_INT64, TIMESTAMPOID},
-		{"io.debezium.time.MicroTimestamp", AVRO_INT64, TIMESTAMPOID},
-		{"io.debezium.time.NanoTimestamp", AVRO_INT64, TIMESTAMPOID},
-		{"io.debezium.time.ZonedTimestamp", AVRO_STRING, TIMESTAMPTZOID},
-		{"io.debezium.time.ZonedTime", AVRO_STRING, TIMETZOID},
-		{"io.debezium.data.Json", AVRO_STRING, JSONBOID},
-		{"io.debezium.data.Uuid", AVRO_STRING, UUIDOID},
-	};
-	JsonbValue	cn;
+	int			i = debezium_type_of(json, kind);
 
-	if (!json_key(json, "connect.name", &cn) || cn.type != jbvString)
-		return InvalidOid;
-	for (int i = 0; i < lengthof(names); i++)
-		if (names[i].kind == kind && json_is(&cn, names[i].name))
-			return names[i].column;
-	return InvalidOid;
+	return i < 0 ? InvalidOid : debezium_types[i].column;
 }
 
 /*
