@@ -1,0 +1,108 @@
+/*-------------------------------------------------------------------------
+ *
+ * jsonbuild.c
+ *	  Format json: a message's value as jsonb, built from the one-pass scan
+ *	  of jsonscan.c.
+ *
+ * The result is the jsonb that jsonb_in makes of the same text, datum for
+ * datum: the members go through pushJsonbValue as jsonb_in's parser hands
+ * them over (so duplicate keys, key order and the size limits are
+ * jsonb's), numbers through numeric_in, and an object or array inside the
+ * message through jsonb_in itself.  The scan reads only what PostgreSQL's
+ * parser reads the same way (jsonscan.h); any other text, invalid JSON
+ * included, goes to jsonb_in whole, which reports what is wrong with it.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "mb/pg_wchar.h"
+#include "utils/builtins.h"
+#include "utils/jsonb.h"
+
+#include "format/jsonbuild.h"
+#include "format/jsonscan.h"
+
+/* A member's value as jsonb_in's parser makes it. */
+static void
+token_value(const EoiJsonToken *t, JsonbValue *v)
+{
+	switch (t->kind)
+	{
+		case EOI_JSON_NULL:
+			v->type = jbvNull;
+			break;
+		case EOI_JSON_TRUE:
+		case EOI_JSON_FALSE:
+			v->type = jbvBool;
+			v->val.boolean = (t->kind == EOI_JSON_TRUE);
+			break;
+		case EOI_JSON_NUMBER:
+			v->type = jbvNumeric;
+			v->val.numeric = DatumGetNumeric(DirectFunctionCall3(numeric_in,
+																 CStringGetDatum(pnstrdup(t->data, t->len)),
+																 ObjectIdGetDatum(InvalidOid),
+																 Int32GetDatum(-1)));
+			break;
+		case EOI_JSON_STRING:
+			v->type = jbvString;
+			v->val.string.val = (char *) t->data;
+			v->val.string.len = (int) t->len;
+			break;
+		case EOI_JSON_NESTED:
+			{
+				Jsonb	   *nested = DatumGetJsonbP(DirectFunctionCall1(jsonb_in,
+																		CStringGetDatum(pnstrdup(t->data, t->len))));
+
+				v->type = jbvBinary;
+				v->val.binary.data = &nested->root;
+				v->val.binary.len = VARSIZE(nested) - VARHDRSZ;
+				break;
+			}
+	}
+}
+
+/* jsonscan's callback: one member of the top-level object. */
+static bool
+add_member(void *arg, const char *key, size_t key_len, const EoiJsonToken *value)
+{
+	JsonbParseState **state = arg;
+	JsonbValue	k;
+	JsonbValue	v;
+
+	k.type = jbvString;
+	k.val.string.val = (char *) key;
+	k.val.string.len = (int) key_len;
+	(void) pushJsonbValue(state, WJB_KEY, &k);
+	token_value(value, &v);
+	(void) pushJsonbValue(state, WJB_VALUE, &v);
+	return true;
+}
+
+/*
+ * `len` bytes of JSON text (valid in the database encoding) as jsonb.
+ * The strings stay where the scan left them, in the text or in scratch,
+ * until the jsonb is made: both live as long as this call.
+ */
+Datum
+eoi_jsonb_from_text(const char *data, size_t len)
+{
+	JsonbParseState *state = NULL;
+	JsonbValue *object;
+	char	   *scratch;
+
+	/* no string of a shorter text can be too long for jsonb */
+	if (len <= JENTRY_OFFLENMASK)
+	{
+		scratch = palloc(Max(len, 1));
+		(void) pushJsonbValue(&state, WJB_BEGIN_OBJECT, NULL);
+		if (eoi_json_scan_object(data, len, scratch, GetDatabaseEncoding() == PG_UTF8,
+								 add_member, &state))
+		{
+			object = pushJsonbValue(&state, WJB_END_OBJECT, NULL);
+			return JsonbPGetDatum(JsonbValueToJsonb(object));
+		}
+		pfree(scratch);
+	}
+	return DirectFunctionCall1(jsonb_in, CStringGetDatum(pnstrdup(data, len)));
+}
