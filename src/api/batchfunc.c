@@ -31,6 +31,7 @@
 #include "base/txn.h"
 #include "format/avro.h"
 #include "format/decode.h"
+#include "format/jsonbuild.h"
 #include "kafka/batch.h"
 
 PG_FUNCTION_INFO_V1(eoingest_batch);
@@ -192,19 +193,19 @@ check_value_text(EoiFormat format, rd_kafka_message_t *msg)
 }
 
 /*
- * A json job's value: as jsonb (value_json) when read, from its text when
- * that was made (*made); else only checked to be JSON, as it is when read.
+ * A json job's value: as jsonb (value_json) when read; else only checked to
+ * be JSON, as it is when read.  The text was checked to be of the database
+ * encoding (message_text or check_value_text).
  */
 static Datum
-json_value(rd_kafka_message_t *msg, bool as_jsonb, const Datum *made)
+json_value(rd_kafka_message_t *msg, bool as_jsonb)
 {
 	size_t		len;
 	const char *data = value_bytes(EOI_FORMAT_JSON, msg, &len);
-	char	   *cstring = made != NULL ? TextDatumGetCString(*made) : pnstrdup(data, len);
 
 	if (as_jsonb)
-		return DirectFunctionCall1(jsonb_in, CStringGetDatum(cstring));
-	(void) DirectFunctionCall1(json_in, CStringGetDatum(cstring));
+		return eoi_jsonb_from_text(data, len);
+	(void) DirectFunctionCall1(json_in, CStringGetDatum(pnstrdup(data, len)));
 	return (Datum) 0;
 }
 
@@ -245,12 +246,12 @@ message_row(EoiBatch *batch, int i, TupleDesc tupdesc, const bool *read, Datum *
 		return;
 	if (value_json != NULL && read[7])
 	{
-		values[7] = DirectFunctionCall1(jsonb_in, CStringGetDatum(value_json));
+		values[7] = eoi_jsonb_from_text(value_json, strlen(value_json));
 		nulls[7] = false;
 	}
 	else if (batch->format == EOI_FORMAT_JSON && msg->payload != NULL)
 	{
-		values[7] = json_value(msg, read[7], need_value ? &values[4] : NULL);
+		values[7] = json_value(msg, read[7]);
 		nulls[7] = !read[7];
 	}
 	if (read[8])
