@@ -1223,24 +1223,27 @@ run_cdc() {
 # ---- COPY and exactly_once back to back ----
 # The machine's speed drifts over minutes, and the main table measures COPY
 # and eoingest minutes apart.  Here each round runs COPY, then exactly_once
-# b=10000 with 1 and with 2 workers, into the same table, so that a ratio
-# compares runs seconds apart; the report gives each round's and the median.
+# b=10000 with 1, 2 and 4 workers (the topic's 4 partitions), into the same
+# table, so that a ratio compares runs seconds apart; the report gives each
+# round's, the median, and the curve over the workers with the CPU of the
+# server and of the broker (which share the machine's cores).
 run_paired() {
   local round copy_rate par rate
-  log "back to back: COPY, then exactly_once b=10000 par=1 and par=2, $RUNS round(s)"
-  printf 'round\tcopy_rows_per_s\tpar\teoingest_rows_per_s\tratio\n' >"$PAIRED"
+  log "back to back: COPY, then exactly_once b=10000 par=1, 2 and 4, $RUNS round(s)"
+  printf 'round\tcopy_rows_per_s\tpar\teoingest_rows_per_s\tratio\tseconds\tserver_cpu\tbroker_cpu\n' >"$PAIRED"
   for ((round = 1; round <= RUNS; round++)); do
     reset_result
     copy_once bench_nopk
     [ "$R_STATUS" = ok ] || { fail_loudly "back to back: COPY: $R_NOTE"; return; }
     copy_rate=$(awk -v r="$R_ROWS" -v s="$R_SECONDS" 'BEGIN {printf "%.0f", r / s}')
-    for par in 1 2; do
+    for par in 1 2 4; do
       reset_result
       eoi_once "$(topic_name csv 4)" bench_nopk csv exactly_once 10000 "$par" 0
       [ "$R_STATUS" = ok ] || { fail_loudly "back to back: exactly_once par=$par: $R_NOTE"; return; }
       rate=$(awk -v r="$R_ROWS" -v s="$R_SECONDS" 'BEGIN {printf "%.0f", r / s}')
-      printf '%s\t%s\t%s\t%s\t%s\n' "$round" "$copy_rate" "$par" "$rate" \
-        "$(awk -v a="$rate" -v b="$copy_rate" 'BEGIN {printf "%.3f", a / b}')" >>"$PAIRED"
+      printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$round" "$copy_rate" "$par" "$rate" \
+        "$(awk -v a="$rate" -v b="$copy_rate" 'BEGIN {printf "%.3f", a / b}')" \
+        "$R_SECONDS" "$R_SCPU" "$R_BCPU" >>"$PAIRED"
       log "    round $round: COPY $copy_rate rows/s, exactly_once par=$par $rate rows/s"
     done
   done
