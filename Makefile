@@ -81,7 +81,7 @@ OBJS = \
 
 DATA = $(wildcard sql/eoingest--*.sql)
 
-REGRESS = setup api formats mappings fieldmap transform transformcols transformjson upsert deadletters batchbytes operations multitopic cdc cdctxn cdcschemas cdcreplay cdcmodes connectjson
+REGRESS = setup api formats intfields mappings fieldmap transform transformcols transformjson upsert deadletters batchbytes operations multitopic cdc cdctxn cdcschemas cdcreplay cdcmodes connectjson
 REGRESS_OPTS = --use-existing
 
 PG_CPPFLAGS = -I$(srcdir)/src -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare

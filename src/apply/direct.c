@@ -81,9 +81,13 @@ typedef enum FieldKind
 {
 	FIELD_INPUT,				/* the type's input function */
 	FIELD_TEXT,					/* text: textin's copy, without the strlen */
+	FIELD_INT8,					/* int8in's pg_strtoint64 */
 	FIELD_INT4,					/* int4in's pg_strtoint32 */
 	FIELD_INT2					/* int2in's pg_strtoint16 */
 } FieldKind;
+
+/* The longest integer field read from a buffer on the stack. */
+#define INT_FIELD_BUFSIZE 64
 
 typedef struct DirectColumn
 {
@@ -210,6 +214,38 @@ eoi_direct_target_fits(Relation rel, EoiColumns *cols)
 
 /* ---- fields into values ---- */
 
+/*
+ * An integer column's field, as its input function reads it: the digits
+ * go to the parser from a buffer on the stack, NUL-terminated as
+ * pnstrdup() would give them, so that a row allocates nothing for them.
+ */
+static Datum
+int_field(FieldKind kind, const char *data, size_t len)
+{
+	char		buf[INT_FIELD_BUFSIZE];
+	char	   *str = buf;
+
+	if (len < sizeof(buf))
+	{
+		memcpy(buf, data, len);
+		buf[len] = '\0';
+	}
+	else
+		str = pnstrdup(data, len);
+	switch (kind)
+	{
+		case FIELD_INT8:
+			return Int64GetDatum(pg_strtoint64(str));
+		case FIELD_INT4:
+			return Int32GetDatum(pg_strtoint32(str));
+		case FIELD_INT2:
+			return Int16GetDatum(pg_strtoint16(str));
+		default:
+			elog(ERROR, "unexpected field kind %d", (int) kind);
+	}
+	return (Datum) 0;			/* keep compiler quiet */
+}
+
 static void
 datum_field(EoiRowWriter *writer, int col, const char *data, size_t len)
 {
@@ -235,19 +271,14 @@ datum_field(EoiRowWriter *writer, int col, const char *data, size_t len)
 		w->cur_col = -1;
 		return;
 	}
-	str = pnstrdup(data, len);
-	switch (dc->kind)
+	if (dc->kind == FIELD_INPUT)
 	{
-		case FIELD_INT4:
-			w->values[dc->attidx] = Int32GetDatum(pg_strtoint32(str));
-			break;
-		case FIELD_INT2:
-			w->values[dc->attidx] = Int16GetDatum(pg_strtoint16(str));
-			break;
-		default:
-			w->values[dc->attidx] = InputFunctionCall(&dc->in, str, dc->typioparam, dc->typmod);
-			break;
+		str = pnstrdup(data, len);
+		w->values[dc->attidx] = InputFunctionCall(&dc->in, str, dc->typioparam, dc->typmod);
+		w->cur_col = -1;
+		return;
 	}
+	w->values[dc->attidx] = int_field(dc->kind, data, len);
 	w->cur_col = -1;
 }
 
@@ -318,6 +349,9 @@ direct_columns(Relation rel, EoiColumns *cols)
 		{
 			case TEXTOID:
 				dcs[c].kind = FIELD_TEXT;
+				break;
+			case INT8OID:
+				dcs[c].kind = FIELD_INT8;
 				break;
 			case INT4OID:
 				dcs[c].kind = FIELD_INT4;
