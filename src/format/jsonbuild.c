@@ -17,6 +17,7 @@
 #include "postgres.h"
 
 #include "mb/pg_wchar.h"
+#include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
 
@@ -62,20 +63,28 @@ token_value(const EoiJsonToken *t, JsonbValue *v)
 	}
 }
 
+typedef struct BuildState
+{
+	JsonbParseState *parse;
+	uint32		members;
+} BuildState;
+
 /* jsonscan's callback: one member of the top-level object. */
 static bool
 add_member(void *arg, const char *key, size_t key_len, const EoiJsonToken *value)
 {
-	JsonbParseState **state = arg;
+	BuildState *st = arg;
 	JsonbValue	k;
 	JsonbValue	v;
 
+	if ((++st->members & 1023) == 0)
+		CHECK_FOR_INTERRUPTS();
 	k.type = jbvString;
 	k.val.string.val = (char *) key;
 	k.val.string.len = (int) key_len;
-	(void) pushJsonbValue(state, WJB_KEY, &k);
+	(void) pushJsonbValue(&st->parse, WJB_KEY, &k);
 	token_value(value, &v);
-	(void) pushJsonbValue(state, WJB_VALUE, &v);
+	(void) pushJsonbValue(&st->parse, WJB_VALUE, &v);
 	return true;
 }
 
@@ -87,7 +96,7 @@ add_member(void *arg, const char *key, size_t key_len, const EoiJsonToken *value
 Datum
 eoi_jsonb_from_text(const char *data, size_t len)
 {
-	JsonbParseState *state = NULL;
+	BuildState	st = {NULL, 0};
 	JsonbValue *object;
 	char	   *scratch;
 
@@ -95,11 +104,11 @@ eoi_jsonb_from_text(const char *data, size_t len)
 	if (len <= JENTRY_OFFLENMASK)
 	{
 		scratch = palloc(Max(len, 1));
-		(void) pushJsonbValue(&state, WJB_BEGIN_OBJECT, NULL);
+		(void) pushJsonbValue(&st.parse, WJB_BEGIN_OBJECT, NULL);
 		if (eoi_json_scan_object(data, len, scratch, GetDatabaseEncoding() == PG_UTF8,
-								 add_member, &state))
+								 add_member, &st))
 		{
-			object = pushJsonbValue(&state, WJB_END_OBJECT, NULL);
+			object = pushJsonbValue(&st.parse, WJB_END_OBJECT, NULL);
 			return JsonbPGetDatum(JsonbValueToJsonb(object));
 		}
 		pfree(scratch);
