@@ -6,11 +6,12 @@
  *
  * The result is the jsonb that jsonb_in makes of the same text, datum for
  * datum: the members go through pushJsonbValue as jsonb_in's parser hands
- * them over (so duplicate keys, key order and the size limits are
- * jsonb's), numbers through numeric_in, and an object or array inside the
- * message through jsonb_in itself.  The scan reads only what PostgreSQL's
- * parser reads the same way (jsonscan.h); any other text, invalid JSON
- * included, goes to jsonb_in whole, which reports what is wrong with it.
+ * them over (so duplicate keys and key order are jsonb's), numbers through
+ * numeric_in, and an object or array inside the message through jsonb_in
+ * itself.  The scan reads only what PostgreSQL's parser reads the same way
+ * (jsonscan.h); any other text, invalid JSON included, and any text long
+ * enough to come near jsonb's size limits goes to jsonb_in whole, which
+ * reports what is wrong with it.
  *
  *-------------------------------------------------------------------------
  */
@@ -23,6 +24,17 @@
 
 #include "format/jsonbuild.h"
 #include "format/jsonscan.h"
+
+/*
+ * The longest text built here.  jsonb takes at most about six times the
+ * length of its text (a digit and its comma in an array become a 12-byte
+ * element), so no part of a shorter text's jsonb comes near jsonb's limit
+ * of JENTRY_OFFLENMASK bytes: a nested value made on its own, before the
+ * scan has read the rest of the text or the keys after it, raises nothing
+ * that jsonb_in would not raise for the whole.  Longer texts go to
+ * jsonb_in whole.
+ */
+#define BUILD_MAX_TEXT (JENTRY_OFFLENMASK / 16)
 
 /* A member's value as jsonb_in's parser makes it. */
 static void
@@ -100,8 +112,7 @@ eoi_jsonb_from_text(const char *data, size_t len)
 	JsonbValue *object;
 	char	   *scratch;
 
-	/* no string of a shorter text can be too long for jsonb */
-	if (len <= JENTRY_OFFLENMASK)
+	if (len <= BUILD_MAX_TEXT)
 	{
 		scratch = palloc(Max(len, 1));
 		(void) pushJsonbValue(&st.parse, WJB_BEGIN_OBJECT, NULL);
