@@ -24,6 +24,7 @@
 
 #include "format/jsonbuild.h"
 #include "format/jsonscan.h"
+#include "format/jsonvalue.h"
 
 /*
  * The longest text built here.  jsonb takes at most about six times the
@@ -52,10 +53,7 @@ token_value(const EoiJsonToken *t, JsonbValue *v)
 			break;
 		case EOI_JSON_NUMBER:
 			v->type = jbvNumeric;
-			v->val.numeric = DatumGetNumeric(DirectFunctionCall3(numeric_in,
-																 CStringGetDatum(pnstrdup(t->data, t->len)),
-																 ObjectIdGetDatum(InvalidOid),
-																 Int32GetDatum(-1)));
+			v->val.numeric = eoi_json_token_numeric(t);
 			break;
 		case EOI_JSON_STRING:
 			v->type = jbvString;
@@ -63,15 +61,8 @@ token_value(const EoiJsonToken *t, JsonbValue *v)
 			v->val.string.len = (int) t->len;
 			break;
 		case EOI_JSON_NESTED:
-			{
-				Jsonb	   *nested = DatumGetJsonbP(DirectFunctionCall1(jsonb_in,
-																		CStringGetDatum(pnstrdup(t->data, t->len))));
-
-				v->type = jbvBinary;
-				v->val.binary.data = &nested->root;
-				v->val.binary.len = VARSIZE(nested) - VARHDRSZ;
-				break;
-			}
+			eoi_json_token_binary(t, v);
+			break;
 	}
 }
 

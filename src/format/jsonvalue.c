@@ -592,6 +592,16 @@ eoi_json_value_text(const EoiJsonColumn *jc, EoiTimestampUnit unit, JsonbValue *
  * converts those: the same text for every column, the same errors.
  */
 
+/* A number as the Numeric numeric_in reads of its text. */
+Numeric
+eoi_json_token_numeric(const EoiJsonToken *t)
+{
+	return DatumGetNumeric(DirectFunctionCall3(numeric_in,
+											   CStringGetDatum(pnstrdup(t->data, t->len)),
+											   ObjectIdGetDatum(InvalidOid),
+											   Int32GetDatum(-1)));
+}
+
 /* A number's text as numeric_out writes the Numeric numeric_in reads of it. */
 static void
 number_text(const EoiJsonToken *t, StringInfo out)
@@ -608,10 +618,7 @@ number_text(const EoiJsonToken *t, StringInfo out)
 	}
 	appendStringInfoString(out,
 						   DatumGetCString(DirectFunctionCall1(numeric_out,
-															   DirectFunctionCall3(numeric_in,
-																				   CStringGetDatum(pnstrdup(t->data, t->len)),
-																				   ObjectIdGetDatum(InvalidOid),
-																				   Int32GetDatum(-1)))));
+															   NumericGetDatum(eoi_json_token_numeric(t)))));
 }
 
 static bool
@@ -627,6 +634,17 @@ token_jsonb(const EoiJsonToken *t)
 {
 	return DatumGetJsonbP(DirectFunctionCall1(jsonb_in,
 											  CStringGetDatum(pnstrdup(t->data, t->len))));
+}
+
+/* A nested object or array as the JsonbValue (jbvBinary) of that jsonb. */
+void
+eoi_json_token_binary(const EoiJsonToken *t, JsonbValue *v)
+{
+	Jsonb	   *jb = token_jsonb(t);
+
+	v->type = jbvBinary;
+	v->val.binary.data = &jb->root;
+	v->val.binary.len = VARSIZE(jb) - VARHDRSZ;
 }
 
 /*
@@ -661,24 +679,16 @@ eoi_json_token_text(const EoiJsonColumn *jc, EoiTimestampUnit unit, const EoiJso
 					return true;
 				out->len = start;
 				out->data[start] = '\0';
-				epoch_text(jc, unit,
-						   DatumGetNumeric(DirectFunctionCall3(numeric_in,
-															   CStringGetDatum(pnstrdup(t->data, t->len)),
-															   ObjectIdGetDatum(InvalidOid),
-															   Int32GetDatum(-1))),
-						   out);
+				epoch_text(jc, unit, eoi_json_token_numeric(t), out);
 			}
 			else
 				number_text(t, out);
 			return true;
 		case EOI_JSON_NESTED:
 			{
-				Jsonb	   *jb = token_jsonb(t);
 				JsonbValue	v;
 
-				v.type = jbvBinary;
-				v.val.binary.data = &jb->root;
-				v.val.binary.len = VARSIZE(jb) - VARHDRSZ;
+				eoi_json_token_binary(t, &v);
 				return eoi_json_value_text(jc, unit, &v, out, scratch);
 			}
 	}

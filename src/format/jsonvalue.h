@@ -13,6 +13,7 @@
 
 #include "lib/stringinfo.h"
 #include "utils/jsonb.h"
+#include "utils/numeric.h"
 
 #include "format/jsonscan.h"
 
@@ -46,6 +47,8 @@ extern bool eoi_json_value_text(const EoiJsonColumn *jc, EoiTimestampUnit unit,
 								JsonbValue *v, StringInfo out, StringInfo scratch);
 extern bool eoi_json_token_text(const EoiJsonColumn *jc, EoiTimestampUnit unit,
 								const EoiJsonToken *t, StringInfo out, StringInfo scratch);
+extern Numeric eoi_json_token_numeric(const EoiJsonToken *t);
+extern void eoi_json_token_binary(const EoiJsonToken *t, JsonbValue *v);
 extern bool eoi_json_token_datum(const EoiJsonColumn *jc, EoiTimestampUnit unit,
 								 Oid typid, int32 typmod, const EoiJsonToken *t, Datum *out);
 
