@@ -28,7 +28,7 @@ SELECT eoingest.create_job(name => 'bb_one', brokers => :'brokers', topic => 'bb
                            batch_max_bytes => 1000);
 SELECT eoingest.start_job(name) FROM eoingest.jobs WHERE name LIKE 'bb%' ORDER BY name;
 
-SELECT plan(10);
+SELECT plan(12);
 
 SELECT ok(test.wait_for($$SELECT count(*) = 20 FROM bb_dead_letter$$),
     'a batch too large for memory is written in smaller batches');
@@ -43,6 +43,10 @@ SELECT is((SELECT state FROM eoingest.jobs WHERE name = 'bb_fail'), 'running', '
 SELECT ok(test.wait_for($$SELECT count(*) = 20 FROM bb_bounded$$), 'batch_max_bytes bounds a batch');
 SELECT ok(test.wait_for($$SELECT messages = 20 AND batches >= 10 FROM eoingest.job_status WHERE name = 'bb_bounded'$$),
     'to two of the 20 kB messages');
+SELECT is((SELECT count(DISTINCT left(v, 3)) FROM bb_bounded), 20::bigint,
+    'each record once, those held back for later batches too');
+SELECT is((SELECT next_offset FROM eoingest.offsets WHERE job = 'bb_bounded'), 20::bigint,
+    'and the offset stored is past the last one');
 SELECT ok(test.wait_for($$SELECT (SELECT count(*) = 20 FROM bb_one) AND
                                  (SELECT messages = 20 AND batches = 20 FROM eoingest.job_status WHERE name = 'bb_one')$$),
     'a message larger than batch_max_bytes is a batch of its own');

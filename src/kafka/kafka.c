@@ -394,16 +394,26 @@ eoi_kafka_open(const EoiJob *job, int worker_index)
 		!job_sets_option(job, "fetch.queue.backoff.ms");
 	kafka->fill_messages = conf_int(kafka, "queued.min.messages", 100000) / 2;
 	kafka->fill_bytes = conf_int(kafka, "queued.max.messages.kbytes", 65536) * 1024 / 2;
+	kafka->pending = MemoryContextAlloc(TopMemoryContext, sizeof(rd_kafka_message_t *) * POLL_CHUNK);
+
+	/*
+	 * Take what is queued in one call rather than one call per message
+	 * (kafkapoll.c), where the library's batch poll moves the consumer's
+	 * position only past the records it hands out.
+	 */
+	if (rd_kafka_version() >= RDKAFKA_VERSION_BATCH_QUEUE)
+		kafka->queue = rd_kafka_queue_get_consumer(kafka->rk);
 	return kafka;
 }
 
-/* A held message belongs to the assignment it was fetched under. */
+/* Pending messages belong to the assignment they were fetched under. */
 void
-eoi_kafka_drop_held(EoiKafka *kafka)
+eoi_kafka_drop_pending(EoiKafka *kafka)
 {
-	if (kafka->held != NULL)
-		rd_kafka_message_destroy(kafka->held);
-	kafka->held = NULL;
+	for (int i = kafka->next_pending; i < kafka->npending; i++)
+		rd_kafka_message_destroy(kafka->pending[i]);
+	kafka->npending = 0;
+	kafka->next_pending = 0;
 }
 
 void
@@ -411,13 +421,17 @@ eoi_kafka_close(EoiKafka *kafka)
 {
 	if (kafka == NULL || kafka->rk == NULL)
 		return;
-	eoi_kafka_drop_held(kafka);
+	eoi_kafka_drop_pending(kafka);
+	if (kafka->queue != NULL)
+		rd_kafka_queue_destroy(kafka->queue);
+	kafka->queue = NULL;
 	rd_kafka_assign(kafka->rk, NULL);
 	forget_client(kafka);
 	rd_kafka_destroy_flags(kafka->rk, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
 	free(kafka->stats);
 	if (kafka->stats_parsed != NULL)
 		pfree(kafka->stats_parsed);
+	pfree(kafka->pending);
 	pfree(kafka);
 }
 

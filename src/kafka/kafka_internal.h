@@ -32,8 +32,15 @@ struct EoiKafka
 	int64		since_dry_bytes;
 	int64		fill_messages;	/* half of queued.min.messages */
 	int64		fill_bytes;		/* half of queued.max.messages.kbytes, in bytes */
-	/* The message that would have overflowed the last batch: the next one's first. */
-	rd_kafka_message_t *held;
+	/*
+	 * Messages taken from librdkafka and not handed out yet, in order: the
+	 * rest of a batch poll, or the message that would have overflowed the
+	 * last batch (the next one's first).
+	 */
+	rd_kafka_message_t **pending;
+	int			npending;
+	int			next_pending;
+	rd_kafka_queue_t *queue;	/* the consumer's queue, for batch polls */
 	/* What eoi_kafka_poll has taken so far, until it hands the messages over. */
 	rd_kafka_message_t **polled;
 	int			npolled;
@@ -48,9 +55,13 @@ struct EoiKafka
  */
 #define RDKAFKA_VERSION_SCRAM_KAFKA4	0x020601ff	/* 2.6.1: SCRAM with Kafka 4 (bug #4895) */
 #define RDKAFKA_VERSION_FETCH_BACKOFF	0x020200ff	/* 2.2.0: fetch.queue.backoff.ms */
+#define RDKAFKA_VERSION_BATCH_QUEUE		0x020d02ff	/* 2.13.2: batch polls keep positions (librdkafka #5213) */
+
+/* How many messages one batch poll takes from librdkafka at most. */
+#define POLL_CHUNK			1024
 
 /* kafka.c */
-extern void eoi_kafka_drop_held(EoiKafka *kafka);
+extern void eoi_kafka_drop_pending(EoiKafka *kafka);
 
 /* kafkameta.c */
 extern void eoi_kafka_check_refused(EoiKafka *kafka);

@@ -32,7 +32,7 @@ eoi_kafka_assign(EoiKafka *kafka, const EoiPosition *positions, int n)
 	rd_kafka_topic_partition_list_t *list = eoi_kafka_position_list(kafka, positions, n);
 	rd_kafka_resp_err_t err;
 
-	eoi_kafka_drop_held(kafka);
+	eoi_kafka_drop_pending(kafka);
 	err = rd_kafka_assign(kafka->rk, list);
 	rd_kafka_topic_partition_list_destroy(list);
 	kafka->assigned = (err == RD_KAFKA_RESP_ERR_NO_ERROR && n > 0);
@@ -73,7 +73,9 @@ eoi_kafka_pause(EoiKafka *kafka, const char *topic, int32 partition, bool pause)
  * The messages a poll had taken when it failed, or when the process exits
  * in the middle of it: nobody else has them, and rd_kafka_destroy() waits
  * for every message.  They are in the caller's array, which must still be
- * there: at exit the worker drops them before it frees its batch.
+ * there: at exit the worker drops them before it frees its batch.  Those
+ * still pending follow them, and go too: no later poll may hand out a
+ * message whose predecessors were dropped.
  */
 static void
 drop_polled(EoiKafka *kafka)
@@ -81,6 +83,7 @@ drop_polled(EoiKafka *kafka)
 	for (int i = 0; i < kafka->npolled; i++)
 		rd_kafka_message_destroy(kafka->polled[i]);
 	kafka->npolled = 0;
+	eoi_kafka_drop_pending(kafka);
 }
 
 void
@@ -94,8 +97,9 @@ eoi_kafka_drop_polled(EoiKafka *kafka)
  * The consumer's position in each of these partitions: the offset after the
  * last record, or control record, it handed out (-1 where it has none yet).
  * Records of aborted transactions and transaction markers are never handed
- * to us, but the position moves past them.  False while a message is held
- * back for the next batch: the position counts it, yet it is not written.
+ * to us, but the position moves past them.  False while messages are
+ * pending for the next batch: the position counts them, yet they are not
+ * written.
  */
 bool
 eoi_kafka_positions(EoiKafka *kafka, const EoiPosition *owned, int n, int64 *positions)
@@ -103,7 +107,7 @@ eoi_kafka_positions(EoiKafka *kafka, const EoiPosition *owned, int n, int64 *pos
 	rd_kafka_topic_partition_list_t *list;
 	bool		ok;
 
-	if (kafka->held != NULL || !kafka->assigned || n == 0)
+	if (kafka->next_pending < kafka->npending || !kafka->assigned || n == 0)
 		return false;
 	list = eoi_kafka_position_list(kafka, owned, n);
 	ok = (rd_kafka_position(kafka->rk, list) == RD_KAFKA_RESP_ERR_NO_ERROR);
@@ -118,7 +122,7 @@ eoi_kafka_positions(EoiKafka *kafka, const EoiPosition *owned, int n, int64 *pos
 void
 eoi_kafka_unassign(EoiKafka *kafka)
 {
-	eoi_kafka_drop_held(kafka);
+	eoi_kafka_drop_pending(kafka);
 	(void) rd_kafka_assign(kafka->rk, NULL);
 	kafka->assigned = false;
 }
@@ -316,6 +320,66 @@ check_interrupts_polling(EoiKafka *kafka)
 	PG_END_TRY();
 }
 
+/* A consumer error in the middle of a poll: one that raises drops what the poll had taken. */
+static void
+consumer_error_polling(EoiKafka *kafka, rd_kafka_message_t *msg)
+{
+	PG_TRY();
+	{
+		handle_consumer_error(kafka, msg);
+	}
+	PG_CATCH();
+	{
+		drop_polled(kafka);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+}
+
+/*
+ * The next message, waiting up to wait_ms for one: first those pending,
+ * then librdkafka's.  From librdkafka 2.13.2 on, what is queued is taken
+ * in one call of up to want messages (POLL_CHUNK at most), which reads the
+ * clock and updates each partition's position once, not once per message;
+ * a wait asks for one message, so that it returns with the first, as
+ * rd_kafka_consumer_poll() does.  Earlier versions' batch polls could move
+ * a position past an error, or skip records around a pause: one message
+ * per call there.
+ */
+static rd_kafka_message_t *
+next_message(EoiKafka *kafka, int want, int wait_ms)
+{
+	int			got;
+
+	if (kafka->next_pending < kafka->npending)
+		return kafka->pending[kafka->next_pending++];
+	kafka->npending = kafka->next_pending = 0;
+	if (kafka->queue == NULL)
+		return rd_kafka_consumer_poll(kafka->rk, wait_ms);
+	want = (wait_ms > 0) ? 1 : Min(Max(want, 1), POLL_CHUNK);
+	got = (int) rd_kafka_consume_batch_queue(kafka->queue, wait_ms, kafka->pending, want);
+	if (got <= 0)
+		return NULL;
+	kafka->npending = got;
+	kafka->next_pending = 1;
+	return kafka->pending[0];
+}
+
+/* Put back the message next_message() returned last: the next one's first. */
+static void
+hold_back(EoiKafka *kafka, rd_kafka_message_t *msg)
+{
+	if (kafka->next_pending > 0)
+	{
+		Assert(kafka->pending[kafka->next_pending - 1] == msg);
+		kafka->next_pending--;
+		return;
+	}
+	Assert(kafka->npending == 0);
+	kafka->pending[0] = msg;
+	kafka->npending = 1;
+}
+
 /*
  * Poll up to max_messages messages, and up to max_bytes of keys and values,
  * within timeout_ms, in slices short enough to notice interrupts and the
@@ -340,14 +404,8 @@ eoi_kafka_poll(EoiKafka *kafka, rd_kafka_message_t **messages, int max_messages,
 		rd_kafka_message_t *msg;
 		int64		size;
 
-		/*
-		 * First the message held back from the last batch, then what is
-		 * queued, without reading the clock per message.
-		 */
-		msg = kafka->held;
-		kafka->held = NULL;
-		if (msg == NULL)
-			msg = rd_kafka_consumer_poll(kafka->rk, 0);
+		/* What is at hand first, without reading the clock per message. */
+		msg = next_message(kafka, max_messages - n, 0);
 		if (msg == NULL && n > 0 && kafka->end_at_watermark && eoi_kafka_caught_up(kafka))
 			break;
 		if (msg == NULL)
@@ -358,7 +416,7 @@ eoi_kafka_poll(EoiKafka *kafka, rd_kafka_message_t **messages, int max_messages,
 				bool		filled = kafka->seek_wake && queue_may_have_filled(kafka);
 				int			wait_ms = (int) Min(remaining, filled ? STARVED_AFTER_MS : 100);
 
-				msg = rd_kafka_consumer_poll(kafka->rk, wait_ms);
+				msg = next_message(kafka, 1, wait_ms);
 				if (msg == NULL && wait_ms >= STARVED_AFTER_MS)
 				{
 					/* Dry. */
@@ -384,22 +442,13 @@ eoi_kafka_poll(EoiKafka *kafka, rd_kafka_message_t **messages, int max_messages,
 		}
 		if (msg->err != RD_KAFKA_RESP_ERR_NO_ERROR)
 		{
-			PG_TRY();
-			{
-				handle_consumer_error(kafka, msg);
-			}
-			PG_CATCH();
-			{
-				drop_polled(kafka);
-				PG_RE_THROW();
-			}
-			PG_END_TRY();
+			consumer_error_polling(kafka, msg);
 			continue;
 		}
 		size = msg->len + msg->key_len;
 		if (n > 0 && bytes + size > max_bytes)
 		{
-			kafka->held = msg;
+			hold_back(kafka, msg);
 			break;
 		}
 		kafka->last_error[0] = '\0';
