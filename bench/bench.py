@@ -312,6 +312,11 @@ def target_lines(summary, lat, paired=()):
         r = cdc["rate"] / cdc_upsert["rate"]
         add("eoingest cdc envelope=debezium ≥ 0.8 × eoingest upsert of the same changes", r, 0.8,
             f"{r:.2f} × upsert")
+    cdc_avro = find(summary, method="eoingest_cdc", format="cdc_debezium_avro")
+    if cdc_avro and cdc_upsert:
+        r = cdc_avro["rate"] / cdc_upsert["rate"]
+        add("eoingest cdc envelope=debezium, Avro events ≥ 0.9 × eoingest upsert of the same changes", r, 0.9,
+            f"{r:.2f} × upsert")
     if cdc and sinks:
         best = max(sinks, key=lambda s: s["rate"])
         r = cdc["rate"] / best["rate"]

@@ -332,6 +332,18 @@ start_registry() {
     curl -s -X POST -H 'Content-Type: application/vnd.schemaregistry.v1+json' -d @- \
       "$BENCH_REGISTRY/subjects/bench-proto-value/versions" | python3 -c 'import json, sys; print(json.load(sys.stdin)["id"])')
   [ "$id" = 2 ] || eoi_die "the bench's Protobuf schema got id $id in a fresh registry, not 2"
+  register_avro bench-cdc-value "$REPO/bench/tools/cdc-value.avsc" 3
+  register_avro bench-cdc-key "$REPO/bench/tools/cdc-key.avsc" 4
+}
+
+# register_avro SUBJECT FILE ID: the Avro schema in FILE under SUBJECT, which must get id ID
+# (bench-kafka writes the CDC stream's Avro events with ids 3 and 4).
+register_avro() {
+  local id
+  id=$(python3 -c 'import json, sys; print(json.dumps({"schema": open(sys.argv[1]).read()}))' "$2" |
+    curl -s -X POST -H 'Content-Type: application/vnd.schemaregistry.v1+json' -d @- \
+      "$BENCH_REGISTRY/subjects/$1/versions" | python3 -c 'import json, sys; print(json.load(sys.stdin)["id"])')
+  [ "$id" = "$3" ] || eoi_die "the schema of $1 got id $id in a fresh registry, not $3"
 }
 
 prepare_data() {
@@ -1063,7 +1075,8 @@ run_peers() {
 
 # ---- CDC (--cdc, --peers): Debezium change events, and the same changes as plain upsert records ----
 CDC_KEYS=0 CDC_ROWS='' CDC_TS_SUM=''
-# preload_cdc FORMAT: debezium (Connect-wrapped events and keys) or upsert-csv (key text, CSV, tombstones).
+# preload_cdc FORMAT: debezium (Connect-wrapped events and keys), debezium-avro (the same events as
+# Debezium's AvroConverter writes them, bench/tools/cdc-*.avsc) or upsert-csv (key text, CSV, tombstones).
 preload_cdc() {
   local fmt=$1 topic wm
   topic=$(topic_name "cdc_$fmt" 4)
@@ -1084,6 +1097,7 @@ prepare_cdc() {
   local file=$WORK/cdc_expected_n${RECORDS}.csv
   CDC_KEYS=$((RECORDS / 10))
   preload_cdc debezium
+  preload_cdc debezium-avro
   preload_cdc upsert-csv
   bench-kafka cdc-expected --count "$RECORDS" --keys "$CDC_KEYS" >"$file"
   chmod 644 "$file"
@@ -1123,7 +1137,7 @@ cdc_wait() {
 }
 
 # cdc_eoi_once KIND: debezium (envelope => 'debezium', exactly_once), debezium-evolve (the same with
-# schema_changes => 'add_columns') or upsert (mode upsert, CSV, tombstones).
+# schema_changes => 'add_columns'), debezium-avro (the Avro events) or upsert (mode upsert, CSV, tombstones).
 cdc_eoi_once() {
   local kind=$1 perf_data=${2:-} topic args lsn0 t0 pids pid_list err
   if [ "$kind" = debezium ] || [ "$kind" = debezium-evolve ]; then
@@ -1131,6 +1145,9 @@ cdc_eoi_once() {
     args="format => 'json', mode => 'exactly_once', envelope => 'debezium'"
     # following the events' schemas: each batch's schemas looked at, none changes the table
     [ "$kind" = debezium ] || args="$args, schema_changes => 'add_columns'"
+  elif [ "$kind" = debezium-avro ]; then
+    topic=$(topic_name cdc_debezium-avro 4)
+    args="format => 'avro', schema_registry => '$BENCH_REGISTRY', mode => 'exactly_once', envelope => 'debezium'"
   else
     topic=$(topic_name cdc_upsert-csv 4)
     args="format => 'csv', mode => 'upsert', key_columns => ARRAY['pk']"
@@ -1208,6 +1225,8 @@ run_cdc() {
     cdc_debezium 4 yes exactly_once 10000 1 -- cdc_eoi_once debezium
   variant "$group" "eoingest cdc envelope=debezium schema_changes=add_columns b=10000 par=1" eoingest_cdc \
     cdc_debezium 4 yes exactly_once 10000 1 -- cdc_eoi_once debezium-evolve
+  variant "$group" "eoingest cdc envelope=debezium avro b=10000 par=1" eoingest_cdc \
+    cdc_debezium_avro 4 yes exactly_once 10000 1 -- cdc_eoi_once debezium-avro
   variant "$group" "eoingest upsert b=10000 par=1 (same changes, CSV + tombstones)" eoingest_cdc \
     cdc_upsert 4 yes upsert 10000 1 -- cdc_eoi_once upsert
   [ "$PEERS" = 1 ] || return 0
@@ -1393,7 +1412,8 @@ run_profile() {
 }
 
 # run_profile_cdc KIND OUTPUT: a CDC variant once more, under perf: debezium
-# (envelope => 'debezium') or upsert (mode upsert of the same changes).
+# (envelope => 'debezium'; BENCH_PROFILE_CDC=debezium-avro for the Avro events)
+# or upsert (mode upsert of the same changes).
 run_profile_cdc() {
   local kind=$1 output=$2 data=$WORK/perf.data title
   log "profile: perf record of the worker during one extra CDC run ($kind)"
@@ -1403,6 +1423,8 @@ run_profile_cdc() {
   [ "$R_STATUS" = ok ] || { fail_loudly "profiled CDC run ($kind): $R_NOTE"; return; }
   if [ "$kind" = debezium ]; then
     title="cdc envelope=debezium exactly_once b=10000 par=1 into bench_cdc"
+  elif [ "$kind" = debezium-avro ]; then
+    title="cdc envelope=debezium avro exactly_once b=10000 par=1 into bench_cdc"
   else
     title="upsert b=10000 par=1 of the same changes (CSV + tombstones) into bench_cdc"
   fi
@@ -1492,7 +1514,7 @@ if [ "$PROFILE" = 1 ]; then
   run_profile exactly_once bench_nopk "$PROF" "${BENCH_PROFILE_FORMAT:-csv}"
   run_profile upsert_0 bench_pk "$PROF_UPSERT"
   if [ "$CDC" = 1 ]; then
-    run_profile_cdc debezium "$PROF_CDC"
+    run_profile_cdc "${BENCH_PROFILE_CDC:-debezium}" "$PROF_CDC"
     run_profile_cdc upsert "$PROF_CDC_UPSERT"
   fi
 fi

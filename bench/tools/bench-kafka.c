@@ -2,7 +2,7 @@
  * bench-kafka: the benchmark's record generator and producer (librdkafka).
  *
  *   bench-kafka [-b BROKERS] rows    --count N [--size B]
- *   bench-kafka [-b BROKERS] preload TOPIC --count N [--first S] [--size B] [--format csv|json|connect|avro|protobuf|debezium|upsert-csv] [--keys K] [--schema-id ID]
+ *   bench-kafka [-b BROKERS] preload TOPIC --count N [--first S] [--size B] [--format csv|json|connect|avro|protobuf|debezium|debezium-avro|upsert-csv] [--keys K] [--schema-id ID]
  *   bench-kafka cdc-expected --count N [--keys K]
  *   bench-kafka [-b BROKERS] paced   TOPIC --rate R --seconds S [--size B] [--format csv|connect]
  *
@@ -95,16 +95,33 @@ avro_long(unsigned char *p, long long v)
 	return n;
 }
 
-/* Confluent's header at p: magic 0 and the schema id; returns the bytes written. */
+/* Confluent's header at p: magic 0 and schema id id; returns the bytes written. */
+static int
+confluent_header_of(unsigned char *p, int id)
+{
+	p[0] = 0;
+	p[1] = (unsigned char) (id >> 24);
+	p[2] = (unsigned char) (id >> 16);
+	p[3] = (unsigned char) (id >> 8);
+	p[4] = (unsigned char) id;
+	return 5;
+}
+
+/* The same with the --schema-id given. */
 static int
 confluent_header(unsigned char *p)
 {
-	p[0] = 0;
-	p[1] = (unsigned char) (schema_id >> 24);
-	p[2] = (unsigned char) (schema_id >> 16);
-	p[3] = (unsigned char) (schema_id >> 8);
-	p[4] = (unsigned char) schema_id;
-	return 5;
+	return confluent_header_of(p, schema_id);
+}
+
+/* Avro's string s of len bytes at p; returns the bytes written. */
+static int
+avro_string(unsigned char *p, const char *s, int len)
+{
+	int			n = avro_long(p, len);
+
+	memcpy(p + n, s, (size_t) len);
+	return n + len;
 }
 
 /* The record in Confluent's wire format (format 2, avro). */
@@ -347,7 +364,100 @@ cdc_debezium(char *buf, size_t cap, char op, long long k, long long s)
 					CDC_TS_MS + s, snap, sequence, 1000 + s, lsn, op, CDC_TS_MS + s + 5);
 }
 
-/* preload of the CDC stream: format 4 = debezium, 5 = upsert-csv (key text, CSV value, tombstones). */
+/*
+ * The same change as Debezium's AvroConverter writes it, in Confluent's wire
+ * format: the value with bench/tools/cdc-value.avsc (registered as schema id
+ * CDC_AVRO_VALUE_ID), the key with cdc-key.avsc (CDC_AVRO_KEY_ID).  A union
+ * [null, T] is its branch's index (zig-zag: 0 for null, 2 for T), then T.
+ */
+#define CDC_AVRO_VALUE_ID 3
+#define CDC_AVRO_KEY_ID 4
+
+/* Record Value {pk int, id [null, string], ts [null, long], temperature [null, double]}. */
+static int
+cdc_avro_image(unsigned char *p, long long k, long long s, int key_only)
+{
+	char		id[64];
+	int			idlen;
+	int			n = avro_long(p, k);
+	double		temperature = (double) (s / 2) + ((s % 2) ? 0.5 : 0.0);
+
+	if (key_only)
+	{
+		/* a delete's before image under REPLICA IDENTITY DEFAULT: the key alone */
+		p[n++] = 0;
+		p[n++] = 0;
+		p[n++] = 0;
+		return n;
+	}
+	idlen = snprintf(id, sizeof(id), "sensor_%lld_%lld", k, s);
+	p[n++] = 2;
+	n += avro_string(p + n, id, idlen);
+	p[n++] = 2;
+	n += avro_long(p + n, s);
+	p[n++] = 2;
+	memcpy(p + n, &temperature, 8);	/* little-endian, as Avro's double */
+	return n + 8;
+}
+
+#define AVRO_LITERAL(p, lit) avro_string((p), (lit), (int) sizeof(lit) - 1)
+
+/* The change event of change s, as cdc_debezium()'s, in Avro. */
+static int
+cdc_debezium_avro(unsigned char *p, char op, long long k, long long s)
+{
+	char		sequence[64];
+	int			seqlen;
+	long long	lsn = 100000000 + s * 64;
+	char		opstr[1] = {op};
+	int			n = confluent_header_of(p, CDC_AVRO_VALUE_ID);
+
+	if (s == 0)
+		seqlen = snprintf(sequence, sizeof(sequence), "[null,\"%lld\"]", lsn);
+	else
+		seqlen = snprintf(sequence, sizeof(sequence), "[\"%lld\",\"%lld\"]", lsn - 32, lsn);
+	/* before, after */
+	if (op == 'd')
+	{
+		p[n++] = 2;
+		n += cdc_avro_image(p + n, k, s, 1);
+		p[n++] = 0;
+	}
+	else
+	{
+		p[n++] = 0;
+		p[n++] = 2;
+		n += cdc_avro_image(p + n, k, s, 0);
+	}
+	/* source */
+	n += AVRO_LITERAL(p + n, "3.0.0.Final");
+	n += AVRO_LITERAL(p + n, "postgresql");
+	n += AVRO_LITERAL(p + n, "bench");
+	n += avro_long(p + n, CDC_TS_MS + s);
+	p[n++] = 0;					/* snapshot: [Enum string, null], the string */
+	n += AVRO_LITERAL(p + n, "false");
+	n += AVRO_LITERAL(p + n, "postgres");
+	p[n++] = 2;
+	n += avro_string(p + n, sequence, seqlen);
+	n += AVRO_LITERAL(p + n, "public");
+	n += AVRO_LITERAL(p + n, "bench_cdc");
+	p[n++] = 2;
+	n += avro_long(p + n, 1000 + s);	/* txId */
+	p[n++] = 2;
+	n += avro_long(p + n, lsn);
+	p[n++] = 0;					/* xmin */
+	/* op, ts_ms, transaction */
+	n += avro_string(p + n, opstr, 1);
+	p[n++] = 2;
+	n += avro_long(p + n, CDC_TS_MS + s + 5);
+	p[n++] = 0;
+	return n;
+}
+
+/*
+ * preload of the CDC stream: format 4 = debezium, 5 = upsert-csv (key text,
+ * CSV value, tombstones), 7 = debezium-avro.
+ */
 static void
 cdc_preload(rd_kafka_t *rk, const char *topic, int parts, long long count, long long keys, int fmt)
 {
@@ -368,6 +478,12 @@ cdc_preload(rd_kafka_t *rk, const char *topic, int parts, long long count, long 
 		{
 			klen = snprintf(key, sizeof(key), "{\"schema\":" CDC_KEY_SCHEMA ",\"payload\":{\"pk\":%lld}}", k);
 			len = cdc_debezium(buf, sizeof(buf), op, k, s);
+		}
+		else if (fmt == 7)
+		{
+			klen = confluent_header_of((unsigned char *) key, CDC_AVRO_KEY_ID);
+			klen += avro_long((unsigned char *) key + klen, k);
+			len = cdc_debezium_avro((unsigned char *) buf, op, k, s);
 		}
 		else
 		{
@@ -545,7 +661,7 @@ usage(void)
 {
 	fprintf(stderr,
 			"usage: bench-kafka [-b BROKERS] rows --count N [--size B]\n"
-			"       bench-kafka [-b BROKERS] preload TOPIC --count N [--first S] [--size B] [--format csv|json|connect|avro|protobuf|debezium|upsert-csv] [--keys K] [--schema-id ID]\n"
+			"       bench-kafka [-b BROKERS] preload TOPIC --count N [--first S] [--size B] [--format csv|json|connect|avro|protobuf|debezium|debezium-avro|upsert-csv] [--keys K] [--schema-id ID]\n"
 			"       bench-kafka cdc-expected --count N [--keys K]\n"
 			"       bench-kafka [-b BROKERS] paced TOPIC --rate R --seconds S [--size B] [--format csv|connect]\n");
 	exit(2);
@@ -599,6 +715,8 @@ main(int argc, char **argv)
 				json = 5;
 			else if (strcmp(argv[i], "protobuf") == 0)
 				json = 6;
+			else if (strcmp(argv[i], "debezium-avro") == 0)
+				json = 7;
 			else if (strcmp(argv[i], "csv") != 0)
 				die("unknown format '%s'", argv[i]);
 		}
@@ -647,7 +765,7 @@ main(int argc, char **argv)
 			usage();
 		rk = producer(0);
 		parts = partition_count(rk, topic);
-		if (json == 4 || json == 5)
+		if (json == 4 || json == 5 || json == 7)
 		{
 			cdc_preload(rk, topic, parts, count, keys > 0 ? keys : (count + 9) / 10, json);
 			finish(rk);
