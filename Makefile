@@ -34,6 +34,7 @@ OBJS = \
 	src/format/avrotype.o \
 	src/format/avrovalue.o \
 	src/format/avroflat.o \
+	src/format/avrojson.o \
 	src/format/avrocheck.o \
 	src/format/protobuf.o \
 	src/format/protoparse.o \

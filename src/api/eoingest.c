@@ -196,6 +196,15 @@ eoi_define_settings(void)
 							GUC_UNIT_BYTE | GUC_NOT_IN_SAMPLE,
 							NULL, NULL, NULL);
 
+	DefineCustomBoolVariable("eoingest.test_avro_json_check",
+							 "For tests: read each Avro record made JSON a second time, with Avro C, and compare.",
+							 "A record whose two readings differ is an internal error. Off (the default) reads it once, from its bytes.",
+							 &eoingest_test_avro_json_check,
+							 false,
+							 PGC_SUSET,
+							 GUC_NOT_IN_SAMPLE,
+							 NULL, NULL, NULL);
+
 	DefineCustomEnumVariable("eoingest.insert_path",
 							 "How rows without a transform go into the target: direct (tuples) or copy (COPY's text).",
 							 "direct builds tuples from the decoded fields when the target allows it (src/apply/direct.c says when) and uses COPY otherwise; copy always goes through COPY's text.",

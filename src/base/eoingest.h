@@ -27,6 +27,7 @@ extern int	eoingest_fault_sleep_ms;
 extern int	eoingest_lock_timeout;
 extern int	eoingest_dead_letter_retention;
 extern int	eoingest_test_batch_text_limit;
+extern bool eoingest_test_avro_json_check;
 
 /* The ingestion modes: the rows of the seed article's consistency table. */
 typedef enum EoiMode

@@ -38,6 +38,7 @@ int			eoingest_fault_sleep_ms = 5000;
 int			eoingest_lock_timeout = 10000;
 int			eoingest_dead_letter_retention = 0;
 int			eoingest_test_batch_text_limit = 0;
+bool		eoingest_test_avro_json_check = false;
 
 /*
  * The settings of pg_db_role_setting that apply to a session of `roleid`

@@ -759,9 +759,34 @@ eoi_avro_schema_field_fields(const char *value, size_t len, const char *name)
 	return e->field_fields;
 }
 
-/* An Avro message as JSON text (eoingest.batch(): value_json). */
+/*
+ * eoingest.test_avro_json_check: the record read by Avro C too, whose JSON
+ * must be the same.
+ */
+static void
+check_json(SchemaEntry *e, const unsigned char *body, size_t len, const char *what,
+		   const StringInfo json)
+{
+	StringInfoData avro_c;
+
+	read_value(e, body, len, what);
+	initStringInfo(&avro_c);
+	eoi_avro_append_json(&avro_c, &e->value, e->type);
+	if (avro_c.len != json->len || memcmp(avro_c.data, json->data, json->len) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INTERNAL_ERROR),
+				 errmsg("Avro record written with %s reads as different JSON from its bytes and with Avro C", what),
+				 errdetail("From its bytes: %s; with Avro C: %s.", json->data, avro_c.data)));
+	pfree(avro_c.data);
+}
+
+/*
+ * An Avro message as JSON text (eoingest.batch()'s value_json, mappings,
+ * the Debezium envelope), and its length in *json_len: read straight from
+ * its bytes once checked (avrojson.c).
+ */
 char *
-eoi_avro_json(const char *value, size_t len)
+eoi_avro_json(const char *value, size_t len, size_t *json_len)
 {
 	char	   *what;
 	const unsigned char *body;
@@ -769,8 +794,11 @@ eoi_avro_json(const char *value, size_t len)
 	SchemaEntry *e = read_message(value, len, &what, &body, &body_len);
 	StringInfoData out;
 
-	read_value(e, body, body_len, what);
+	check_record(e, body, body_len, what);
 	initStringInfo(&out);
-	eoi_avro_append_json(&out, &e->value, e->type);
+	eoi_avro_bytes_json(&out, body, body_len, e->type);
+	if (eoingest_test_avro_json_check)
+		check_json(e, body, body_len, what, &out);
+	*json_len = out.len;
 	return out.data;
 }

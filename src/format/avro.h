@@ -35,7 +35,7 @@ extern const EoiSchemaFields *eoi_avro_schema_fields(const char *value, size_t l
 extern const EoiSchemaFields *eoi_avro_subject_fields(const char *subject);
 extern const EoiSchemaFields *eoi_avro_schema_field_fields(const char *value, size_t len, const char *name);
 
-/* An Avro message as JSON text: records and maps as objects. */
-extern char *eoi_avro_json(const char *value, size_t len);
+/* An Avro message as JSON text (records and maps as objects), and its length. */
+extern char *eoi_avro_json(const char *value, size_t len, size_t *json_len);
 
 #endif

@@ -69,9 +69,14 @@ extern void eoi_avro_failed(const char *call);
 extern void eoi_avro_append_uuid(StringInfo out, const unsigned char *b);
 extern void eoi_avro_resolve_union(avro_value_t **v, avro_value_t *branch, AvroType **t);
 extern void eoi_avro_append_json(StringInfo out, avro_value_t *v, AvroType *t);
+extern void eoi_avro_append_scalar(StringInfo out, AvroType *t, const EoiAvroScalar *sc);
+extern void eoi_avro_append_json_scalar(StringInfo out, AvroType *t, const EoiAvroScalar *sc);
 extern bool eoi_avro_value_text(StringInfo out, avro_value_t *v, AvroType *t, Oid typid);
 extern bool eoi_avro_scalar_datum(const EoiAvroScalar *sc, Oid typid, Datum *out);
 extern void eoi_avro_scalar_text(StringInfo out, const EoiAvroScalar *sc);
 extern bool eoi_avro_value_datum(avro_value_t *v, AvroType *t, Oid typid, Datum *out);
+
+/* avrojson.c */
+extern void eoi_avro_bytes_json(StringInfo out, const unsigned char *data, size_t len, AvroType *t);
 
 #endif

@@ -90,21 +90,15 @@ eoi_avro_flat_layout(avro_schema_t schema)
 	return flat;
 }
 
-typedef struct Bytes
-{
-	const unsigned char *p;
-	const unsigned char *end;
-} Bytes;
-
 static bool
-read_long(Bytes *in, int64_t *out)
+read_long(EoiAvroBytes *in, int64_t *out)
 {
 	return eoi_avro_read_varint(&in->p, in->end, out) == EOI_AVRO_VARINT_OK;
 }
 
 /* n little-endian bytes */
 static bool
-read_le(Bytes *in, int n, uint64_t *out)
+read_le(EoiAvroBytes *in, int n, uint64_t *out)
 {
 	uint64_t	v = 0;
 
@@ -117,8 +111,8 @@ read_le(Bytes *in, int n, uint64_t *out)
 	return true;
 }
 
-static bool
-read_scalar(Bytes *in, avro_type_t kind, EoiAvroScalar *out)
+bool
+eoi_avro_read_scalar(EoiAvroBytes *in, avro_type_t kind, EoiAvroScalar *out)
 {
 	uint64_t	bits;
 	int64_t		n;
@@ -137,6 +131,7 @@ read_scalar(Bytes *in, avro_type_t kind, EoiAvroScalar *out)
 			/* avrocheck.c refuses an int out of its range too */
 			return read_long(in, &out->l) && out->l >= INT32_MIN && out->l <= INT32_MAX;
 		case AVRO_INT64:
+		case AVRO_ENUM:
 			return read_long(in, &out->l);
 		case AVRO_FLOAT:
 			{
@@ -154,6 +149,7 @@ read_scalar(Bytes *in, avro_type_t kind, EoiAvroScalar *out)
 			memcpy(&out->d, &bits, sizeof(out->d));
 			return true;
 		case AVRO_STRING:
+		case AVRO_BYTES:
 			if (!read_long(in, &n) || n < 0 || (uint64_t) n > (uint64_t) (in->end - in->p))
 				return false;
 			out->s = (const char *) in->p;
@@ -169,7 +165,7 @@ bool
 eoi_avro_flat_read(const EoiAvroFlat *flat, const unsigned char *data, size_t len,
 				   EoiAvroScalar *out)
 {
-	Bytes		in = {data, data + len};
+	EoiAvroBytes in = {data, data + len};
 
 	for (size_t i = 0; i < flat->nfields; i++)
 	{
@@ -184,7 +180,7 @@ eoi_avro_flat_read(const EoiAvroFlat *flat, const unsigned char *data, size_t le
 				return false;
 			kind = f->kind[branch];
 		}
-		if (!read_scalar(&in, kind, &out[i]))
+		if (!eoi_avro_read_scalar(&in, kind, &out[i]))
 			return false;
 	}
 	return in.p == in.end;

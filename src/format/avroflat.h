@@ -19,14 +19,30 @@
 /* One field's value: `kind` is the branch's type for a union. */
 typedef struct EoiAvroScalar
 {
-	avro_type_t kind;			/* AVRO_NULL, _BOOLEAN, _INT32, _INT64, _FLOAT, _DOUBLE, _STRING */
+	avro_type_t kind;			/* AVRO_NULL, _BOOLEAN, _INT32, _INT64, _FLOAT, _DOUBLE, _STRING;
+								 * outside flat records also _BYTES, _FIXED, _ENUM */
 	bool		b;
-	int64_t		l;				/* int and long */
+	int64_t		l;				/* int and long; an enum's index */
 	float		f;
 	double		d;
-	const char *s;				/* string: into the record's bytes, not NUL-terminated */
+	const char *s;				/* string, bytes, fixed: into the record's bytes, not NUL-terminated */
 	size_t		len;
 } EoiAvroScalar;
+
+/* Bytes being read, from p up to end. */
+typedef struct EoiAvroBytes
+{
+	const unsigned char *p;
+	const unsigned char *end;
+} EoiAvroBytes;
+
+/*
+ * Read one value of type `kind` at in->p and move past it: a primitive,
+ * bytes (as a string) or an enum's index (not checked against the
+ * symbols).  False if the bytes do not hold one; an int out of its range
+ * is refused.
+ */
+extern bool eoi_avro_read_scalar(EoiAvroBytes *in, avro_type_t kind, EoiAvroScalar *out);
 
 /*
  * Is `schema` a record whose every field is null, boolean, int, long,

@@ -172,159 +172,173 @@ eoi_avro_resolve_union(avro_value_t **v, avro_value_t *branch, AvroType **t)
 }
 static bool append_variable_decimal(StringInfo out, avro_value_t *v, AvroType *t);
 
-static void
-value_bytes(avro_value_t *v, AvroType *t, const void **buf, size_t *size)
-{
-	int			rc = t->kind == AVRO_BYTES ? avro_value_get_bytes(v, buf, size) :
-	avro_value_get_fixed(v, buf, size);
-
-	if (rc != 0)
-		eoi_avro_failed(t->kind == AVRO_BYTES ? "bytes" : "fixed");
-}
-
+/* An enum's symbol of index i, which Avro C reads whatever it is. */
 static const char *
-enum_symbol(avro_value_t *v, AvroType *t)
+enum_symbol(AvroType *t, int64 i)
 {
-	int			i = -1;
 	const char *symbol = NULL;
 
-	if (avro_value_get_enum(v, &i) != 0)
-		eoi_avro_failed("enum");
-	/* Avro C reads any index: check it against the symbols */
 	if (i < 0 || i >= avro_schema_enum_number_of_symbols(t->schema) ||
-		(symbol = avro_schema_enum_get(t->schema, i)) == NULL)
+		(symbol = avro_schema_enum_get(t->schema, (int) i)) == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
-				 errmsg("Avro enum %s has no symbol %d", avro_schema_name(t->schema), i)));
+				 errmsg("Avro enum %s has no symbol %lld", avro_schema_name(t->schema), (long long) i)));
 	return symbol;
 }
 
 /*
- * The text of a scalar value (not null, record, map or array), as the
- * column type's input function reads it.
+ * The scalar `v` holds (not null, record, map, array or union), through
+ * Avro C's getters, whatever its logical type: bytes and fixed into s and
+ * len, an enum's index into l.
  */
 static void
-append_scalar(StringInfo out, avro_value_t *v, AvroType *t)
+get_scalar(avro_value_t *v, AvroType *t, EoiAvroScalar *sc)
 {
+	int32_t		i = 0;
+	int64_t		l = 0;
+	int			b = 0;
+	int			rc = 0;
+	const void *buf = NULL;
+
+	sc->kind = t->kind;
 	switch (t->kind)
 	{
 		case AVRO_BOOLEAN:
-			{
-				int			b = 0;
-
-				if (avro_value_get_boolean(v, &b) != 0)
-					eoi_avro_failed("boolean");
-				appendStringInfoString(out, b ? "true" : "false");
-				return;
-			}
+			rc = avro_value_get_boolean(v, &b);
+			sc->b = b != 0;
+			break;
 		case AVRO_INT32:
-			{
-				int32_t		i = 0;
-
-				if (avro_value_get_int(v, &i) != 0)
-					eoi_avro_failed("int");
-				if (t->logical == L_DATE)
-					append_date(out, i);
-				else if (t->logical == L_TIME_MILLIS)
-					append_time(out, (int64) i * 1000);
-				else
-					appendStringInfo(out, "%d", (int) i);
-				return;
-			}
+			rc = avro_value_get_int(v, &i);
+			sc->l = i;
+			break;
 		case AVRO_INT64:
-			{
-				int64_t		l = 0;
-
-				if (avro_value_get_long(v, &l) != 0)
-					eoi_avro_failed("long");
-				switch (t->logical)
-				{
-					case L_TIME_MICROS:
-						append_time(out, l);
-						break;
-					case L_TIME_NANOS:
-						append_time(out, floor_div_1000(l));
-						break;
-					case L_TIMESTAMP_MILLIS:
-					case L_TIMESTAMP_MICROS:
-					case L_TIMESTAMP_NANOS:
-						append_timestamp(out, l, t->logical - L_TIMESTAMP_MILLIS + 1, true);
-						break;
-					case L_LOCAL_TIMESTAMP_MILLIS:
-					case L_LOCAL_TIMESTAMP_MICROS:
-					case L_LOCAL_TIMESTAMP_NANOS:
-						append_timestamp(out, l, t->logical - L_LOCAL_TIMESTAMP_MILLIS + 1, false);
-						break;
-					default:
-						appendStringInfo(out, INT64_FORMAT, (int64) l);
-				}
-				return;
-			}
+			rc = avro_value_get_long(v, &l);
+			sc->l = l;
+			break;
 		case AVRO_FLOAT:
-			{
-				float		f = 0;
-
-				if (avro_value_get_float(v, &f) != 0)
-					eoi_avro_failed("float");
-				appendStringInfoString(out, DatumGetCString(DirectFunctionCall1(float4out, Float4GetDatum(f))));
-				return;
-			}
+			rc = avro_value_get_float(v, &sc->f);
+			break;
 		case AVRO_DOUBLE:
-			{
-				double		d = 0;
-
-				if (avro_value_get_double(v, &d) != 0)
-					eoi_avro_failed("double");
-				appendStringInfoString(out, DatumGetCString(DirectFunctionCall1(float8out, Float8GetDatum(d))));
-				return;
-			}
+			rc = avro_value_get_double(v, &sc->d);
+			break;
 		case AVRO_STRING:
+			sc->s = NULL;
+			sc->len = 0;
+			rc = avro_value_get_string(v, &sc->s, &sc->len);
+			/* Avro C counts a NUL it adds, except for an empty string */
+			if (rc == 0 && (sc->s == NULL || sc->len == 0))
 			{
-				const char *s = NULL;
-				size_t		size = 0;
-
-				if (avro_value_get_string(v, &s, &size) != 0)
-					eoi_avro_failed("string");
-				/* Avro C counts a NUL it adds, except for an empty string */
-				if (s == NULL || size == 0)
-					return;
-				if (s[size - 1] == '\0')
-					size--;
-				{
-					const char *converted = server_string(s, size);
-
-					if (converted == s)
-						appendBinaryStringInfo(out, s, size);
-					else
-						appendStringInfoString(out, converted);
-				}
-				return;
+				sc->s = "";
+				sc->len = 0;
 			}
+			else if (rc == 0 && sc->s[sc->len - 1] == '\0')
+				sc->len--;
+			break;
 		case AVRO_BYTES:
 		case AVRO_FIXED:
-			{
-				const void *buf = NULL;
-				size_t		size = 0;
-
-				value_bytes(v, t, &buf, &size);
-				if (t->logical == L_DECIMAL)
-					eoi_append_decimal(out, buf, size, t->scale);
-				else if (t->logical == L_DURATION && size == 12)
-					append_duration(out, buf);
-				else if (t->logical == L_UUID && size == 16)
-					eoi_avro_append_uuid(out, buf);
-				else if (t->logical == L_BITS)
-					eoi_append_bits(out, buf, size, t->scale);
-				else
-					eoi_append_bytea_hex(out, buf, size);
-				return;
-			}
+			sc->len = 0;
+			rc = t->kind == AVRO_BYTES ? avro_value_get_bytes(v, &buf, &sc->len) :
+				avro_value_get_fixed(v, &buf, &sc->len);
+			sc->s = buf;
+			break;
 		case AVRO_ENUM:
-			appendStringInfoString(out, enum_symbol(v, t));
+			rc = avro_value_get_enum(v, &b);
+			sc->l = b;
+			break;
+		default:
+			elog(ERROR, "unexpected Avro type %d for a scalar", (int) t->kind);
+	}
+	if (rc != 0)
+		eoi_avro_failed(avro_schema_type_name(t->schema));
+}
+
+/*
+ * The text of a scalar (not null, record, map or array), as the column
+ * type's input function reads it.
+ */
+void
+eoi_avro_append_scalar(StringInfo out, AvroType *t, const EoiAvroScalar *sc)
+{
+	const unsigned char *buf = (const unsigned char *) sc->s;
+
+	switch (t->kind)
+	{
+		case AVRO_INT32:
+			if (t->logical == L_DATE)
+				append_date(out, (int32) sc->l);
+			else if (t->logical == L_TIME_MILLIS)
+				append_time(out, sc->l * 1000);
+			else
+				appendStringInfo(out, "%d", (int) sc->l);
+			return;
+		case AVRO_INT64:
+			switch (t->logical)
+			{
+				case L_TIME_MICROS:
+					append_time(out, sc->l);
+					break;
+				case L_TIME_NANOS:
+					append_time(out, floor_div_1000(sc->l));
+					break;
+				case L_TIMESTAMP_MILLIS:
+				case L_TIMESTAMP_MICROS:
+				case L_TIMESTAMP_NANOS:
+					append_timestamp(out, sc->l, t->logical - L_TIMESTAMP_MILLIS + 1, true);
+					break;
+				case L_LOCAL_TIMESTAMP_MILLIS:
+				case L_LOCAL_TIMESTAMP_MICROS:
+				case L_LOCAL_TIMESTAMP_NANOS:
+					append_timestamp(out, sc->l, t->logical - L_LOCAL_TIMESTAMP_MILLIS + 1, false);
+					break;
+				default:
+					appendStringInfo(out, INT64_FORMAT, (int64) sc->l);
+			}
+			return;
+		case AVRO_BOOLEAN:
+		case AVRO_FLOAT:
+		case AVRO_DOUBLE:
+		case AVRO_STRING:
+			eoi_avro_scalar_text(out, sc);
+			return;
+		case AVRO_BYTES:
+		case AVRO_FIXED:
+			if (t->logical == L_DECIMAL)
+				eoi_append_decimal(out, buf, sc->len, t->scale);
+			else if (t->logical == L_DURATION && sc->len == 12)
+				append_duration(out, buf);
+			else if (t->logical == L_UUID && sc->len == 16)
+				eoi_avro_append_uuid(out, buf);
+			else if (t->logical == L_BITS)
+				eoi_append_bits(out, buf, sc->len, t->scale);
+			else
+				eoi_append_bytea_hex(out, buf, sc->len);
+			return;
+		case AVRO_ENUM:
+			appendStringInfoString(out, enum_symbol(t, sc->l));
 			return;
 		default:
+			elog(ERROR, "unexpected Avro type %d for a scalar", (int) t->kind);
+	}
+}
+
+/* The text of a scalar value, or of anything else its JSON. */
+static void
+append_scalar(StringInfo out, avro_value_t *v, AvroType *t)
+{
+	EoiAvroScalar sc;
+
+	switch (t->kind)
+	{
+		case AVRO_NULL:
+		case AVRO_RECORD:
+		case AVRO_MAP:
+		case AVRO_ARRAY:
+		case AVRO_UNION:
 			eoi_avro_append_json(out, v, t);
 			return;
+		default:
+			get_scalar(v, t, &sc);
+			eoi_avro_append_scalar(out, t, &sc);
 	}
 }
 
@@ -334,22 +348,23 @@ append_json_string(StringInfo out, const char *s)
 	escape_json(out, s);
 }
 
-/* The value as JSON text (records and maps as objects, arrays as arrays). */
+/*
+ * A scalar (or null) as JSON: numbers without a logical type and decimals
+ * as JSON numbers, booleans as such, everything else as its text in a
+ * JSON string.
+ */
 void
-eoi_avro_append_json(StringInfo out, avro_value_t *v, AvroType *t)
+eoi_avro_append_json_scalar(StringInfo out, AvroType *t, const EoiAvroScalar *sc)
 {
-	avro_value_t branch;
-	size_t		n = 0;
+	StringInfoData text;
 
-	check_stack_depth();
-	eoi_avro_resolve_union(&v, &branch, &t);
 	switch (t->kind)
 	{
 		case AVRO_NULL:
 			appendStringInfoString(out, "null");
 			return;
 		case AVRO_BOOLEAN:
-			append_scalar(out, v, t);
+			appendStringInfoString(out, sc->b ? "true" : "false");
 			return;
 		case AVRO_INT32:
 		case AVRO_INT64:
@@ -357,15 +372,18 @@ eoi_avro_append_json(StringInfo out, avro_value_t *v, AvroType *t)
 		case AVRO_DOUBLE:
 			if (t->logical == L_NONE)
 			{
-				StringInfoData num;
+				int			start = out->len;
 
-				initStringInfo(&num);
-				append_scalar(&num, v, t);
+				eoi_avro_append_scalar(out, t, sc);
 				/* JSON has no NaN or Infinity: those become strings */
-				if (strspn(num.data, "0123456789+-.eE") != num.len)
-					append_json_string(out, num.data);
-				else
-					appendStringInfoString(out, num.data);
+				if (strspn(out->data + start, "0123456789+-.eE") != out->len - start)
+				{
+					initStringInfo(&text);
+					appendStringInfoString(&text, out->data + start);
+					out->len = start;
+					out->data[start] = '\0';
+					append_json_string(out, text.data);
+				}
 				return;
 			}
 			break;
@@ -373,10 +391,34 @@ eoi_avro_append_json(StringInfo out, avro_value_t *v, AvroType *t)
 		case AVRO_FIXED:
 			if (t->logical == L_DECIMAL)
 			{
-				append_scalar(out, v, t);
+				eoi_avro_append_scalar(out, t, sc);
 				return;
 			}
 			break;
+		default:
+			break;
+	}
+	/* strings, enums, logical types: their text as a JSON string */
+	initStringInfo(&text);
+	eoi_avro_append_scalar(&text, t, sc);
+	append_json_string(out, text.data);
+}
+
+/* The value as JSON text (records and maps as objects, arrays as arrays). */
+void
+eoi_avro_append_json(StringInfo out, avro_value_t *v, AvroType *t)
+{
+	avro_value_t branch;
+	size_t		n = 0;
+	EoiAvroScalar sc;
+
+	check_stack_depth();
+	eoi_avro_resolve_union(&v, &branch, &t);
+	switch (t->kind)
+	{
+		case AVRO_NULL:
+			eoi_avro_append_json_scalar(out, t, NULL);
+			return;
 		case AVRO_RECORD:
 			if (t->logical == L_VARIABLE_DECIMAL && append_variable_decimal(out, v, t))
 				return;
@@ -419,15 +461,8 @@ eoi_avro_append_json(StringInfo out, avro_value_t *v, AvroType *t)
 			appendStringInfoChar(out, t->kind == AVRO_MAP ? '}' : ']');
 			return;
 		default:
-			break;
-	}
-	/* strings, enums, logical types: their text as a JSON string */
-	{
-		StringInfoData text;
-
-		initStringInfo(&text);
-		append_scalar(&text, v, t);
-		append_json_string(out, text.data);
+			get_scalar(v, t, &sc);
+			eoi_avro_append_json_scalar(out, t, &sc);
 	}
 }
 
@@ -724,6 +759,7 @@ logical_datum(avro_value_t *v, AvroType *t, Oid typid, Datum *out)
 	int64_t		l = 0;
 	const void *buf = NULL;
 	size_t		size = 0;
+	EoiAvroScalar sc;
 
 	switch (t->kind)
 	{
@@ -756,7 +792,9 @@ logical_datum(avro_value_t *v, AvroType *t, Oid typid, Datum *out)
 			return true;
 		case AVRO_BYTES:
 		case AVRO_FIXED:
-			value_bytes(v, t, &buf, &size);
+			get_scalar(v, t, &sc);
+			buf = sc.s;
+			size = sc.len;
 			if (t->logical == L_DECIMAL)
 				return typid == NUMERICOID && decimal_datum(buf, size, t->scale, out);
 			if (t->logical == L_DURATION && size == 12)
@@ -785,7 +823,8 @@ logical_datum(avro_value_t *v, AvroType *t, Oid typid, Datum *out)
 		case AVRO_ENUM:
 			if (typid != TEXTOID)
 				return false;
-			*out = CStringGetTextDatum(enum_symbol(v, t));
+			get_scalar(v, t, &sc);
+			*out = CStringGetTextDatum(enum_symbol(t, sc.l));
 			return true;
 		default:
 			return false;

@@ -411,8 +411,7 @@ eoi_message_json(EoiFormat format, rd_kafka_message_t *msg, bool key, size_t *le
 	if (format == EOI_FORMAT_AVRO)
 	{
 		data = eoi_framed_message(format, msg, key, true, len);
-		data = eoi_avro_json(data, *len);
-		*len = strlen(data);
+		data = eoi_avro_json(data, *len, len);
 	}
 	if (format == EOI_FORMAT_PROTOBUF)
 	{

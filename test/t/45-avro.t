@@ -11,7 +11,7 @@ set -euo pipefail
 . "$(dirname "$0")/../lib/avro.sh"
 . "$(dirname "$0")/../lib/jobs.sh"
 
-plan 79
+plan 82
 
 py=$(avro_python)
 tools=$EOINGEST_TEST_DIR/tools
@@ -40,7 +40,7 @@ stop_registry() {
     reg_pid=
   fi
 }
-trap 'stop_registry; rm -rf "$work"' EXIT
+trap 'stop_registry; rm -rf "$work"; sql "ALTER SYSTEM RESET eoingest.test_avro_json_check" >/dev/null 2>&1 || true' EXIT
 start_registry
 
 # produce TOPIC NAME=SCHEMA... < records
@@ -750,6 +750,47 @@ is "$(sql "SELECT (SELECT count(*) FILTER (WHERE error LIKE '%COPY dxl_copy%') >
   "avro logical types: the copy job went through COPY, the direct job did not"
 for j in dxl_c dxl_d; do sql "SELECT eoingest.drop_job('$j')" >/dev/null 2>&1 || true; done
 sql "DROP TABLE dxl_direct, dxl_copy; DROP TYPE dxl_e" >/dev/null
+# ---- records as JSON: read from their bytes, and with Avro C, to the same text ----
+# value_json (and a mapping's paths, and the Debezium envelope) read an Avro record as JSON straight
+# from its bytes (src/format/avrojson.c).  eoingest.test_avro_json_check reads each one with Avro C
+# too and raises XX000 where the two texts differ: the topics above through a transform's
+# value_json, with every type at its boundaries, maps, unions, references, the random records of
+# the differentials (NaN, extremes, bad dates, decimals, enums out of range) and random bytes.
+sql "ALTER SYSTEM SET eoingest.test_avro_json_check = on" >/dev/null
+sql "SELECT pg_reload_conf()" >/dev/null
+sql "CREATE TABLE avj (src text, off bigint, j jsonb)" >/dev/null
+avj_total=0 avj_stuck=''
+for t in all map union ref bad fuzz dx dl; do
+  n=$(eoi-kafka watermarks "avro_${t}_$$" | awk '{n += $3} END {print n}')
+  avj_total=$((avj_total + n))
+  sql "SELECT eoingest.create_job(name => 'avj_$t', brokers => '$KAFKA_BROKERS', topic => 'avro_${t}_$$',
+         format => 'avro', schema_registry => '$reg_url', options => '$auth_options', batch_size => 500,
+         transform => 'INSERT INTO avj SELECT ''$t'', \"offset\", value_json FROM eoingest.batch()');
+       SELECT eoingest.start_job('avj_$t')" >/dev/null
+  # until it consumed every record, or stopped at one (the check's internal error makes the job retry
+  # the batch, the error in last_error)
+  done_sql="SELECT coalesce(sum(next_offset), 0) = $n FROM eoingest.offsets WHERE job = 'avj_$t'"
+  wait_until 120 "SELECT ($done_sql) OR (SELECT state = 'failed' OR last_error LIKE '%reads as different JSON%'
+                                          FROM eoingest.job_status WHERE name = 'avj_$t')" || true
+  [ "$(sql "$done_sql")" = t ] ||
+    avj_stuck+="avj_$t: $(sql "SELECT state || ': ' || coalesce(left(last_error, 600), '') FROM eoingest.job_status WHERE name = 'avj_$t'")"$'\n'
+  sql "SELECT eoingest.stop_job('avj_$t')" >/dev/null 2>&1 || true
+done
+avj_rows=$(sql "SELECT count(*) FROM avj")
+avj_dead=$(sql "SELECT count(*) FROM eoingest.dead_letters WHERE job LIKE 'avj%'")
+diag "avro as JSON: $avj_total records, $avj_rows rows, $avj_dead dead letters"
+is "$((avj_rows + avj_dead))" "$avj_total" "avro as JSON: every record a row or a dead letter"
+# a difference stops the job at its record (an internal error is no record's fault), or would be a dead letter
+avj_stuck+=$(sql "SELECT string_agg(job || ' offset ' || \"offset\" || ': ' || left(error, 600), E'\n')
+                  FROM eoingest.dead_letters WHERE job LIKE 'avj%' AND sqlstate = 'XX000'")
+is "$avj_stuck" "" "avro as JSON: the text read from the bytes is Avro C's, record by record"
+is "$(sql "SELECT count(DISTINCT src) FILTER (WHERE src IN ('all', 'map', 'union', 'ref', 'dx', 'dl')) FROM avj")" 6 \
+  "avro as JSON: rows from every type, maps, unions, references and both differentials"
+sql "ALTER SYSTEM RESET eoingest.test_avro_json_check" >/dev/null
+sql "SELECT pg_reload_conf()" >/dev/null
+for j in all map union ref bad fuzz dx dl; do sql "SELECT eoingest.drop_job('avj_$j')" >/dev/null 2>&1 || true; done
+sql "DROP TABLE avj" >/dev/null
+
 for j in js js_cdc av av_evo av_tr av_kv av_keys av_union av_hdr av_hdr_tr av_ref av_bad av_wrong av_down av_fz av_crash; do sql "SELECT eoingest.drop_job('$j')" >/dev/null 2>&1 || true; done
 sql "DROP TABLE js, js_cdc, av, av_evo, av_tr, av_kv, av_keys, av_union, av_hdr, av_hdr_tr, av_ref, av_bad, av_wrong, av_down, av_fz, av_crash" >/dev/null
 done_testing

@@ -23,7 +23,12 @@ rm -f "$reg_state"
 python3 "$tools/schema_registry.py" "$reg_port" --user "$reg_user" --state "$reg_state" \
   >"$EOINGEST_RUN/registry-cdc.log" 2>&1 &
 reg_pid=$!
-trap 'kill $reg_pid 2>/dev/null || true; wait $reg_pid 2>/dev/null || true; rm -rf "$work"' EXIT
+trap 'kill $reg_pid 2>/dev/null || true; wait $reg_pid 2>/dev/null || true; rm -rf "$work"
+      sql "ALTER SYSTEM RESET eoingest.test_avro_json_check" >/dev/null 2>&1 || true
+      sql "SELECT pg_reload_conf()" >/dev/null 2>&1 || true' EXIT
+# every event read as JSON from its bytes is read with Avro C too, and must read the same (XX000 if not)
+sql "ALTER SYSTEM SET eoingest.test_avro_json_check = on" >/dev/null
+sql "SELECT pg_reload_conf()" >/dev/null
 deadline=$((SECONDS + 30))
 until curl -s -o /dev/null -u "$reg_user" "$reg_url/subjects"; do
   [ $SECONDS -lt $deadline ] || eoi_die "the test registry did not start"

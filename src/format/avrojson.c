@@ -1,0 +1,196 @@
+/*-------------------------------------------------------------------------
+ *
+ * avrojson.c
+ *	  An Avro record as JSON text, straight from its bytes.
+ *
+ * eoingest.batch()'s value_json, a mapping's paths into a record and the
+ * Debezium envelope read an Avro message as JSON text.  Avro C would read
+ * the record into its generic values first (a malloc and a free for each
+ * string, a reset of every field), and avrovalue.c would then ask for each
+ * value back through the getters, a union at a time.  This file walks the
+ * writer's schema (AvroType) over the bytes once instead.  The JSON of
+ * each scalar is avrovalue.c's (eoi_avro_append_json_scalar), so that
+ * both readers write the same text; eoingest.test_avro_json_check makes
+ * every record go through both and compares them.
+ *
+ * The record has passed avrocheck.c's check first: every length, count,
+ * branch and int here lies within the bytes and the schema, and a failure
+ * to read one is an internal error.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "miscadmin.h"
+#include "utils/json.h"
+
+#include "format/avro_internal.h"
+#include "format/avrocheck.h"
+#include "format/wirenum.h"
+
+/* Items of an array or map between checks for interrupts. */
+#define ITEMS_PER_CHECK 1024
+
+static void
+cut(void)
+{
+	elog(ERROR, "Avro record ends inside a value that was checked");
+}
+
+static int64
+in_long(EoiAvroBytes *in)
+{
+	int64_t		v = 0;
+
+	if (eoi_avro_read_varint(&in->p, in->end, &v) != EOI_AVRO_VARINT_OK)
+		cut();
+	return v;
+}
+
+/* The scalar of type t (not null, record, map, array or union) at in->p. */
+static void
+in_scalar(EoiAvroBytes *in, AvroType *t, EoiAvroScalar *sc)
+{
+	if (t->kind == AVRO_FIXED)
+	{
+		int64_t		n = avro_schema_fixed_size(t->schema);
+
+		if (n < 0 || n > in->end - in->p)
+			cut();
+		sc->kind = AVRO_FIXED;
+		sc->s = (const char *) in->p;
+		sc->len = (size_t) n;
+		in->p += n;
+		return;
+	}
+	if (!eoi_avro_read_scalar(in, t->kind, sc))
+		cut();
+}
+
+/*
+ * Debezium's VariableScaleDecimal, a record {scale int, value bytes}: its
+ * digits as a JSON number, as avrovalue.c writes them.  False, with nothing
+ * read, for a record of that name whose fields are something else.
+ */
+static bool
+append_variable_decimal(StringInfo out, EoiAvroBytes *in, AvroType *t)
+{
+	int			si = avro_schema_record_field_get_index(t->schema, "scale");
+	int			vi = avro_schema_record_field_get_index(t->schema, "value");
+	EoiAvroScalar field[2];
+
+	if (si < 0 || vi < 0 || t->nchildren != 2 ||
+		t->children[si]->kind != AVRO_INT32 || t->children[vi]->kind != AVRO_BYTES)
+		return false;
+	for (int i = 0; i < 2; i++)
+		in_scalar(in, t->children[i], &field[i]);
+	eoi_append_decimal(out, (const unsigned char *) field[vi].s, field[vi].len, (int) field[si].l);
+	return true;
+}
+
+static void append_value(StringInfo out, EoiAvroBytes *in, AvroType *t);
+
+/*
+ * An array's or a map's blocks: a count, its items (a map's each after its
+ * key), until a count of zero.  A negative count is followed by the
+ * block's size in bytes, which a reader may use to skip it.
+ */
+static void
+append_items(StringInfo out, EoiAvroBytes *in, AvroType *t)
+{
+	bool		map = t->kind == AVRO_MAP;
+	int64		done = 0;
+	int64		count;
+	StringInfoData keytext;
+
+	if (map)
+		initStringInfo(&keytext);
+	appendStringInfoChar(out, map ? '{' : '[');
+	while ((count = in_long(in)) != 0)
+	{
+		if (count < 0)
+		{
+			count = -count;
+			(void) in_long(in);
+		}
+		for (int64 i = 0; i < count; i++, done++)
+		{
+			if (done > 0)
+				appendStringInfoChar(out, ',');
+			if (done % ITEMS_PER_CHECK == ITEMS_PER_CHECK - 1)
+				CHECK_FOR_INTERRUPTS();
+			if (map)
+			{
+				EoiAvroScalar key;
+
+				/* a string, checked and converted for the database */
+				if (!eoi_avro_read_scalar(in, AVRO_STRING, &key))
+					cut();
+				resetStringInfo(&keytext);
+				eoi_avro_scalar_text(&keytext, &key);
+				escape_json(out, keytext.data);
+				appendStringInfoChar(out, ':');
+			}
+			append_value(out, in, t->children[0]);
+		}
+	}
+	appendStringInfoChar(out, map ? '}' : ']');
+}
+
+static void
+append_value(StringInfo out, EoiAvroBytes *in, AvroType *t)
+{
+	EoiAvroScalar sc;
+
+	check_stack_depth();
+	while (t->kind == AVRO_UNION)
+	{
+		int64		branch = in_long(in);
+
+		if (branch < 0 || branch >= t->nchildren)
+			cut();
+		t = t->children[branch];
+	}
+	switch (t->kind)
+	{
+		case AVRO_NULL:
+			eoi_avro_append_json_scalar(out, t, NULL);
+			return;
+		case AVRO_RECORD:
+			if (t->logical == L_VARIABLE_DECIMAL && append_variable_decimal(out, in, t))
+				return;
+			appendStringInfoChar(out, '{');
+			for (int i = 0; i < t->nchildren; i++)
+			{
+				if (i > 0)
+					appendStringInfoChar(out, ',');
+				escape_json(out, avro_schema_record_field_name(t->schema, i));
+				appendStringInfoChar(out, ':');
+				append_value(out, in, t->children[i]);
+			}
+			appendStringInfoChar(out, '}');
+			return;
+		case AVRO_ARRAY:
+		case AVRO_MAP:
+			append_items(out, in, t);
+			return;
+		default:
+			in_scalar(in, t, &sc);
+			eoi_avro_append_json_scalar(out, t, &sc);
+	}
+}
+
+/*
+ * Append the JSON of the record of type t in `len` bytes at `data`, which
+ * avrocheck.c found one whole datum of its schema.
+ */
+void
+eoi_avro_bytes_json(StringInfo out, const unsigned char *data, size_t len, AvroType *t)
+{
+	EoiAvroBytes in = {data, data + len};
+
+	append_value(out, &in, t);
+	if (in.p != in.end)
+		elog(ERROR, "Avro record has %d bytes after its value, which were checked",
+			 (int) (in.end - in.p));
+}
