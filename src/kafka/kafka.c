@@ -376,10 +376,12 @@ eoi_kafka_open(const EoiJob *job, int worker_index)
 	rd_kafka_conf_set_stats_cb(conf, stats_cb);
 
 	kafka = MemoryContextAllocZero(TopMemoryContext, sizeof(EoiKafka));
+	kafka->pending = MemoryContextAlloc(TopMemoryContext, sizeof(rd_kafka_message_t *) * POLL_CHUNK);
 	rd_kafka_conf_set_opaque(conf, kafka);
 	kafka->rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof(errstr));
 	if (kafka->rk == NULL)
 	{
+		pfree(kafka->pending);
 		pfree(kafka);
 		rd_kafka_conf_destroy(conf);
 		ereport(ERROR,
@@ -394,7 +396,6 @@ eoi_kafka_open(const EoiJob *job, int worker_index)
 		!job_sets_option(job, "fetch.queue.backoff.ms");
 	kafka->fill_messages = conf_int(kafka, "queued.min.messages", 100000) / 2;
 	kafka->fill_bytes = conf_int(kafka, "queued.max.messages.kbytes", 65536) * 1024 / 2;
-	kafka->pending = MemoryContextAlloc(TopMemoryContext, sizeof(rd_kafka_message_t *) * POLL_CHUNK);
 
 	/*
 	 * Take what is queued in one call rather than one call per message

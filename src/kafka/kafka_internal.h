@@ -41,6 +41,7 @@ struct EoiKafka
 	int			npending;
 	int			next_pending;
 	rd_kafka_queue_t *queue;	/* the consumer's queue, for batch polls */
+	int64		message_bytes;	/* the mean size of the last poll's messages */
 	/* What eoi_kafka_poll has taken so far, until it hands the messages over. */
 	rd_kafka_message_t **polled;
 	int			npolled;

@@ -365,6 +365,21 @@ next_message(EoiKafka *kafka, int want, int wait_ms)
 	return kafka->pending[0];
 }
 
+/*
+ * How many messages to take from librdkafka at most: those the batch has
+ * room for, and, by the size of the last poll's messages, about those its
+ * bytes have room for.  Messages taken and not handed out are outside
+ * librdkafka's queue, whose limits (queued.max.messages.kbytes) no longer
+ * count them: a poll that stops at max_bytes should leave few.
+ */
+static int
+poll_want(EoiKafka *kafka, int messages, int64 bytes)
+{
+	if (kafka->message_bytes > 0)
+		messages = (int) Min((int64) messages, bytes / kafka->message_bytes + 1);
+	return Max(messages, 1);
+}
+
 /* Put back the message next_message() returned last: the next one's first. */
 static void
 hold_back(EoiKafka *kafka, rd_kafka_message_t *msg)
@@ -405,7 +420,7 @@ eoi_kafka_poll(EoiKafka *kafka, rd_kafka_message_t **messages, int max_messages,
 		int64		size;
 
 		/* What is at hand first, without reading the clock per message. */
-		msg = next_message(kafka, max_messages - n, 0);
+		msg = next_message(kafka, poll_want(kafka, max_messages - n, max_bytes - bytes), 0);
 		if (msg == NULL && n > 0 && kafka->end_at_watermark && eoi_kafka_caught_up(kafka))
 			break;
 		if (msg == NULL)
@@ -459,5 +474,7 @@ eoi_kafka_poll(EoiKafka *kafka, rd_kafka_message_t **messages, int max_messages,
 		kafka->npolled = n;
 	}
 	kafka->npolled = 0;			/* the caller's now */
+	if (n > 0)
+		kafka->message_bytes = bytes / n;
 	return n;
 }
