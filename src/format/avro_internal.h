@@ -53,6 +53,7 @@ typedef struct AvroType
 	Oid			connect_column;	/* the column type of a Debezium type, or InvalidOid */
 	int			nchildren;		/* record fields, union branches, items, values */
 	struct AvroType **children;
+	char	  **json_names;		/* record fields: each name as a JSON string, then ':' */
 } AvroType;
 
 typedef struct Builder

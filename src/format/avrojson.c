@@ -11,11 +11,15 @@
  * writer's schema (AvroType) over the bytes once instead.  The JSON of
  * each scalar is avrovalue.c's (eoi_avro_append_json_scalar), so that
  * both readers write the same text; eoingest.test_avro_json_check makes
- * every record go through both and compares them.
+ * every record go through both and compares them.  Record field names are
+ * written from AvroType, escaped once per schema.
  *
  * The record has passed avrocheck.c's check first: every length, count,
  * branch and int here lies within the bytes and the schema, and a failure
- * to read one is an internal error.
+ * to read one is an internal error.  Where the two readers part, this one
+ * is stricter: a map key holding a NUL byte (Avro C cut it there) or a map
+ * holding a key twice (Avro C merged the values) is the record's error;
+ * and it reads the arrays of nulls or empty records that Avro C cannot.
  *
  *-------------------------------------------------------------------------
  */
@@ -90,6 +94,47 @@ append_variable_decimal(StringInfo out, EoiAvroBytes *in, AvroType *t)
 
 static void append_value(StringInfo out, EoiAvroBytes *in, AvroType *t);
 
+/* A map's key, in the record's bytes. */
+typedef struct MapKey
+{
+	const char *s;
+	size_t		len;
+} MapKey;
+
+static int
+map_key_cmp(const void *a, const void *b)
+{
+	const MapKey *x = a;
+	const MapKey *y = b;
+	int			c = memcmp(x->s, y->s, Min(x->len, y->len));
+
+	return c != 0 ? c : (x->len > y->len) - (x->len < y->len);
+}
+
+/*
+ * Refuse a map that holds a key twice.  Avro C kept one entry for it and
+ * read the later values into the first (merging arrays and maps), and the
+ * JSON would keep the last: neither is what the writer meant.
+ */
+static void
+check_distinct_keys(MapKey *keys, int64 n)
+{
+	qsort(keys, n, sizeof(MapKey), map_key_cmp);
+	for (int64 i = 1; i < n; i++)
+		if (map_key_cmp(&keys[i - 1], &keys[i]) == 0)
+		{
+			EoiAvroScalar key = {.kind = AVRO_STRING, .s = keys[i].s, .len = keys[i].len};
+			StringInfoData text;
+
+			initStringInfo(&text);
+			eoi_avro_scalar_text(&text, &key);
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
+					 errmsg("Avro map holds the key \"%s\" more than once", text.data),
+					 errhint("The keys of an Avro map are distinct; the record is refused rather than keep one of the values.")));
+		}
+}
+
 /*
  * An array's or a map's blocks: a count, its items (a map's each after its
  * key), until a count of zero.  A negative count is followed by the
@@ -101,10 +146,10 @@ append_items(StringInfo out, EoiAvroBytes *in, AvroType *t)
 	bool		map = t->kind == AVRO_MAP;
 	int64		done = 0;
 	int64		count;
-	StringInfoData keytext;
+	StringInfoData keytext = {NULL};
+	MapKey	   *keys = NULL;
+	int64		nkeys_max = 0;
 
-	if (map)
-		initStringInfo(&keytext);
 	appendStringInfoChar(out, map ? '{' : '[');
 	while ((count = in_long(in)) != 0)
 	{
@@ -126,15 +171,31 @@ append_items(StringInfo out, EoiAvroBytes *in, AvroType *t)
 				/* a string, checked and converted for the database */
 				if (!eoi_avro_read_scalar(in, AVRO_STRING, &key))
 					cut();
+				if (keytext.data == NULL)
+					initStringInfo(&keytext);
 				resetStringInfo(&keytext);
 				eoi_avro_scalar_text(&keytext, &key);
 				escape_json(out, keytext.data);
 				appendStringInfoChar(out, ':');
+				if (done >= nkeys_max)
+				{
+					nkeys_max = Max(16, nkeys_max * 2);
+					keys = keys ? repalloc_huge(keys, sizeof(MapKey) * nkeys_max) :
+						palloc(sizeof(MapKey) * nkeys_max);
+				}
+				keys[done].s = key.s;
+				keys[done].len = key.len;
 			}
 			append_value(out, in, t->children[0]);
 		}
 	}
 	appendStringInfoChar(out, map ? '}' : ']');
+	if (done > 1 && map)
+		check_distinct_keys(keys, done);
+	if (keys != NULL)
+		pfree(keys);
+	if (keytext.data != NULL)
+		pfree(keytext.data);
 }
 
 static void
@@ -164,8 +225,7 @@ append_value(StringInfo out, EoiAvroBytes *in, AvroType *t)
 			{
 				if (i > 0)
 					appendStringInfoChar(out, ',');
-				escape_json(out, avro_schema_record_field_name(t->schema, i));
-				appendStringInfoChar(out, ':');
+				appendStringInfoString(out, t->json_names[i]);
 				append_value(out, in, t->children[i]);
 			}
 			appendStringInfoChar(out, '}');

@@ -12,6 +12,7 @@
 #include "catalog/pg_type.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/json.h"
 #include "utils/lsyscache.h"
 #include "utils/numeric.h"
 #include "utils/varbit.h"
@@ -230,14 +231,20 @@ eoi_avro_build_type(Builder *b, avro_schema_t s, JsonbValue *json)
 		case AVRO_RECORD:
 			t->nchildren = avro_schema_record_size(s);
 			t->children = palloc0(sizeof(AvroType *) * Max(t->nchildren, 1));
+			t->json_names = palloc0(sizeof(char *) * Max(t->nchildren, 1));
 			for (int i = 0; i < t->nchildren; i++)
 			{
 				JsonbValue	fields;
 				bool		have = json_key(json, "fields", &fields) &&
 					json_elem(&fields, i, &field) && json_key(&field, "type", &sub);
+				StringInfoData name;
 
 				t->children[i] = eoi_avro_build_type(b, avro_schema_record_field_get_by_index(s, i),
 											have ? &sub : NULL);
+				initStringInfo(&name);
+				escape_json(&name, avro_schema_record_field_name(s, i));
+				appendStringInfoChar(&name, ':');
+				t->json_names[i] = name.data;
 			}
 			break;
 		case AVRO_UNION:

@@ -269,7 +269,7 @@ eoi_avro_append_scalar(StringInfo out, AvroType *t, const EoiAvroScalar *sc)
 			else if (t->logical == L_TIME_MILLIS)
 				append_time(out, sc->l * 1000);
 			else
-				appendStringInfo(out, "%d", (int) sc->l);
+				eoi_avro_scalar_text(out, sc);
 			return;
 		case AVRO_INT64:
 			switch (t->logical)
@@ -291,7 +291,7 @@ eoi_avro_append_scalar(StringInfo out, AvroType *t, const EoiAvroScalar *sc)
 					append_timestamp(out, sc->l, t->logical - L_LOCAL_TIMESTAMP_MILLIS + 1, false);
 					break;
 				default:
-					appendStringInfo(out, INT64_FORMAT, (int64) sc->l);
+					eoi_avro_scalar_text(out, sc);
 			}
 			return;
 		case AVRO_BOOLEAN:
@@ -383,6 +383,7 @@ eoi_avro_append_json_scalar(StringInfo out, AvroType *t, const EoiAvroScalar *sc
 					out->len = start;
 					out->data[start] = '\0';
 					append_json_string(out, text.data);
+					pfree(text.data);
 				}
 				return;
 			}
@@ -402,6 +403,7 @@ eoi_avro_append_json_scalar(StringInfo out, AvroType *t, const EoiAvroScalar *sc
 	initStringInfo(&text);
 	eoi_avro_append_scalar(&text, t, sc);
 	append_json_string(out, text.data);
+	pfree(text.data);
 }
 
 /* The value as JSON text (records and maps as objects, arrays as arrays). */
@@ -638,10 +640,12 @@ eoi_avro_scalar_text(StringInfo out, const EoiAvroScalar *sc)
 			appendStringInfoString(out, sc->b ? "true" : "false");
 			break;
 		case AVRO_INT32:
-			appendStringInfo(out, "%d", (int) sc->l);
-			break;
 		case AVRO_INT64:
-			appendStringInfo(out, INT64_FORMAT, (int64) sc->l);
+			{
+				char		digits[MAXINT8LEN + 1];
+
+				appendBinaryStringInfo(out, digits, pg_lltoa((int64) sc->l, digits));
+			}
 			break;
 		case AVRO_FLOAT:
 			appendStringInfoString(out, DatumGetCString(DirectFunctionCall1(float4out, Float4GetDatum(sc->f))));
