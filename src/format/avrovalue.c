@@ -676,51 +676,17 @@ eoi_avro_scalar_text(StringInfo out, const EoiAvroScalar *sc)
 static bool
 value_scalar(avro_value_t *v, AvroType *t, EoiAvroScalar *sc)
 {
-	int32_t		i = 0;
-	int64_t		l = 0;
-	int			b = 0;
-
 	if (t->logical != L_NONE)
 		return false;
-	sc->kind = t->kind;
 	switch (t->kind)
 	{
 		case AVRO_INT32:
-			if (avro_value_get_int(v, &i) != 0)
-				eoi_avro_failed("int");
-			sc->l = i;
-			return true;
 		case AVRO_INT64:
-			if (avro_value_get_long(v, &l) != 0)
-				eoi_avro_failed("long");
-			sc->l = l;
-			return true;
 		case AVRO_FLOAT:
-			if (avro_value_get_float(v, &sc->f) != 0)
-				eoi_avro_failed("float");
-			return true;
 		case AVRO_DOUBLE:
-			if (avro_value_get_double(v, &sc->d) != 0)
-				eoi_avro_failed("double");
-			return true;
 		case AVRO_BOOLEAN:
-			if (avro_value_get_boolean(v, &b) != 0)
-				eoi_avro_failed("boolean");
-			sc->b = b != 0;
-			return true;
 		case AVRO_STRING:
-			sc->s = NULL;
-			sc->len = 0;
-			if (avro_value_get_string(v, &sc->s, &sc->len) != 0)
-				eoi_avro_failed("string");
-			/* Avro C counts a NUL it adds, except for an empty string */
-			if (sc->s == NULL || sc->len == 0)
-			{
-				sc->s = "";
-				sc->len = 0;
-			}
-			else if (sc->s[sc->len - 1] == '\0')
-				sc->len--;
+			get_scalar(v, t, sc);
 			return true;
 		default:
 			return false;
@@ -759,8 +725,6 @@ decimal_datum(const unsigned char *b, size_t n, int scale, Datum *out)
 static bool
 logical_datum(avro_value_t *v, AvroType *t, Oid typid, Datum *out)
 {
-	int32_t		i = 0;
-	int64_t		l = 0;
 	const void *buf = NULL;
 	size_t		size = 0;
 	EoiAvroScalar sc;
@@ -771,10 +735,9 @@ logical_datum(avro_value_t *v, AvroType *t, Oid typid, Datum *out)
 			if (!((t->logical == L_DATE && typid == DATEOID) ||
 				  (t->logical == L_TIME_MILLIS && typid == TIMEOID)))
 				return false;
-			if (avro_value_get_int(v, &i) != 0)
-				eoi_avro_failed("int");
-			*out = t->logical == L_DATE ? DateADTGetDatum(date_of(i)) :
-				TimeADTGetDatum(time_of((int64) i * 1000));
+			get_scalar(v, t, &sc);
+			*out = t->logical == L_DATE ? DateADTGetDatum(date_of((int32) sc.l)) :
+				TimeADTGetDatum(time_of(sc.l * 1000));
 			return true;
 		case AVRO_INT64:
 			if (!(((t->logical == L_TIME_MICROS || t->logical == L_TIME_NANOS) && typid == TIMEOID) ||
@@ -783,16 +746,15 @@ logical_datum(avro_value_t *v, AvroType *t, Oid typid, Datum *out)
 				  (t->logical >= L_LOCAL_TIMESTAMP_MILLIS && t->logical <= L_LOCAL_TIMESTAMP_NANOS &&
 				   typid == TIMESTAMPOID)))
 				return false;
-			if (avro_value_get_long(v, &l) != 0)
-				eoi_avro_failed("long");
+			get_scalar(v, t, &sc);
 			if (t->logical == L_TIME_MICROS)
-				*out = TimeADTGetDatum(time_of(l));
+				*out = TimeADTGetDatum(time_of(sc.l));
 			else if (t->logical == L_TIME_NANOS)
-				*out = TimeADTGetDatum(time_of(floor_div_1000(l)));
+				*out = TimeADTGetDatum(time_of(floor_div_1000(sc.l)));
 			else if (typid == TIMESTAMPTZOID)
-				*out = TimestampTzGetDatum(timestamp_of(l, t->logical - L_TIMESTAMP_MILLIS + 1));
+				*out = TimestampTzGetDatum(timestamp_of(sc.l, t->logical - L_TIMESTAMP_MILLIS + 1));
 			else
-				*out = TimestampGetDatum(timestamp_of(l, t->logical - L_LOCAL_TIMESTAMP_MILLIS + 1));
+				*out = TimestampGetDatum(timestamp_of(sc.l, t->logical - L_LOCAL_TIMESTAMP_MILLIS + 1));
 			return true;
 		case AVRO_BYTES:
 		case AVRO_FIXED:
