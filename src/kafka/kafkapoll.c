@@ -93,6 +93,13 @@ eoi_kafka_drop_polled(EoiKafka *kafka)
 		drop_polled(kafka);
 }
 
+/* Messages taken from librdkafka and not handed out yet? */
+static bool
+has_pending(EoiKafka *kafka)
+{
+	return kafka->next_pending < kafka->npending;
+}
+
 /*
  * The consumer's position in each of these partitions: the offset after the
  * last record, or control record, it handed out (-1 where it has none yet).
@@ -107,7 +114,7 @@ eoi_kafka_positions(EoiKafka *kafka, const EoiPosition *owned, int n, int64 *pos
 	rd_kafka_topic_partition_list_t *list;
 	bool		ok;
 
-	if (kafka->next_pending < kafka->npending || !kafka->assigned || n == 0)
+	if (has_pending(kafka) || !kafka->assigned || n == 0)
 		return false;
 	list = eoi_kafka_position_list(kafka, owned, n);
 	ok = (rd_kafka_position(kafka->rk, list) == RD_KAFKA_RESP_ERR_NO_ERROR);
@@ -337,35 +344,6 @@ consumer_error_polling(EoiKafka *kafka, rd_kafka_message_t *msg)
 }
 
 /*
- * The next message, waiting up to wait_ms for one: first those pending,
- * then librdkafka's.  From librdkafka 2.13.2 on, what is queued is taken
- * in one call of up to want messages (POLL_CHUNK at most), which reads the
- * clock and updates each partition's position once, not once per message;
- * a wait asks for one message, so that it returns with the first, as
- * rd_kafka_consumer_poll() does.  Earlier versions' batch polls could move
- * a position past an error, or skip records around a pause: one message
- * per call there.
- */
-static rd_kafka_message_t *
-next_message(EoiKafka *kafka, int want, int wait_ms)
-{
-	int			got;
-
-	if (kafka->next_pending < kafka->npending)
-		return kafka->pending[kafka->next_pending++];
-	kafka->npending = kafka->next_pending = 0;
-	if (kafka->queue == NULL)
-		return rd_kafka_consumer_poll(kafka->rk, wait_ms);
-	want = (wait_ms > 0) ? 1 : Min(Max(want, 1), POLL_CHUNK);
-	got = (int) rd_kafka_consume_batch_queue(kafka->queue, wait_ms, kafka->pending, want);
-	if (got <= 0)
-		return NULL;
-	kafka->npending = got;
-	kafka->next_pending = 1;
-	return kafka->pending[0];
-}
-
-/*
  * How many messages to take from librdkafka at most: those the batch has
  * room for, and, by the size of the last poll's messages, about those its
  * bytes have room for.  Messages taken and not handed out are outside
@@ -378,6 +356,37 @@ poll_want(EoiKafka *kafka, int messages, int64 bytes)
 	if (kafka->message_bytes > 0)
 		messages = (int) Min((int64) messages, bytes / kafka->message_bytes + 1);
 	return Max(messages, 1);
+}
+
+/*
+ * The next message, waiting up to wait_ms for one: first those pending,
+ * then librdkafka's.  From librdkafka 2.13.2 on, what is queued is taken
+ * in one call of up to the messages the batch has room for (poll_want, of
+ * its room in messages and bytes; POLL_CHUNK at most), which reads the
+ * clock and updates each partition's position once, not once per message;
+ * a wait asks for one message, so that it returns with the first, as
+ * rd_kafka_consumer_poll() does.  Earlier versions' batch polls could move
+ * a position past an error, or skip records around a pause: one message
+ * per call there.
+ */
+static rd_kafka_message_t *
+next_message(EoiKafka *kafka, int room_messages, int64 room_bytes, int wait_ms)
+{
+	int			want;
+	int			got;
+
+	if (has_pending(kafka))
+		return kafka->pending[kafka->next_pending++];
+	kafka->npending = kafka->next_pending = 0;
+	if (kafka->queue == NULL)
+		return rd_kafka_consumer_poll(kafka->rk, wait_ms);
+	want = (wait_ms > 0) ? 1 : Min(poll_want(kafka, room_messages, room_bytes), POLL_CHUNK);
+	got = (int) rd_kafka_consume_batch_queue(kafka->queue, wait_ms, kafka->pending, want);
+	if (got <= 0)
+		return NULL;
+	kafka->npending = got;
+	kafka->next_pending = 1;
+	return kafka->pending[0];
 }
 
 /* Put back the message next_message() returned last: the next one's first. */
@@ -420,7 +429,7 @@ eoi_kafka_poll(EoiKafka *kafka, rd_kafka_message_t **messages, int max_messages,
 		int64		size;
 
 		/* What is at hand first, without reading the clock per message. */
-		msg = next_message(kafka, poll_want(kafka, max_messages - n, max_bytes - bytes), 0);
+		msg = next_message(kafka, max_messages - n, max_bytes - bytes, 0);
 		if (msg == NULL && n > 0 && kafka->end_at_watermark && eoi_kafka_caught_up(kafka))
 			break;
 		if (msg == NULL)
@@ -431,7 +440,7 @@ eoi_kafka_poll(EoiKafka *kafka, rd_kafka_message_t **messages, int max_messages,
 				bool		filled = kafka->seek_wake && queue_may_have_filled(kafka);
 				int			wait_ms = (int) Min(remaining, filled ? STARVED_AFTER_MS : 100);
 
-				msg = next_message(kafka, 1, wait_ms);
+				msg = next_message(kafka, max_messages - n, max_bytes - bytes, wait_ms);
 				if (msg == NULL && wait_ms >= STARVED_AFTER_MS)
 				{
 					/* Dry. */
