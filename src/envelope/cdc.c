@@ -235,13 +235,15 @@ same_key_text(CdcContext *cx, char **key, char **row)
  * default, an update that leaves a TOASTed column unchanged carries no value
  * for it, and the after image has this (unavailable.value.placeholder's
  * default) as text, or its bytes for a bytes field (base64, or hex with
- * binary.handling.mode=hex), or an array of it.  Storing it would silently
+ * binary.handling.mode=hex; an Avro event's bytes come as bytea's hex
+ * text), or an array of it.  Storing it would silently
  * replace the row's real value: the row keeps that value instead
  * (apply/upsertkeep.c).
  */
 #define DBZ_UNAVAILABLE "__debezium_unavailable_value"
 #define DBZ_UNAVAILABLE_BASE64 "X19kZWJleml1bV91bmF2YWlsYWJsZV92YWx1ZQ=="
 #define DBZ_UNAVAILABLE_HEX "5f5f646562657a69756d5f756e617661696c61626c655f76616c7565"
+#define DBZ_UNAVAILABLE_BYTEA "\\x" DBZ_UNAVAILABLE_HEX
 
 static bool
 string_is(const JsonbValue *v, const char *s)
@@ -254,7 +256,7 @@ is_unavailable_string(const JsonbValue *v)
 {
 	return v->type == jbvString &&
 		(string_is(v, DBZ_UNAVAILABLE) || string_is(v, DBZ_UNAVAILABLE_BASE64) ||
-		 string_is(v, DBZ_UNAVAILABLE_HEX));
+		 string_is(v, DBZ_UNAVAILABLE_HEX) || string_is(v, DBZ_UNAVAILABLE_BYTEA));
 }
 
 static bool
