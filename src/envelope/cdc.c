@@ -109,6 +109,23 @@ codecs_tag(const EventJson *ev, int kind)
 	return ev->serial != 0 ? CODECS_TAG(ev->serial, kind) : 0;
 }
 
+/*
+ * May an image's text go straight into `cols`, with the codecs `codecs`
+ * (tagged *tag) holds?  Format avro: always, once they are set to none
+ * (the text is avrojson.c's, each value as the column type reads it).
+ * Format json: when they are those of the image's cached schema (want).
+ */
+static bool
+text_codecs(CdcContext *cx, EoiColumns *cols, EoiFieldCodec *codecs, int *tag, int want)
+{
+	if (cx->job->format == EOI_FORMAT_AVRO)
+	{
+		image_codecs(cx, cols, codecs, tag, want, NULL, NULL);
+		return true;
+	}
+	return cx->job->format == EOI_FORMAT_JSON && want != 0 && *tag == want;
+}
+
 /* Every field of the after image must be a column of the target. */
 static void
 check_image_fields(CdcContext *cx, JsonbContainer *image)
@@ -153,7 +170,7 @@ check_key_fields(CdcContext *cx, char **fields, const int *positions, const char
  * `cw`, which keeps it (and passes it on if it has an inner writer).  The
  * image comes parsed (`object`), or as the text of an object that a scan
  * has checked: that is read as format json reads a message once the
- * image's schema has given the codecs `kc` keeps, and parsed otherwise
+ * codecs `kc` keeps are ready (text_codecs), and parsed otherwise
  * (jsonb_in of a key of a few bytes costs more than the rest of its
  * event).  Returns false if the image lacks a key column.
  */
@@ -162,7 +179,7 @@ decode_key(CdcContext *cx, KeyCodecs *kc, JsonbContainer *object, const char *te
 		   size_t len, JsonbContainer *struct_schema, int tag, ConvertingWriter *cw)
 {
 	cw->codecs = kc->codecs;
-	if (object == NULL && cx->job->format == EOI_FORMAT_JSON && tag != 0 && kc->tag == tag)
+	if (object == NULL && text_codecs(cx, cx->keys, kc->codecs, &kc->tag, tag))
 		eoi_decode_json_text(cx->keys, text, len, &cw->writer, cx->econtext);
 	else
 	{
@@ -372,10 +389,9 @@ static bool
 image_is_plain(CdcContext *cx, const EventJson *ev, bool update)
 {
 	ImageKeys	ik = {cx, update, cx->seen, true};
-	int			want = codecs_tag(ev, IMAGE_AFTER);
 
-	if (ev->after_text == NULL || cx->job->format != EOI_FORMAT_JSON ||
-		want == 0 || cx->col_codecs_tag != want)
+	if (ev->after_text == NULL ||
+		!text_codecs(cx, cx->cols, cx->col_codecs, &cx->col_codecs_tag, codecs_tag(ev, IMAGE_AFTER)))
 		return false;
 	memset(cx->seen, 0, sizeof(bool) * cx->cols->ncolumns);
 	return eoi_cdc_scan_object(cx->routes, ev->after_text, ev->after_len, image_key, &ik) && ik.clean;
