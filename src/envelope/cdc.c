@@ -636,7 +636,7 @@ event_position(CdcRoutes *routes, EventJson *ev, const char *op, EoiSourcePositi
 
 		if (ev->source_text == NULL)
 			return false;		/* no source block, or one that is no object */
-		if (eoi_cdc_scan_members(routes, ev->source_text, ev->source_len, &ms))
+		if (eoi_cdc_members(routes, ev, true, ev->source_text, ev->source_len, &ms))
 		{
 			for (int i = 0; i < 4; i++)
 				if (!m[i].found || m[i].value.kind != EOI_JSON_STRING)

@@ -93,6 +93,10 @@ typedef struct EventJson
 	size_t		after_len;
 	const char *source_text;	/* the source block, as text, or NULL */
 	size_t		source_len;
+	/* where the payload's members lie, if its reader noted it (format avro) */
+	const EoiJsonSpans *spans;	/* NULL if not */
+	const char *spans_text;		/* the text they are in (the payload's) */
+	int			source_span;	/* the span whose members are the source block's, or -1 */
 } EventJson;
 
 /*
@@ -165,6 +169,7 @@ typedef struct CdcRoutes
 	int			nschemas;
 	char	   *scratch;		/* jsonscan.c's, for the wrapper's keys */
 	size_t		scratch_size;
+	EoiJsonSpans spans;			/* the event being applied's (EventJson.spans) */
 	EoiReplayFilter *replays;	/* NULL for dead letters being replayed */
 	bool		dry_run;		/* a preview: nothing is written */
 	const char *op;				/* dry run: the op of the event last applied */
@@ -194,6 +199,8 @@ extern JsonbContainer *eoi_cdc_json_get_object(JsonbContainer *object, const cha
 extern Jsonb *eoi_cdc_parse_json(const char *data, size_t len);
 extern bool eoi_cdc_scan_object(CdcRoutes *routes, const char *data, size_t len, EoiJsonFieldFn field, void *arg);
 extern bool eoi_cdc_scan_members(CdcRoutes *routes, const char *data, size_t len, MemberScan *ms);
+extern bool eoi_cdc_members(CdcRoutes *routes, const EventJson *ev, bool source, const char *data,
+							size_t len, MemberScan *ms);
 extern void eoi_cdc_split_message(CdcRoutes *routes, rd_kafka_message_t *msg, bool key, EventJson *ev);
 extern JsonbContainer *eoi_cdc_payload_object(CdcRoutes *routes, EventJson *ev);
 extern void eoi_cdc_event_parts(CdcRoutes *routes, EventJson *ev);

@@ -113,6 +113,84 @@ eoi_cdc_scan_members(CdcRoutes *routes, const char *data, size_t len, MemberScan
 	return eoi_cdc_scan_object(routes, data, len, take_member, ms);
 }
 
+/*
+ * The members of the object of span `parent`, of `len` bytes, from the
+ * spans; false if one may not be as a scan's.
+ */
+static bool
+spanned_members(CdcRoutes *routes, const EventJson *ev, int parent, size_t len, MemberScan *ms)
+{
+	char	   *scratch = scratch_for(routes, len);
+	bool		utf8 = GetDatabaseEncoding() == PG_UTF8;
+
+	for (int i = 0; i < ms->n; i++)
+	{
+		Member	   *m = &ms->members[i];
+		int			s = eoi_json_span_find(ev->spans, parent, m->name);
+
+		m->found = s >= 0;
+		if (m->found && !eoi_json_span_token(ev->spans_text, &ev->spans->span[s], &scratch, utf8, &m->value))
+			return false;
+	}
+	ms->other = false;			/* not asked for where spans are taken */
+	return true;
+}
+
+/*
+ * eoingest.test_avro_json_check: the members from the spans must be those
+ * a scan of the text finds, where the scan reads it.
+ */
+static void
+check_spanned(const char *data, size_t len, const MemberScan *ms)
+{
+	Member		m[8];
+	MemberScan	scan = {m, ms->n, false, false};
+
+	Assert(ms->n <= lengthof(m));
+	for (int i = 0; i < ms->n; i++)
+	{
+		m[i].name = ms->members[i].name;
+		m[i].found = false;
+	}
+	/* a scratch of its own: the members' strings may be in the routes' */
+	if (!eoi_json_scan_object(data, len, palloc(len + 1), GetDatabaseEncoding() == PG_UTF8,
+							  take_member, &scan))
+		return;
+	for (int i = 0; i < ms->n; i++)
+	{
+		const EoiJsonToken *a = &ms->members[i].value;
+		const EoiJsonToken *b = &m[i].value;
+
+		bool		has_text = a->kind == EOI_JSON_STRING || a->kind == EOI_JSON_NUMBER ||
+			a->kind == EOI_JSON_NESTED;
+
+		if (m[i].found != ms->members[i].found ||
+			(m[i].found && (a->kind != b->kind ||
+							(has_text && (a->len != b->len || memcmp(a->data, b->data, a->len) != 0)) ||
+							(a->kind == EOI_JSON_NUMBER && a->integer != b->integer))))
+			elog(ERROR, "member \"%s\" noted while the event was written differs from its scan", m[i].name);
+	}
+}
+
+/*
+ * The members `ms` looks for, of the payload or of its source block
+ * (`source`), whose text is `data`: from the spans its reader noted, if it
+ * noted that object's, else by a scan.  False if the scan declines.
+ */
+bool
+eoi_cdc_members(CdcRoutes *routes, const EventJson *ev, bool source, const char *data, size_t len,
+				MemberScan *ms)
+{
+	if (ev->spans != NULL && (!source || ev->source_span >= 0) &&
+		spanned_members(routes, ev, source ? ev->source_span : -1, len, ms))
+	{
+		if (eoingest_test_avro_json_check)
+			check_spanned(data, len, ms);
+		return true;
+	}
+	return eoi_cdc_scan_members(routes, data, len, ms);
+}
+
 static bool
 is_object_or_null(const EoiJsonToken *t)
 {
@@ -234,6 +312,22 @@ known_wrapper(CdcRoutes *routes, const char *data, size_t len, EventJson *ev, si
 	return false;
 }
 
+/* The payload's spans, and which of them is a source block noted member by member. */
+static void
+note_spans(EventJson *ev, const EoiJsonSpans *spans)
+{
+	int			source = eoi_json_span_find(spans, -1, "source");
+
+	ev->spans = spans;
+	ev->spans_text = ev->text;
+	for (int i = 0; source >= 0 && i < spans->n; i++)
+		if (spans->span[i].parent == source)
+		{
+			ev->source_span = source;
+			break;
+		}
+}
+
 /*
  * Split a message (value or key) into its payload and its schema.  The
  * payload is left as text (ev->text) when it may be read part by part:
@@ -250,19 +344,26 @@ known_wrapper(CdcRoutes *routes, const char *data, size_t len, EventJson *ev, si
  * bytes already as PostgreSQL's text of them; from then on the event is a
  * bare JSON event, through the same code as format json.  That is less
  * code than a second path for decoded Avro values, and keeps one set of
- * semantics.
+ * semantics.  The renderer notes where the payload's members (and the
+ * source block's) lie, which spares event_parts and event_position their
+ * scans.
  */
 void
 eoi_cdc_split_message(CdcRoutes *routes, rd_kafka_message_t *msg, bool key, EventJson *ev)
 {
 	size_t		len;
-	const char *data = eoi_message_json(routes->job->format, msg, key, &len);
+	EoiJsonSpans *spans = key ? NULL : &routes->spans;
+	const char *data;
 	Member		w[2] = {{"schema"}, {"payload"}};
 	MemberScan	wrapper = {w, 2, true, false};
 	Jsonb	   *jb;
 	size_t		checked;
 
+	if (spans != NULL)
+		spans->inner = "source";
+	data = eoi_message_json_spans(routes->job->format, msg, key, &len, spans);
 	memset(ev, 0, sizeof(*ev));
+	ev->source_span = -1;
 	if (known_wrapper(routes, data, len, ev, &checked))
 	{
 		(void) pg_verifymbstr(data + checked, (int) (len - checked), false);
@@ -289,6 +390,8 @@ eoi_cdc_split_message(CdcRoutes *routes, rd_kafka_message_t *msg, bool key, Even
 		/* no wrapper: the whole message is the payload, if it is an object */
 		ev->text = data;
 		ev->len = len;
+		if (spans != NULL && spans->n > 0)
+			note_spans(ev, spans);
 		return;
 	}
 	jb = eoi_cdc_parse_json(data, len);
@@ -366,7 +469,7 @@ eoi_cdc_event_parts(CdcRoutes *routes, EventJson *ev)
 	const Member *after = &m[2];
 	const Member *source = &m[3];
 
-	if (ev->text == NULL || !eoi_cdc_scan_members(routes, ev->text, ev->len, &parts))
+	if (ev->text == NULL || !eoi_cdc_members(routes, ev, false, ev->text, ev->len, &parts))
 		return;
 	ev->whole = NULL;			/* the text is checked */
 	if (op->found && op->value.kind == EOI_JSON_NUMBER)

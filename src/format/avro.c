@@ -786,7 +786,7 @@ check_json(SchemaEntry *e, const unsigned char *body, size_t len, const char *wh
  * its bytes once checked (avrojson.c).
  */
 char *
-eoi_avro_json(const char *value, size_t len, size_t *json_len)
+eoi_avro_json(const char *value, size_t len, size_t *json_len, EoiJsonSpans *spans)
 {
 	char	   *what;
 	const unsigned char *body;
@@ -796,7 +796,7 @@ eoi_avro_json(const char *value, size_t len, size_t *json_len)
 
 	check_record(e, body, body_len, what);
 	initStringInfo(&out);
-	eoi_avro_bytes_json(&out, body, body_len, e->type);
+	eoi_avro_bytes_json(&out, body, body_len, e->type, spans);
 	if (eoingest_test_avro_json_check)
 		check_json(e, body, body_len, what, &out);
 	*json_len = out.len;

@@ -16,6 +16,7 @@
 #include <librdkafka/rdkafka.h>
 
 #include "format/columns.h"
+#include "format/jsonscan.h"
 #include "format/writerschema.h"
 
 /* Use this job's registry for what follows (sink.c, before decoding). */
@@ -35,7 +36,10 @@ extern const EoiSchemaFields *eoi_avro_schema_fields(const char *value, size_t l
 extern const EoiSchemaFields *eoi_avro_subject_fields(const char *subject);
 extern const EoiSchemaFields *eoi_avro_schema_field_fields(const char *value, size_t len, const char *name);
 
-/* An Avro message as JSON text (records and maps as objects), and its length. */
-extern char *eoi_avro_json(const char *value, size_t len, size_t *json_len);
+/*
+ * An Avro message as JSON text (records and maps as objects), and its
+ * length; with `spans`, where its members lie (see eoi_avro_bytes_json).
+ */
+extern char *eoi_avro_json(const char *value, size_t len, size_t *json_len, EoiJsonSpans *spans);
 
 #endif

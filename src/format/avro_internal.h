@@ -19,6 +19,7 @@
 #include "utils/jsonb.h"
 
 #include "format/avroflat.h"
+#include "format/jsonscan.h"
 
 /* Logical types, as the schema's JSON names them. */
 typedef enum Logical
@@ -78,6 +79,7 @@ extern void eoi_avro_scalar_text(StringInfo out, const EoiAvroScalar *sc);
 extern bool eoi_avro_value_datum(avro_value_t *v, AvroType *t, Oid typid, Datum *out);
 
 /* avrojson.c */
-extern void eoi_avro_bytes_json(StringInfo out, const unsigned char *data, size_t len, AvroType *t);
+extern void eoi_avro_bytes_json(StringInfo out, const unsigned char *data, size_t len, AvroType *t,
+								EoiJsonSpans *spans);
 
 #endif

@@ -240,16 +240,76 @@ append_value(StringInfo out, EoiAvroBytes *in, AvroType *t)
 	}
 }
 
+/* A record whose members are noted as spans: not a union, not a decimal. */
+static bool
+spanned_record(const AvroType *t)
+{
+	return t->kind == AVRO_RECORD && t->logical != L_VARIABLE_DECIMAL;
+}
+
+/*
+ * A record, noting where each member's value lies (parent: the span of
+ * the record, -1 for the outermost), and the members of its member
+ * `spans->inner` too if that is a record.  The caller has made sure that
+ * they all fit.
+ */
+static void
+append_record_spans(StringInfo out, EoiAvroBytes *in, AvroType *t, EoiJsonSpans *spans, int parent)
+{
+	appendStringInfoChar(out, '{');
+	for (int i = 0; i < t->nchildren; i++)
+	{
+		EoiJsonSpan *sp = &spans->span[spans->n];
+		AvroType   *child = t->children[i];
+
+		if (i > 0)
+			appendStringInfoChar(out, ',');
+		appendStringInfoString(out, t->json_names[i]);
+		sp->parent = parent;
+		sp->name = avro_schema_record_field_name(t->schema, i);
+		sp->start = out->len;
+		spans->n++;
+		if (parent < 0 && spans->inner != NULL && spanned_record(child) &&
+			strcmp(sp->name, spans->inner) == 0)
+			append_record_spans(out, in, child, spans, (int) (sp - spans->span));
+		else
+			append_value(out, in, child);
+		sp->end = out->len;
+	}
+	appendStringInfoChar(out, '}');
+}
+
+/* How many spans the record of type t takes (append_record_spans). */
+static int
+count_spans(const AvroType *t, const char *inner)
+{
+	int			n = t->nchildren;
+
+	for (int i = 0; inner != NULL && i < t->nchildren; i++)
+		if (spanned_record(t->children[i]) &&
+			strcmp(avro_schema_record_field_name(t->schema, i), inner) == 0)
+			n += t->children[i]->nchildren;
+	return n;
+}
+
 /*
  * Append the JSON of the record of type t in `len` bytes at `data`, which
- * avrocheck.c found one whole datum of its schema.
+ * avrocheck.c found one whole datum of its schema.  With `spans`, note
+ * where the record's members lie (and its member spans->inner's), if it
+ * is a record and they fit; spans->n is 0 otherwise.
  */
 void
-eoi_avro_bytes_json(StringInfo out, const unsigned char *data, size_t len, AvroType *t)
+eoi_avro_bytes_json(StringInfo out, const unsigned char *data, size_t len, AvroType *t,
+					EoiJsonSpans *spans)
 {
 	EoiAvroBytes in = {data, data + len};
 
-	append_value(out, &in, t);
+	if (spans != NULL)
+		spans->n = 0;
+	if (spans != NULL && spanned_record(t) && count_spans(t, spans->inner) <= EOI_JSON_SPANS_MAX)
+		append_record_spans(out, &in, t, spans, -1);
+	else
+		append_value(out, &in, t);
 	if (in.p != in.end)
 		elog(ERROR, "Avro record has %d bytes after its value, which were checked",
 			 (int) (in.end - in.p));

@@ -405,13 +405,27 @@ eoi_decode_kafka_message(EoiColumns *cols, rd_kafka_message_t *msg, const char *
 const char *
 eoi_message_json(EoiFormat format, rd_kafka_message_t *msg, bool key, size_t *len)
 {
+	return eoi_message_json_spans(format, msg, key, len, NULL);
+}
+
+/*
+ * The same, and with `spans`, where its members lie when the format's
+ * reader noted them (format avro: see eoi_avro_bytes_json); spans->n is 0
+ * when it did not.
+ */
+const char *
+eoi_message_json_spans(EoiFormat format, rd_kafka_message_t *msg, bool key, size_t *len,
+					   EoiJsonSpans *spans)
+{
 	const char *data = key ? msg->key : msg->payload;
 
 	*len = key ? msg->key_len : msg->len;
+	if (spans != NULL)
+		spans->n = 0;
 	if (format == EOI_FORMAT_AVRO)
 	{
 		data = eoi_framed_message(format, msg, key, true, len);
-		data = eoi_avro_json(data, *len, len);
+		return eoi_avro_json(data, *len, len, spans);
 	}
 	if (format == EOI_FORMAT_PROTOBUF)
 	{

@@ -28,6 +28,7 @@
 
 #include "format/columns.h"
 #include "format/decodejson.h"
+#include "format/jsonscan.h"
 
 typedef struct EoiCopyWriter
 {
@@ -45,6 +46,8 @@ extern const char *eoi_framed_message(EoiFormat format, rd_kafka_message_t *msg,
 									  size_t *len);
 extern const char *eoi_message_json(EoiFormat format, rd_kafka_message_t *msg, bool key,
 									size_t *len);
+extern const char *eoi_message_json_spans(EoiFormat format, rd_kafka_message_t *msg, bool key,
+										  size_t *len, EoiJsonSpans *spans);
 extern bool eoi_decode_message(EoiColumns *cols, const char *value, size_t len,
 							   EoiRowWriter *writer, ExprContext *econtext);
 extern bool eoi_decode_kafka_message(EoiColumns *cols, rd_kafka_message_t *msg, const char *topic,

@@ -471,3 +471,68 @@ eoi_json_scan_object(const char *input, size_t len, char *scratch, bool utf8,
 	skip_ws(&s);
 	return s.p == s.end;
 }
+
+/* ---- spans ---- */
+
+/* The span of member `name` of the object of span `parent`, or -1. */
+int
+eoi_json_span_find(const EoiJsonSpans *spans, int parent, const char *name)
+{
+	for (int i = 0; i < spans->n; i++)
+		if (spans->span[i].parent == parent && strcmp(spans->span[i].name, name) == 0)
+			return i;
+	return -1;
+}
+
+/*
+ * The token of a span's value, as a scan would give it: a string with an
+ * escape unescaped at *scratch, which moves past it (the caller's scratch
+ * holds the object's length, as for a scan).  The text was written as
+ * valid JSON; false for what a scan may decline (a string it declines, a
+ * number with an exponent or beyond the length limit), so that the caller
+ * scans.
+ */
+bool
+eoi_json_span_token(const char *text, const EoiJsonSpan *span, char **scratch, bool utf8,
+					EoiJsonToken *t)
+{
+	const char *p = text + span->start;
+	size_t		len = span->end - span->start;
+
+	memset(t, 0, sizeof(*t));
+	if (len == 0)
+		return false;
+	t->data = p;
+	t->len = len;
+	switch (p[0])
+	{
+		case 'n':
+			t->kind = EOI_JSON_NULL;
+			return len == 4;
+		case 't':
+			t->kind = EOI_JSON_TRUE;
+			return len == 4;
+		case 'f':
+			t->kind = EOI_JSON_FALSE;
+			return len == 5;
+		case '{':
+		case '[':
+			t->kind = EOI_JSON_NESTED;
+			return true;
+		case '"':
+			{
+				Scan		s = {p, p + len, *scratch, utf8};
+
+				t->kind = EOI_JSON_STRING;
+				if (!scan_string(&s, &t->data, &t->len) || s.p != s.end)
+					return false;
+				*scratch = s.out;
+				return true;
+			}
+		default:
+			t->kind = EOI_JSON_NUMBER;
+			t->exponent = memchr(p, 'e', len) != NULL || memchr(p, 'E', len) != NULL;
+			t->integer = !t->exponent && memchr(p, '.', len) == NULL;
+			return !t->exponent && len <= EOI_JSON_SCAN_MAX_NUMBER;
+	}
+}

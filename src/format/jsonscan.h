@@ -66,4 +66,31 @@ typedef bool (*EoiJsonFieldFn) (void *arg, const char *key, size_t key_len,
 extern bool eoi_json_scan_object(const char *input, size_t len, char *scratch, bool utf8,
 								 EoiJsonFieldFn field, void *arg);
 
+/*
+ * Where the members of an object lie in its JSON text, as the writer of the
+ * text noted them (avrojson.c): the object's own (parent -1) and those of
+ * one of its members that is an object itself (`inner`).  A reader takes
+ * them instead of scanning the text again.
+ */
+#define EOI_JSON_SPANS_MAX 64
+
+typedef struct EoiJsonSpan
+{
+	int			parent;			/* -1, or the span of the object holding it */
+	const char *name;			/* the member's name, unescaped */
+	size_t		start;			/* its value: bytes [start, end) of the text */
+	size_t		end;
+} EoiJsonSpan;
+
+typedef struct EoiJsonSpans
+{
+	const char *inner;			/* in: the member whose members are noted too */
+	int			n;				/* out: the spans noted; 0 if none were */
+	EoiJsonSpan span[EOI_JSON_SPANS_MAX];
+} EoiJsonSpans;
+
+extern int	eoi_json_span_find(const EoiJsonSpans *spans, int parent, const char *name);
+extern bool eoi_json_span_token(const char *text, const EoiJsonSpan *span, char **scratch,
+								bool utf8, EoiJsonToken *t);
+
 #endif
