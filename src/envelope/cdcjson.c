@@ -145,6 +145,8 @@ check_spanned(const char *data, size_t len, const MemberScan *ms)
 {
 	Member		m[8];
 	MemberScan	scan = {m, ms->n, false, false};
+	char	   *scratch = palloc(len + 1);
+	bool		scanned;
 
 	Assert(ms->n <= lengthof(m));
 	for (int i = 0; i < ms->n; i++)
@@ -153,14 +155,12 @@ check_spanned(const char *data, size_t len, const MemberScan *ms)
 		m[i].found = false;
 	}
 	/* a scratch of its own: the members' strings may be in the routes' */
-	if (!eoi_json_scan_object(data, len, palloc(len + 1), GetDatabaseEncoding() == PG_UTF8,
-							  take_member, &scan))
-		return;
-	for (int i = 0; i < ms->n; i++)
+	scanned = eoi_json_scan_object(data, len, scratch, GetDatabaseEncoding() == PG_UTF8,
+								   take_member, &scan);
+	for (int i = 0; scanned && i < ms->n; i++)
 	{
 		const EoiJsonToken *a = &ms->members[i].value;
 		const EoiJsonToken *b = &m[i].value;
-
 		bool		has_text = a->kind == EOI_JSON_STRING || a->kind == EOI_JSON_NUMBER ||
 			a->kind == EOI_JSON_NESTED;
 
@@ -170,12 +170,13 @@ check_spanned(const char *data, size_t len, const MemberScan *ms)
 							(a->kind == EOI_JSON_NUMBER && a->integer != b->integer))))
 			elog(ERROR, "member \"%s\" noted while the event was written differs from its scan", m[i].name);
 	}
+	pfree(scratch);
 }
 
 /*
  * The members `ms` looks for, of the payload or of its source block
- * (`source`), whose text is `data`: from the spans its reader noted, if it
- * noted that object's, else by a scan.  False if the scan declines.
+ * (`source`), whose text is `data`: from the spans the JSON writer noted,
+ * if it noted that object's, else by a scan.  False if the scan declines.
  */
 bool
 eoi_cdc_members(CdcRoutes *routes, const EventJson *ev, bool source, const char *data, size_t len,
