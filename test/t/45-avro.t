@@ -11,7 +11,7 @@ set -euo pipefail
 . "$(dirname "$0")/../lib/avro.sh"
 . "$(dirname "$0")/../lib/jobs.sh"
 
-plan 83
+plan 84
 
 py=$(avro_python)
 tools=$EOINGEST_TEST_DIR/tools
@@ -794,6 +794,11 @@ avj_stuck+=$(sql "SELECT string_agg(job || ' offset ' || \"offset\" || ': ' || l
 is "$avj_stuck" "" "avro as JSON: the text read from the bytes is Avro C's, record by record"
 is "$(sql "SELECT count(DISTINCT src) FILTER (WHERE src IN ('all', 'map', 'union', 'ref', 'dx', 'dl')) FROM avj")" 6 \
   "avro as JSON: rows from every type, maps, unions, references and both differentials"
+is "$(sql "SELECT CASE WHEN off = 0 THEN (j->>'s' = E'tab\\there \"q\" back\\\\slash \\u00e9\\nnewline')::text
+                  ELSE j->>'s' END, j->'at'
+             FROM avj WHERE src = 'all' ORDER BY off" | tr '\n' ' ')" \
+  'true|["x", null, "y,z \"q\""] |[] x|[null] ' \
+  "avro as JSON: strings with tabs, quotes, backslashes, UTF-8 and newlines escaped, plain ones as they are"
 is "$(sql "SELECT coalesce((SELECT string_agg(off || ' ' || j::text, ',' ORDER BY off) FROM avj WHERE src = 'nulkey'), 'no rows')
                   || ', ' || coalesce((SELECT string_agg(\"offset\" || ' ' || sqlstate, ',' ORDER BY \"offset\")
                                          FROM eoingest.dead_letters WHERE job = 'avj_nulkey'), 'no dead letters')")" \
