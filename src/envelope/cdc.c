@@ -111,12 +111,12 @@ codecs_tag(const EventJson *ev, int kind)
 
 /*
  * May an image's text go straight into `cols`, with the codecs `codecs`
- * (tagged *tag) holds?  Format avro: always, once they are set to none
+ * (tagged *tag) holds?  Format avro: always, once they are set to none here
  * (the text is avrojson.c's, each value as the column type reads it).
  * Format json: when they are those of the image's cached schema (want).
  */
 static bool
-text_codecs(CdcContext *cx, EoiColumns *cols, EoiFieldCodec *codecs, int *tag, int want)
+ready_text_codecs(CdcContext *cx, EoiColumns *cols, EoiFieldCodec *codecs, int *tag, int want)
 {
 	if (cx->job->format == EOI_FORMAT_AVRO)
 	{
@@ -169,8 +169,8 @@ check_key_fields(CdcContext *cx, char **fields, const int *positions, const char
  * Decode the key of an image (the before image, or the message key) into
  * `cw`, which keeps it (and passes it on if it has an inner writer).  The
  * image comes parsed (`object`), or as the text of an object that a scan
- * has checked: that is read as format json reads a message once the
- * codecs `kc` keeps are ready (text_codecs), and parsed otherwise
+ * has checked or our Avro writer wrote: that is read as format json reads a message once the
+ * codecs `kc` keeps are ready (ready_text_codecs), and parsed otherwise
  * (jsonb_in of a key of a few bytes costs more than the rest of its
  * event).  Returns false if the image lacks a key column.
  */
@@ -179,7 +179,7 @@ decode_key(CdcContext *cx, KeyCodecs *kc, JsonbContainer *object, const char *te
 		   size_t len, JsonbContainer *struct_schema, int tag, ConvertingWriter *cw)
 {
 	cw->codecs = kc->codecs;
-	if (object == NULL && text_codecs(cx, cx->keys, kc->codecs, &kc->tag, tag))
+	if (object == NULL && ready_text_codecs(cx, cx->keys, kc->codecs, &kc->tag, tag))
 		eoi_decode_json_text(cx->keys, text, len, &cw->writer, cx->econtext);
 	else
 	{
@@ -391,7 +391,7 @@ image_is_plain(CdcContext *cx, const EventJson *ev, bool update)
 	ImageKeys	ik = {cx, update, cx->seen, true};
 
 	if (ev->after_text == NULL ||
-		!text_codecs(cx, cx->cols, cx->col_codecs, &cx->col_codecs_tag, codecs_tag(ev, IMAGE_AFTER)))
+		!ready_text_codecs(cx, cx->cols, cx->col_codecs, &cx->col_codecs_tag, codecs_tag(ev, IMAGE_AFTER)))
 		return false;
 	memset(cx->seen, 0, sizeof(bool) * cx->cols->ncolumns);
 	return eoi_cdc_scan_object(cx->routes, ev->after_text, ev->after_len, image_key, &ik) && ik.clean;

@@ -143,12 +143,11 @@ spanned_members(CdcRoutes *routes, const EventJson *ev, int parent, size_t len, 
 static void
 check_spanned(const char *data, size_t len, const MemberScan *ms)
 {
-	Member		m[8];
+	Member	   *m = palloc(sizeof(Member) * ms->n);
 	MemberScan	scan = {m, ms->n, false, false};
 	char	   *scratch = palloc(len + 1);
 	bool		scanned;
 
-	Assert(ms->n <= lengthof(m));
 	for (int i = 0; i < ms->n; i++)
 	{
 		m[i].name = ms->members[i].name;
@@ -171,17 +170,23 @@ check_spanned(const char *data, size_t len, const MemberScan *ms)
 			elog(ERROR, "member \"%s\" noted while the event was written differs from its scan", m[i].name);
 	}
 	pfree(scratch);
+	pfree(m);
 }
 
 /*
  * The members `ms` looks for, of the payload or of its source block
  * (`source`), whose text is `data`: from the spans the JSON writer noted,
  * if it noted that object's, else by a scan.  False if the scan declines.
+ * Taken from spans, ms->other is not set: ms may not stop at another
+ * member.  The spans are the last event's (routes->spans): `ev` must be
+ * the event last split.
  */
 bool
 eoi_cdc_members(CdcRoutes *routes, const EventJson *ev, bool source, const char *data, size_t len,
 				MemberScan *ms)
 {
+	Assert(!ms->stop_at_other);
+	Assert(ev->spans == NULL || ev->spans->text == ev->spans_text);
 	if (ev->spans != NULL && (!source || ev->source_span >= 0) &&
 		spanned_members(routes, ev, source ? ev->source_span : -1, len, ms))
 	{
@@ -452,9 +457,10 @@ has_image(const Member *m)
 
 /*
  * A change event's op and images, read from the payload's text by one
- * scan: the images are kept as text, parsed later only if they must be
- * (old_key, add_after); the source block is kept as text (event_position),
- * the rest is not read.
+ * scan (or from the spans its JSON writer noted, eoi_cdc_members): the
+ * images are kept as text, parsed later only if they must be (old_key,
+ * add_after); the source block is kept as text (event_position), the rest
+ * is not read.
  * Falls back to the payload as jsonb (the member functions then read it,
  * with their errors) when the scan declines, when op is a number (whose
  * text json_get_string takes from numeric_out), or when an image is

@@ -797,6 +797,8 @@ eoi_avro_json(const char *value, size_t len, size_t *json_len, EoiJsonSpans *spa
 	check_record(e, body, body_len, what);
 	initStringInfo(&out);
 	eoi_avro_bytes_json(&out, body, body_len, e->type, spans);
+	if (spans != NULL)
+		spans->text = out.data;	/* not moved again: nothing is appended */
 	if (eoingest_test_avro_json_check)
 		check_json(e, body, body_len, what, &out);
 	*json_len = out.len;

@@ -513,9 +513,10 @@ eoi_json_span_find(const EoiJsonSpans *spans, int parent, const char *name)
  * The token of a span's value, as a scan would give it: a string with an
  * escape unescaped at *scratch, which moves past it (the caller's scratch
  * holds the object's length, as for a scan).  The text was written as
- * valid JSON; false for what a scan may decline (a string it declines, a
- * number with an exponent or beyond the length limit), so that the caller
- * scans.
+ * valid JSON by the caller's own writer, which is trusted: a nested value
+ * is not checked (nor its depth), a number not read.  False for what a
+ * scan may decline or read otherwise (a string it declines, a number with
+ * an exponent or beyond the length limit), so that the caller scans.
  */
 bool
 eoi_json_span_token(const char *text, const EoiJsonSpan *span, char **scratch, bool utf8,

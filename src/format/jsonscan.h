@@ -85,6 +85,7 @@ typedef struct EoiJsonSpan
 typedef struct EoiJsonSpans
 {
 	const char *inner;			/* in: the member whose members are noted too */
+	const char *text;			/* out: the text they are in */
 	int			n;				/* out: the spans noted; 0 if none were */
 	EoiJsonSpan span[EOI_JSON_SPANS_MAX];
 } EoiJsonSpans;
