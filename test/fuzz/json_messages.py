@@ -6,7 +6,8 @@ every JSON kind, the ones each column type reads specially (epochs for the
 time types, base64 and hex for bytea, arrays for the array types, nested
 values for json and jsonb) and hostile ones: escapes (\\u0000, surrogates,
 lone surrogates), numbers beyond numeric, float8 and int8, -0, exponents,
-deep nesting (within max_stack_depth: deeper stops the job, as it always did), truncated and trailing text, invalid tokens, non-objects,
+deep nesting (within max_stack_depth: deeper stops the job, as it always did), long strings with the
+byte the scan stops at across its 8- and 16-byte blocks, truncated and trailing text, invalid tokens, non-objects,
 bytes that are not UTF-8.  argv: count seed."""
 import json
 import random
@@ -53,7 +54,20 @@ def number():
     return rnd.choice(NUMBERS)
 
 
+def long_string():
+    """13 to 40 plain bytes, then one the scan stops at (or one of 0x80 and above, or DEL), then up to
+    19 more: across the 8- and 16-byte blocks the scan reads strings by.  Sometimes the control
+    character unescaped, which is invalid."""
+    c = rnd.choice(['"', '\\', '\n', '\t', '\x01', '\x1f', ' ', '\x7f', '\u00e9', '\u2028'])
+    s = 'x' * rnd.randrange(13, 41) + c + 'y' * rnd.randrange(20)
+    if c in '\n\t\x01\x1f' and rnd.random() < 0.2:
+        return '"' + s + '"'
+    return json.dumps(s, ensure_ascii=rnd.random() < 0.5)
+
+
 def string():
+    if rnd.random() < 0.3:
+        return long_string()
     if rnd.random() < 0.3:
         return rnd.choice(RAW_STRINGS)
     return json.dumps(rnd.choice(STRINGS), ensure_ascii=rnd.random() < 0.5)
