@@ -295,8 +295,9 @@ count_spans(const AvroType *t, const char *inner)
 /*
  * Append the JSON of the record of type t in `len` bytes at `data`, which
  * avrocheck.c found one whole datum of its schema.  With `spans`, note
- * where the record's members lie (and its member spans->inner's), if it
- * is a record and they fit; spans->n is 0 otherwise.
+ * where the record's members lie, if it is a record and they fit, and its
+ * member spans->inner's too if those fit as well (else spans->inner is
+ * reset); spans->n is 0 if none are noted.
  */
 void
 eoi_avro_bytes_json(StringInfo out, const unsigned char *data, size_t len, AvroType *t,
@@ -306,6 +307,8 @@ eoi_avro_bytes_json(StringInfo out, const unsigned char *data, size_t len, AvroT
 
 	if (spans != NULL)
 		spans->n = 0;
+	if (spans != NULL && spanned_record(t) && count_spans(t, spans->inner) > EOI_JSON_SPANS_MAX)
+		spans->inner = NULL;
 	if (spans != NULL && spanned_record(t) && count_spans(t, spans->inner) <= EOI_JSON_SPANS_MAX)
 		append_record_spans(out, &in, t, spans, -1);
 	else
