@@ -169,10 +169,10 @@ check_key_fields(CdcContext *cx, char **fields, const int *positions, const char
  * Decode the key of an image (the before image, or the message key) into
  * `cw`, which keeps it (and passes it on if it has an inner writer).  The
  * image comes parsed (`object`), or as the text of an object that a scan
- * has checked or our Avro writer wrote: that is read as format json reads a message once the
- * codecs `kc` keeps are ready (ready_text_codecs), and parsed otherwise
- * (jsonb_in of a key of a few bytes costs more than the rest of its
- * event).  Returns false if the image lacks a key column.
+ * has checked or avrojson.c wrote: that is read as format json reads a
+ * message once the codecs `kc` keeps are ready (ready_text_codecs), and
+ * parsed otherwise (jsonb_in of a key of a few bytes costs more than the
+ * rest of its event).  Returns false if the image lacks a key column.
  */
 static bool
 decode_key(CdcContext *cx, KeyCodecs *kc, JsonbContainer *object, const char *text,
@@ -253,9 +253,8 @@ same_key_text(CdcContext *cx, char **key, char **row)
  * for it, and the after image has this (unavailable.value.placeholder's
  * default) as text, or its bytes for a bytes field (base64, or hex with
  * binary.handling.mode=hex; an Avro event's bytes come as bytea's hex
- * text), or an array of it.  Storing it would silently
- * replace the row's real value: the row keeps that value instead
- * (apply/upsertkeep.c).
+ * text), or an array of it.  Storing it would silently replace the row's
+ * real value: the row keeps that value instead (apply/upsertkeep.c).
  */
 #define DBZ_UNAVAILABLE "__debezium_unavailable_value"
 #define DBZ_UNAVAILABLE_BASE64 "X19kZWJleml1bV91bmF2YWlsYWJsZV92YWx1ZQ=="

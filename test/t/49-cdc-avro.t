@@ -10,7 +10,7 @@ set -euo pipefail
 . "$(dirname "$0")/../lib/tap.sh"
 . "$(dirname "$0")/../lib/avro.sh"
 
-plan 16
+plan 18
 
 py=$(avro_python)
 tools=$EOINGEST_TEST_DIR/tools
@@ -202,13 +202,33 @@ eoi-kafka create-topic "$topic_s" 1 >/dev/null
 sev() {  # sev OP NOTE COMMIT_LSN LSN
   echo "{\"schema\": \"env\", \"key_schema\": \"key\", \"key\": {'id': 7}, \"value\": {\"before\": None, \"after\": {'id': 7, 'note': '$2'}, \"op\": '$1', \"ts_ms\": 1700000000000, \"transaction\": None, \"source\": {\"version\": '3.6.1.Final', \"connector\": 'postgresql', \"name\": 'dbz', \"ts_ms\": 1700000000$4, \"db\": 'src', \"schema\": 'public', \"table\": 'cav', \"sequence\": '[\\\"$3\\\",\\\"$4\\\"]', \"lsn\": $4}}}"
 }
-{ sev c first 100 200; sev u second 100 300; sev c first 100 200; } | produce "$topic_s"
-sql "CREATE TABLE cav_s ($cols);
+{ sev c first 100 200; sev u second 100 300; sev c first 100 200; } >"$work/resent"
+produce "$topic_s" <"$work/resent"
+# the same events with the source block in a union, whose members the reader scans for
+python3 - "$work/env.avsc" "$work/envu.avsc" <<'PY'
+import json, sys
+env = json.load(open(sys.argv[1]))
+for f in env["fields"]:
+    if f["name"] == "source":
+        f["type"] = ["null", f["type"]]
+env["name"] = "EnvelopeU"
+json.dump(env, open(sys.argv[2], "w"))
+PY
+eoi-kafka create-topic "${topic_s}_u" 1 >/dev/null
+sed 's/"schema": "env"/"schema": "envu"/' "$work/resent" |
+  "$py" "$tools/avro_produce.py" "$KAFKA_BROKERS" "http://$reg_user@127.0.0.1:$reg_port" "${topic_s}_u" \
+    envu="$work/envu.avsc" key="$work/key.avsc" >/dev/null
+sql "CREATE TABLE cav_s ($cols); CREATE TABLE cav_su ($cols);
      SELECT eoingest.create_job(name => 'cav_s', brokers => '$KAFKA_BROKERS', topic => '$topic_s', target => 'cav_s',
        format => 'avro', envelope => 'debezium', schema_registry => '$reg_url', options => '$auth_options',
        on_error => 'fail', batch_size => 1, batch_timeout_ms => 100);
-     SELECT eoingest.start_job('cav_s')" >/dev/null
-check "cav_s reads the three events (offset 3)" wait_until 60 "SELECT next_offset = 3 FROM eoingest.offsets WHERE job = 'cav_s'"
-is "$(sql "SELECT note FROM cav_s") $(sql "SELECT replays_skipped FROM eoingest.offsets WHERE job = 'cav_s'")" "second 1" \
-  "the create sent again after the update is skipped by its source position, and counted"
-sql "SELECT eoingest.drop_job('cav_s')" >/dev/null
+     SELECT eoingest.create_job(name => 'cav_su', brokers => '$KAFKA_BROKERS', topic => '${topic_s}_u', target => 'cav_su',
+       format => 'avro', envelope => 'debezium', schema_registry => '$reg_url', options => '$auth_options',
+       on_error => 'fail', batch_size => 1, batch_timeout_ms => 100);
+     SELECT eoingest.start_job('cav_s'); SELECT eoingest.start_job('cav_su')" >/dev/null
+for j in cav_s cav_su; do
+  check "$j reads the three events (offset 3)" wait_until 60 "SELECT next_offset = 3 FROM eoingest.offsets WHERE job = '$j'"
+  is "$(sql "SELECT note FROM $j") $(sql "SELECT replays_skipped FROM eoingest.offsets WHERE job = '$j'")" "second 1" \
+    "$j: the create sent again after the update is skipped by its source position, and counted"
+  sql "SELECT eoingest.drop_job('$j')" >/dev/null
+done
