@@ -307,10 +307,12 @@ eoi_avro_bytes_json(StringInfo out, const unsigned char *data, size_t len, AvroT
 
 	if (spans != NULL)
 		spans->n = 0;
-	if (spans != NULL && spanned_record(t) && count_spans(t, spans->inner) > EOI_JSON_SPANS_MAX)
-		spans->inner = NULL;
-	if (spans != NULL && spanned_record(t) && count_spans(t, spans->inner) <= EOI_JSON_SPANS_MAX)
+	if (spans != NULL && spanned_record(t) && t->nchildren <= EOI_JSON_SPANS_MAX)
+	{
+		if (count_spans(t, spans->inner) > EOI_JSON_SPANS_MAX)
+			spans->inner = NULL;	/* the record's own members alone */
 		append_record_spans(out, &in, t, spans, -1);
+	}
 	else
 		append_value(out, &in, t);
 	if (in.p != in.end)
