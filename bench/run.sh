@@ -605,7 +605,7 @@ eoi_once() {
     perf record -q -F 250 --call-graph dwarf,16384 --buildid-mmap -p "${pids// /,}" -o "$perf_data" \
       >/dev/null 2>&1 &
     PERF_PID=$!
-    state_sampler "${pid_list[0]}" "$RECORDS" >"$WORK/states.txt" 2>&1 &
+    state_sampler "${pids// /,}" "$RECORDS" >"$WORK/states.txt" 2>&1 &
     STATES_PID=$!
   fi
   timeout=$((120 + RECORDS / 2000))
@@ -660,8 +660,9 @@ eoi_once() {
   # R_SECONDS (from verify_rows): start_job -> commit of the last row, as for the other methods.
 }
 
-# state_sampler PID EXPECTED: what the worker's main thread is doing, from
-# pg_stat_activity every 10 ms, until the job has written EXPECTED rows.
+# state_sampler PIDS EXPECTED: what the workers' main threads are doing (PIDS
+# comma-separated; the shares are over all of them), from pg_stat_activity
+# every 10 ms, until the job has written EXPECTED rows.
 state_sampler() {
   psql -X -q -A -t -F ' ' -v ON_ERROR_STOP=1 <<SQL
 CREATE TEMP TABLE samples (state text, wait text);
@@ -671,7 +672,7 @@ BEGIN
     PERFORM pg_stat_clear_snapshot();
     INSERT INTO samples
       SELECT coalesce(state, '?'), coalesce(wait_event_type || ':' || wait_event, '-')
-        FROM pg_stat_activity WHERE pid = $1;
+        FROM pg_stat_activity WHERE pid IN ($1);
     EXIT WHEN (SELECT coalesce(sum(rows), 0) FROM eoingest.job_status WHERE name = '$JOB') >= $2;
     PERFORM pg_sleep(0.01);
   END LOOP;
@@ -1393,7 +1394,7 @@ run_latency_rates() {
 # run_profile MODE TABLE OUTPUT: exactly_once into bench_nopk (profile.txt), and
 # upsert_0 into bench_pk (profile-upsert.txt), the mode furthest from its target.
 # BENCH_PROFILE_FORMAT (csv, json or avro; default csv) picks the format of the
-# exactly_once profile; json-mapping and json-transform profile the JSON rows
+# exactly_once profile and BENCH_PROFILE_PAR its workers (default 1); json-mapping and json-transform profile the JSON rows
 # through the mapping with four metadata columns or the transform of the
 # variants above.
 run_profile() {
@@ -1403,12 +1404,13 @@ run_profile() {
     json-mapping) VARIANT_MAPPING=$BENCH_MAPPING_META table=bench_map ;;
     json-transform) VARIANT_TRANSFORM=$BENCH_TRANSFORM ;;
   esac
-  log "profile: perf record of the worker during one extra $fmt $mode b=10000 par=1 run into $table"
+  local par=${BENCH_PROFILE_PAR:-1}
+  log "profile: perf record of the worker(s) during one extra $fmt $mode b=10000 par=$par run into $table"
   reset_result
   rm -f "$data"
-  eoi_once "$(topic_name "${fmt%%-*}" 4)" "$table" "${fmt%%-*}" "$mode" 10000 1 0 "$data"
+  eoi_once "$(topic_name "${fmt%%-*}" 4)" "$table" "${fmt%%-*}" "$mode" 10000 "$par" 0 "$data"
   [ "$R_STATUS" = ok ] || { fail_loudly "profiled run: $R_NOTE"; return; }
-  perf_summary "$data" "$output" "$fmt $mode b=10000 par=1 into $table" "$R_ROWS rows"
+  perf_summary "$data" "$output" "$fmt $mode b=10000 par=$par into $table" "$R_ROWS rows"
 }
 
 # run_profile_cdc KIND OUTPUT: a CDC variant once more, under perf: debezium
@@ -1448,7 +1450,7 @@ perf_summary() {
     echo "# (all threads of the worker process, librdkafka's included; PostgreSQL's static"
     echo "# functions have no symbols in Debian's stripped binary and show as addresses)"
     if [ -s "$WORK/states.txt" ]; then
-      echo "# what the worker's main thread was doing (pg_stat_activity sampled every 10 ms):"
+      echo "# what the workers' main threads were doing (pg_stat_activity sampled every 10 ms):"
       echo "#   idle = inside the Kafka poll (librdkafka), active = decoding, COPY, commit"
       sed 's/^/  /' "$WORK/states.txt"
     fi
