@@ -28,6 +28,7 @@ OBJS = \
 	src/format/decodejson.o \
 	src/format/jsonschema.o \
 	src/format/jsonbuild.o \
+	src/format/decfloat.o \
 	src/format/jsonscan.o \
 	src/format/jsonvalue.o \
 	src/format/avro.o \
@@ -82,7 +83,7 @@ OBJS = \
 
 DATA = $(wildcard sql/eoingest--*.sql)
 
-REGRESS = setup api formats intfields mappings fieldmap transform transformcols transformjson upsert deadletters batchbytes operations multitopic cdc cdctxn cdcschemas cdcreplay cdcmodes connectjson
+REGRESS = setup api formats intfields floatfields mappings fieldmap transform transformcols transformjson upsert deadletters batchbytes operations multitopic cdc cdctxn cdcschemas cdcreplay cdcmodes connectjson
 REGRESS_OPTS = --use-existing
 
 PG_CPPFLAGS = -I$(srcdir)/src -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare

@@ -12,8 +12,8 @@
 #                                                                                 46-transaction-markers, 60-faults,
 #                                                                                 70-security, 71-security-tenant, 90-failover
 #   pg18     18.6 (test/pgbuild.sh, cached)  Kafka 4.4.0  2.14.2                pg_regress + every TAP test but
-#                                                                                 40-fuzz, 41-fuzz-avro and
-#                                                                                 97-debian-package (all with
+#                                                                                 40-decfloat, 40-fuzz, 41-fuzz-avro
+#                                                                                 and 97-debian-package (all with
 #                                                                                 EOINGEST_LONG=1)
 #
 #   EOINGEST_PASSES          passes to run, in order (default: "current compat pg18";
@@ -32,10 +32,11 @@ TEST_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 COMPAT_TAP_TESTS="test/t/20-crash.t test/t/30-two-phase.t test/t/46-transaction-markers.t test/t/60-faults.t"
 COMPAT_TAP_TESTS+=" test/t/70-security.t test/t/71-security-tenant.t test/t/90-failover.t"
 # The pg18 pass runs every TAP test but those that do not depend on the
-# pass's PostgreSQL, which the current pass runs: the two fuzzers that link no
-# PostgreSQL (csv, avro) and the Debian package's build (for the majors
-# Debian's packages have here); all of them with EOINGEST_LONG=1.
-PG18_SKIPPED_TAP_TESTS="test/t/40-fuzz.t test/t/41-fuzz-avro.t test/t/97-debian-package.t"
+# pass's PostgreSQL, which the current pass runs: the checks that link no
+# PostgreSQL (the decimal fast path, the csv and avro fuzzers) and the Debian
+# package's build (for the majors Debian's packages have here); all of them
+# with EOINGEST_LONG=1.
+PG18_SKIPPED_TAP_TESTS="test/t/40-decfloat.t test/t/40-fuzz.t test/t/41-fuzz-avro.t test/t/97-debian-package.t"
 
 fmt_time() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
 

@@ -69,6 +69,7 @@
 #include "apply/direct.h"
 #include "apply/execcompat.h"
 #include "apply/target.h"
+#include "format/decfloat.h"
 
 int			eoingest_insert_path = EOI_INSERT_PATH_DIRECT;
 
@@ -83,7 +84,8 @@ typedef enum FieldKind
 	FIELD_TEXT,					/* text: textin's copy, without the strlen */
 	FIELD_INT8,					/* int8in's pg_strtoint64 */
 	FIELD_INT4,					/* int4in's pg_strtoint32 */
-	FIELD_INT2					/* int2in's pg_strtoint16 */
+	FIELD_INT2,					/* int2in's pg_strtoint16 */
+	FIELD_FLOAT8				/* a short decimal without strtod, else float8in */
 } FieldKind;
 
 /* The longest integer field read from a buffer on the stack. */
@@ -271,7 +273,18 @@ datum_field(EoiRowWriter *writer, int col, const char *data, size_t len)
 		w->cur_col = -1;
 		return;
 	}
-	if (dc->kind == FIELD_INPUT)
+	if (dc->kind == FIELD_FLOAT8)
+	{
+		double		d;
+
+		if (eoi_decimal_to_double(data, len, &d))
+		{
+			w->values[dc->attidx] = Float8GetDatum(d);
+			w->cur_col = -1;
+			return;
+		}
+	}
+	if (dc->kind == FIELD_INPUT || dc->kind == FIELD_FLOAT8)
 	{
 		str = pnstrdup(data, len);
 		w->values[dc->attidx] = InputFunctionCall(&dc->in, str, dc->typioparam, dc->typmod);
@@ -358,6 +371,9 @@ direct_columns(Relation rel, EoiColumns *cols)
 				break;
 			case INT2OID:
 				dcs[c].kind = FIELD_INT2;
+				break;
+			case FLOAT8OID:
+				dcs[c].kind = FIELD_FLOAT8;
 				break;
 			default:
 				dcs[c].kind = FIELD_INPUT;

@@ -44,6 +44,7 @@
 #include "utils/numeric.h"
 #include "utils/timestamp.h"
 
+#include "format/decfloat.h"
 #include "format/jsonvalue.h"
 
 static bool scalar_text(const EoiJsonColumn *jc, EoiTimestampUnit unit, JsonbValue *v,
@@ -704,6 +705,12 @@ token_double(const EoiJsonToken *t, bool single, Datum *out)
 	double		d = 0;
 	float		f = 0;
 
+	if (!single && eoi_decimal_to_double(t->data, t->len, &d))
+	{
+		/* numeric has no -0: float8in reads "0" */
+		*out = Float8GetDatum(d == 0 ? 0.0 : d);
+		return true;
+	}
 	if (t->len >= sizeof(buf))
 		return false;
 	memcpy(buf, t->data, t->len);
