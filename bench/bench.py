@@ -473,12 +473,21 @@ def report(d):
         w("The table above measures COPY and eoingest minutes apart, and this machine's speed drifts. "
           "Here each round runs COPY, then exactly_once b=10000 with 1, 2 and 4 workers, into the same "
           "table (no PK), seconds apart.\n")
-        w("| round | COPY rows/s | workers | exactly_once rows/s | × COPY |")
-        w("|---:|---:|---:|---:|---:|")
+        w("| round | COPY rows/s | workers | exactly_once rows/s | × COPY | first rows after |")
+        w("|---:|---:|---:|---:|---:|---:|")
         for r in paired:
+            first = fnum(r.get("first_commit_s"))
             w(f"| {r['round']} | {fmt_int(fnum(r['copy_rows_per_s']))} | {r['par']} | "
-              f"{fmt_int(fnum(r['eoingest_rows_per_s']))} | {fnum(r['ratio']):.2f} |")
+              f"{fmt_int(fnum(r['eoingest_rows_per_s']))} | {fnum(r['ratio']):.2f} | "
+              f"{fmt(first, 3) + ' s' if first is not None else '—'} |")
         w("")
+        starts = [fnum(r.get("first_commit_s")) / fnum(r["seconds"]) for r in paired
+                  if fnum(r.get("first_commit_s")) is not None and fnum(r.get("seconds"))]
+        if starts:
+            w(f"*First rows after*: from `start_job` to the job's first commit (the workers start, reach the "
+              f"broker and take their first batch), part of each run's time: a median {med(starts) * 100:.0f}% "
+              f"of it here. It is a fixed cost of starting a job, so it weighs less the more records a run "
+              f"has (`--records`, `--big`).\n")
         curve = worker_curve(paired)
         if curve:
             w("### The curve over the workers\n")

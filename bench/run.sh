@@ -381,7 +381,7 @@ prepare_data() {
 
 # ---- one run of each method; each sets the R_* variables ----
 reset_result() {
-  R_STATUS=ok R_NOTE='' R_ROWS='' R_SECONDS='' R_SCPU='' R_CCPU=0 R_PCPU='' R_WAL='' R_RSS='' R_HWM=''
+  R_STATUS=ok R_NOTE='' R_ROWS='' R_SECONDS='' R_FIRST='' R_SCPU='' R_CCPU=0 R_PCPU='' R_WAL='' R_RSS='' R_HWM=''
   R_BCPU='' R_OCPU='' SNAP0=''
 }
 
@@ -405,10 +405,12 @@ other_cpu() {
     'BEGIN {o = m - s - b - c; printf "%.2f", o < 0 ? 0 : o}')
 }
 
-# verify TABLE EXPECTED T0: rows, distinct ts, the last commit time -> R_ROWS, R_SECONDS.
+# verify TABLE EXPECTED T0: rows, distinct ts, the last commit time -> R_ROWS, R_SECONDS;
+# the first commit's -> R_FIRST (seconds after T0: a job's start and its first batch).
 verify_rows() {
-  local table=$1 expected=$2 t0=$3 cnt dst tend
-  read -r cnt dst tend <<<"$(q "SELECT count(*), count(DISTINCT ts),
+  local table=$1 expected=$2 t0=$3 cnt dst tfirst tend
+  read -r cnt dst tfirst tend <<<"$(q "SELECT count(*), count(DISTINCT ts),
+        extract(epoch FROM min(pg_xact_commit_timestamp(xmin))),
         extract(epoch FROM max(pg_xact_commit_timestamp(xmin))) FROM $table")"
   R_ROWS=$cnt
   if [ "$cnt" != "$expected" ] || [ "$dst" != "$expected" ]; then
@@ -417,6 +419,7 @@ verify_rows() {
     return 1
   fi
   R_SECONDS=$(awk -v a="$t0" -v b="$tend" 'BEGIN {printf "%.3f", b - a}')
+  R_FIRST=$(awk -v a="$t0" -v b="$tfirst" 'BEGIN {printf "%.3f", b - a}')
 }
 
 wal_since() { q "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '$1')"; }
@@ -1250,7 +1253,7 @@ run_cdc() {
 run_paired() {
   local round copy_rate par rate
   log "back to back: COPY, then exactly_once b=10000 par=1, 2 and 4, $RUNS round(s)"
-  printf 'round\tcopy_rows_per_s\tpar\teoingest_rows_per_s\tratio\tseconds\tserver_cpu\tbroker_cpu\n' >"$PAIRED"
+  printf 'round\tcopy_rows_per_s\tpar\teoingest_rows_per_s\tratio\tseconds\tserver_cpu\tbroker_cpu\tfirst_commit_s\n' >"$PAIRED"
   for ((round = 1; round <= RUNS; round++)); do
     reset_result
     copy_once bench_nopk
@@ -1261,9 +1264,9 @@ run_paired() {
       eoi_once "$(topic_name csv 4)" bench_nopk csv exactly_once 10000 "$par" 0
       [ "$R_STATUS" = ok ] || { fail_loudly "back to back: exactly_once par=$par: $R_NOTE"; return; }
       rate=$(awk -v r="$R_ROWS" -v s="$R_SECONDS" 'BEGIN {printf "%.0f", r / s}')
-      printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$round" "$copy_rate" "$par" "$rate" \
+      printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$round" "$copy_rate" "$par" "$rate" \
         "$(awk -v a="$rate" -v b="$copy_rate" 'BEGIN {printf "%.3f", a / b}')" \
-        "$R_SECONDS" "$R_SCPU" "$R_BCPU" >>"$PAIRED"
+        "$R_SECONDS" "$R_SCPU" "$R_BCPU" "$R_FIRST" >>"$PAIRED"
       log "    round $round: COPY $copy_rate rows/s, exactly_once par=$par $rate rows/s"
     done
   done
