@@ -4,8 +4,8 @@
  *	  A short decimal read as a double precision value without strtod.
  *
  * float8in reads its text with strtod, which is exact for every input and
- * takes its time for it: a tenth of a worker's time on rows with one float
- * column.  Most such fields are short decimals ("0.5", "-12.75", "3e-4"),
+ * takes its time for it: several percent of a worker's time for each float
+ * column of its rows.  Most such fields are short decimals ("0.5", "-12.75", "3e-4"),
  * and for those Clinger's fast path gives the same double: when the digits,
  * read as an integer M, fit in 2^53 and the decimal exponent E is at most
  * 22 either way, both M and 10^|E| are doubles exactly, so M * 10^E (or
