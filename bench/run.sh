@@ -1397,9 +1397,9 @@ run_latency_rates() {
 # run_profile MODE TABLE OUTPUT: exactly_once into bench_nopk (profile.txt), and
 # upsert_0 into bench_pk (profile-upsert.txt), the mode furthest from its target.
 # BENCH_PROFILE_FORMAT (csv, json or avro; default csv) picks the format of the
-# exactly_once profile and BENCH_PROFILE_PAR its workers (default 1); json-mapping and json-transform profile the JSON rows
+# exactly_once profile; json-mapping and json-transform profile the JSON rows
 # through the mapping with four metadata columns or the transform of the
-# variants above.
+# variants above.  BENCH_PROFILE_PAR sets both profiles' workers (default 1).
 run_profile() {
   local mode=$1 table=$2 output=$3 fmt=${4:-csv} data=$WORK/perf.data
   local VARIANT_MAPPING='' VARIANT_TRANSFORM=''
