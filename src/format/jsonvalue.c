@@ -700,29 +700,28 @@ eoi_json_token_text(const EoiJsonColumn *jc, EoiTimestampUnit unit, const EoiJso
 static bool
 token_double(const EoiJsonToken *t, bool single, Datum *out)
 {
-	char		buf[64];
-	char	   *end;
 	double		d = 0;
 	float		f = 0;
 
-	if (!single && eoi_decimal_to_double(t->data, t->len, &d))
+	/* a short decimal needs no strtod (decfloat.c); a float4 keeps strtof's own rounding */
+	if (single || !eoi_decimal_to_double(t->data, t->len, &d))
 	{
-		/* numeric has no -0: float8in reads "0" */
-		*out = Float8GetDatum(d == 0 ? 0.0 : d);
-		return true;
+		char		buf[64];
+		char	   *end;
+
+		if (t->len >= sizeof(buf))
+			return false;
+		memcpy(buf, t->data, t->len);
+		buf[t->len] = '\0';
+		errno = 0;
+		if (single)
+			f = strtof(buf, &end);
+		else
+			d = strtod(buf, &end);
+		/* range errors (and subnormals) go the text's way, which reports them */
+		if (errno != 0 || end != buf + t->len || isinf(single ? f : d))
+			return false;
 	}
-	if (t->len >= sizeof(buf))
-		return false;
-	memcpy(buf, t->data, t->len);
-	buf[t->len] = '\0';
-	errno = 0;
-	if (single)
-		f = strtof(buf, &end);
-	else
-		d = strtod(buf, &end);
-	/* range errors (and subnormals) go the text's way, which reports them */
-	if (errno != 0 || end != buf + t->len || isinf(single ? f : d))
-		return false;
 	/* numeric has no -0: float8in reads "0" */
 	if (single)
 		*out = Float4GetDatum(f == 0 ? 0.0f : f);
